@@ -1,0 +1,61 @@
+/*
+ * dtype.h — tensor element types (numbered as in GGUF/ggml) and their block
+ * geometry. Quantized types store `block_size` elements in `type_size` bytes.
+ */
+#ifndef TF_CORE_DTYPE_H
+#define TF_CORE_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tf_dtype {
+    TF_DTYPE_F32 = 0,
+    TF_DTYPE_F16 = 1,
+    TF_DTYPE_Q4_0 = 2,
+    TF_DTYPE_Q8_0 = 8,
+    TF_DTYPE_Q4_K = 12,
+    TF_DTYPE_Q6_K = 14,
+    TF_DTYPE_BF16 = 30,
+    TF_DTYPE_COUNT = 40, /* upper bound of ids this build knows a name for */
+} tf_dtype;
+
+#define TF_QK8_0 32
+#define TF_QK4_0 32
+#define TF_QK_K 256
+
+/* Block layouts, byte-compatible with the GGUF files in the wild. */
+typedef struct { uint16_t d; int8_t qs[TF_QK8_0]; } tf_block_q8_0;         /* 34 bytes */
+typedef struct { uint16_t d; uint8_t qs[TF_QK4_0 / 2]; } tf_block_q4_0;    /* 18 bytes */
+typedef struct {
+    uint16_t d, dmin;      /* super-block scales for scales / mins (f16) */
+    uint8_t scales[12];    /* 8 sub-blocks: 6-bit scale + 6-bit min, packed */
+    uint8_t qs[TF_QK_K / 2];
+} tf_block_q4_k;                                                           /* 144 bytes */
+typedef struct {
+    uint8_t ql[TF_QK_K / 2];     /* low 4 bits */
+    uint8_t qh[TF_QK_K / 4];     /* high 2 bits */
+    int8_t scales[TF_QK_K / 16]; /* 8-bit sub-block scales */
+    uint16_t d;                  /* f16 super-block scale */
+} tf_block_q6_k;                                                           /* 210 bytes */
+
+_Static_assert(sizeof(tf_block_q8_0) == 34, "q8_0 block");
+_Static_assert(sizeof(tf_block_q4_0) == 18, "q4_0 block");
+_Static_assert(sizeof(tf_block_q4_k) == 144, "q4_k block");
+_Static_assert(sizeof(tf_block_q6_k) == 210, "q6_k block");
+
+/* True for the types this engine can compute with. */
+bool tf_dtype_supported(uint32_t type);
+/* Elements per block (1 for float types); 0 if unsupported. */
+uint32_t tf_dtype_block_size(uint32_t type);
+/* Bytes per block; 0 if unsupported. */
+uint32_t tf_dtype_type_size(uint32_t type);
+/* Name ("f32", "q4_k", ...) or "type<N>" for unknown ids (static buffer-free). */
+const char *tf_dtype_name(uint32_t type);
+/* Parse a name as above (case-insensitive); returns false if unknown. */
+bool tf_dtype_from_name(const char *name, tf_dtype *out);
+/* Bytes of a row of n elements; 0 if n is not a multiple of the block size
+ * or the type is unsupported. */
+size_t tf_dtype_row_size(uint32_t type, int64_t n);
+
+#endif
