@@ -6,8 +6,9 @@ pass=0; fail=0; skip=0; failed=""
 for t in "$@"; do
     name=$(basename "$t")
     out=$("$t" 2>&1); rc=$?
-    s=$(printf '%s\n' "$out" | grep -c '^\[  SKIPPED \]')
+    s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9][0-9]*\) test(s).*$/\1/p' | head -n 1)
     p=$(printf '%s\n' "$out" | grep -c '^\[       OK \]')
+    s=${s:-0}
     skip=$((skip + s)); pass=$((pass + p))
     if [ $rc -ne 0 ]; then
         fail=$((fail + 1)); failed="$failed $name"

@@ -1,0 +1,72 @@
+/*
+ * quant.h — weight formats on the CPU: quantize / dequantize rows, dot
+ * products per weight type, and the threaded matrix products built on them.
+ *
+ * Every weight type W has an activation format act(W) that its dot product
+ * consumes: F32 for F32/F16/BF16 weights, Q8_0 blocks for Q8_0/Q4_0 weights,
+ * Q8_K blocks for Q4_K/Q6_K weights. Activations are converted once per
+ * matrix product (tf_act_quantize), never weights per token.
+ *
+ * Each function exists as a scalar reference (tf_ref_*) and as the fastest
+ * variant the CPU supports, chosen at run time (tf_cpu_kernels_get). Tests
+ * compare every variant against the reference.
+ */
+#ifndef TF_BACKEND_CPU_QUANT_H
+#define TF_BACKEND_CPU_QUANT_H
+
+#include "core/dtype.h"
+#include "core/threads.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Activation block for K-quant dot products (256 values, llama.cpp-compatible). */
+typedef struct {
+    float d;                   /* scale */
+    int8_t qs[TF_QK_K];        /* quants */
+    int16_t bsums[TF_QK_K / 16]; /* sums of groups of 16 quants */
+} tf_block_q8_k;
+
+/* Activation type consumed by the dot product of weight type `type`. */
+tf_dtype tf_act_type(tf_dtype type);
+/* Bytes needed to hold n activations converted for weight type `type`
+ * (n a multiple of the type's block size). */
+size_t tf_act_row_size(tf_dtype type, int64_t n);
+
+/* Scalar references. n must be a multiple of the type's block size. */
+void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n);   /* f32 -> type */
+void tf_ref_dequantize_row(tf_dtype type, const void *x, float *y, int64_t n); /* type -> f32 */
+void tf_ref_act_quantize(tf_dtype wtype, const float *x, void *y, int64_t n);  /* f32 -> act(wtype) */
+float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *w, const void *act); /* w row . act */
+
+/* Dispatch table of the fast variants. */
+typedef void (*tf_act_quantize_fn)(const float *x, void *y, int64_t n);
+typedef float (*tf_vec_dot_fn)(int64_t n, const void *w, const void *act);
+typedef void (*tf_dequant_fn)(const void *x, float *y, int64_t n);
+
+typedef struct tf_cpu_kernels {
+    const char *isa; /* "scalar", "avx2", "avx512" */
+    tf_act_quantize_fn act_quantize[TF_DTYPE_COUNT]; /* indexed by weight type */
+    tf_vec_dot_fn vec_dot[TF_DTYPE_COUNT];          /* indexed by weight type */
+    tf_dequant_fn dequantize[TF_DTYPE_COUNT];       /* indexed by weight type */
+} tf_cpu_kernels;
+
+typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_BEST = 99 } tf_isa;
+
+/* Kernels for the given ISA, capped to what this CPU supports (TF_ISA_BEST:
+ * the best available). Static tables; never NULL. */
+const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa);
+/* Best ISA the running CPU supports. */
+tf_isa tf_cpu_best_isa(void);
+
+/* Y[t][r] = sum_c W[r][c] * X[t][c] for t < n_tok, r < n_rows.
+ *   W: n_rows rows of n_cols elements of `wtype` (row stride tf_dtype_row_size)
+ *   X: n_tok x n_cols f32 (row stride n_cols)
+ *   Y: n_tok x n_rows f32 (row stride ldy >= n_rows)
+ *   act_buf: scratch of n_tok * tf_act_row_size(wtype, n_cols) bytes
+ * Runs on `pool` (may be NULL), splitting rows across threads and tiling
+ * tokens so each weight row is read once per tile. */
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int64_t n_rows,
+                   int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy, void *act_buf);
+
+#endif
