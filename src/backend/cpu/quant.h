@@ -27,6 +27,10 @@ typedef struct {
     int16_t bsums[TF_QK_K / 16]; /* sums of groups of 16 quants */
 } tf_block_q8_k;
 
+/* ggml's id for Q8_K: an activation-only format, absent from dtype.h's table
+ * (tf_dtype_row_size knows nothing of it; use tf_act_row_size). */
+#define TF_DTYPE_Q8_K ((tf_dtype)15)
+
 /* Activation type consumed by the dot product of weight type `type`. */
 tf_dtype tf_act_type(tf_dtype type);
 /* Bytes needed to hold n activations converted for weight type `type`

@@ -1,0 +1,383 @@
+/*
+ * quant_ref.c — scalar reference kernels for every weight format.
+ *
+ * These are the definitions the fast variants (quant_avx2.c, quant_avx512.c)
+ * are tested against: simple loops, one block at a time, no cleverness. The
+ * block layouts are those of GGUF files written by llama.cpp:
+ *
+ *   Q8_0  d(f16) qs[32]          x[i] = d * qs[i]
+ *   Q4_0  d(f16) qs[16]          x[j] = d * ((qs[j] & 15) - 8), x[j+16] = d * ((qs[j] >> 4) - 8)
+ *   Q4_K  8 sub-blocks of 32; 6-bit scale sc and min m per sub-block, packed
+ *         in 12 bytes;  x = d*sc*q - dmin*m, q in 0..15. Elements come in
+ *         groups of 64: qs[32 g + l] holds element 64 g + l in its low nibble
+ *         and element 64 g + 32 + l in its high nibble.
+ *   Q6_K  16 groups of 16 with int8 scales; x = d * scale * (q - 32), q in 0..63
+ *         split into 4 low bits (ql) and 2 high bits (qh), see q6k_get/put.
+ *
+ * Activation formats: Q8_0 blocks (symmetric, d = amax / 127) and Q8_K blocks
+ * (f32 d, d = amax / 127, plus sums of each 16 quants for the K-quant mins).
+ * Rounding is round-to-nearest-even (nearbyintf) on x * (1/d), exactly what
+ * the SIMD variants compute, so fast and reference activations are bitwise
+ * equal.
+ */
+#include "backend/cpu/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/fp16.h"
+
+tf_dtype tf_act_type(tf_dtype type) {
+    switch (type) {
+    case TF_DTYPE_F32: case TF_DTYPE_F16: case TF_DTYPE_BF16: return TF_DTYPE_F32;
+    case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: return TF_DTYPE_Q8_0;
+    case TF_DTYPE_Q4_K: case TF_DTYPE_Q6_K: return TF_DTYPE_Q8_K;
+    default: TF_ASSERT(!"tf_act_type: unsupported weight type"); return TF_DTYPE_F32;
+    }
+}
+
+size_t tf_act_row_size(tf_dtype type, int64_t n) {
+    switch (tf_act_type(type)) {
+    case TF_DTYPE_F32: return (size_t)n * sizeof(float);
+    case TF_DTYPE_Q8_0: return (size_t)(n / TF_QK8_0) * sizeof(tf_block_q8_0);
+    default: return (size_t)(n / TF_QK_K) * sizeof(tf_block_q8_k);
+    }
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static float absmax(const float *x, int n) {
+    float m = 0.0f;
+    for (int i = 0; i < n; i++) m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Q4_K: 6-bit scale and min of sub-block j (0..7) from the packed 12 bytes. */
+static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* Inverse of q4k_scale_min for all 8 sub-blocks (sc, m in 0..63). */
+static void q4k_pack_scales(uint8_t *s, const int *sc, const int *m) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+        s[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+        s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+    }
+}
+
+/* Q4_K: quant (0..15) of element e (0..255). */
+static int q4k_get(const tf_block_q4_k *b, int e) {
+    uint8_t v = b->qs[(e / 64) * 32 + e % 32];
+    return (e % 64) < 32 ? (v & 0xF) : (v >> 4);
+}
+
+/* Q6_K: quant (0..63) of element e (0..255). Within each half of 128
+ * elements, element 32 k + l (k 0..3, l 0..31) keeps its low 4 bits in
+ * ql[l + 32 (k & 1)] (low nibble for k < 2, high for k >= 2) and its high 2
+ * bits at bit 2k of qh[l]. The scale of element e is scales[e / 16]. */
+static int q6k_get(const tf_block_q6_k *b, int e) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    uint8_t lo = b->ql[64 * h + l + 32 * (k & 1)];
+    int low = k < 2 ? (lo & 0xF) : (lo >> 4);
+    int high = (b->qh[32 * h + l] >> (2 * k)) & 3;
+    return low | (high << 4);
+}
+
+static void q6k_put(tf_block_q6_k *b, int e, int q) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    uint8_t *lo = &b->ql[64 * h + l + 32 * (k & 1)];
+    if (k < 2) *lo = (uint8_t)((*lo & 0xF0) | (q & 0xF));
+    else *lo = (uint8_t)((*lo & 0x0F) | ((q & 0xF) << 4));
+    uint8_t *hi = &b->qh[32 * h + l];
+    *hi = (uint8_t)((*hi & ~(3 << (2 * k))) | (((q >> 4) & 3) << (2 * k)));
+}
+
+/* ---- quantize ---------------------------------------------------------------- */
+
+static void quantize_q8_0(const float *x, tf_block_q8_0 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK8_0) {
+        float d = absmax(x, TF_QK8_0) / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = tf_f32_to_f16(d);
+        for (int j = 0; j < TF_QK8_0; j++) y[i].qs[j] = (int8_t)nearbyintf(x[j] * id);
+    }
+}
+
+/* Q4_0: d = (signed value of largest magnitude) / -8, so that value maps to
+ * q = 0 exactly and the rest land in 0..15 after clamping. */
+static void quantize_q4_0(const float *x, tf_block_q4_0 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK4_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < TF_QK4_0; j++)
+            if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+        float d = max / -8.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = tf_f32_to_f16(d);
+        for (int j = 0; j < TF_QK4_0 / 2; j++) {
+            int q0 = clampi((int)nearbyintf(x[j] * id) + 8, 0, 15);
+            int q1 = clampi((int)nearbyintf(x[j + 16] * id) + 8, 0, 15);
+            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+/* Q4_K without a scale search: each sub-block's range [min(x, 0), max(x)]
+ * is mapped onto 0..15; the per-sub-block scales and mins are then quantized
+ * to 6 bits against the super-block scales d and dmin, and the quants are
+ * recomputed with the scales actually stored. */
+static void quantize_q4_k(const float *x, tf_block_q4_k *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; j++) {
+            const float *xs = x + 32 * j;
+            float lo = 0.0f, hi = xs[0];
+            for (int l = 0; l < 32; l++) { lo = fminf(lo, xs[l]); hi = fmaxf(hi, xs[l]); }
+            min[j] = -lo;
+            scale[j] = (hi - lo) / 15.0f;
+            max_scale = fmaxf(max_scale, scale[j]);
+            max_min = fmaxf(max_min, min[j]);
+        }
+        tf_block_q4_k *b = &y[i];
+        memset(b, 0, sizeof *b);
+        b->d = tf_f32_to_f16(max_scale / 63.0f);
+        b->dmin = tf_f32_to_f16(max_min / 63.0f);
+        float d = tf_f16_to_f32(b->d), dmin = tf_f16_to_f32(b->dmin);
+        int sc[8], m[8];
+        for (int j = 0; j < 8; j++) {
+            sc[j] = d > 0.0f ? clampi((int)nearbyintf(scale[j] / d), 0, 63) : 0;
+            m[j] = dmin > 0.0f ? clampi((int)nearbyintf(min[j] / dmin), 0, 63) : 0;
+        }
+        q4k_pack_scales(b->scales, sc, m);
+        for (int e = 0; e < TF_QK_K; e++) {
+            int j = e / 32;
+            float ds = d * (float)sc[j], dm = dmin * (float)m[j];
+            int q = ds > 0.0f ? clampi((int)nearbyintf((x[e] + dm) / ds), 0, 15) : 0;
+            uint8_t *p = &b->qs[(e / 64) * 32 + e % 32];
+            *p = (e % 64) < 32 ? (uint8_t)((*p & 0xF0) | q) : (uint8_t)((*p & 0x0F) | (q << 4));
+        }
+    }
+}
+
+/* Q6_K without a scale search: each group of 16 gets scale (signed value of
+ * largest magnitude) / -32, like Q4_0; the 16 group scales are quantized to
+ * int8 against d, and the quants recomputed with the stored scales. */
+static void quantize_q6_k(const float *x, tf_block_q6_k *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        float gs[16], max_abs = 0.0f;
+        for (int g = 0; g < 16; g++) {
+            float amax = 0.0f, max = 0.0f;
+            for (int l = 0; l < 16; l++)
+                if (fabsf(x[16 * g + l]) > amax) { amax = fabsf(x[16 * g + l]); max = x[16 * g + l]; }
+            gs[g] = max / -32.0f;
+            max_abs = fmaxf(max_abs, fabsf(gs[g]));
+        }
+        tf_block_q6_k *b = &y[i];
+        memset(b, 0, sizeof *b);
+        b->d = tf_f32_to_f16(max_abs / 127.0f);
+        float d = tf_f16_to_f32(b->d);
+        for (int g = 0; g < 16; g++) {
+            int s = d > 0.0f ? clampi((int)nearbyintf(gs[g] / d), -128, 127) : 0;
+            b->scales[g] = (int8_t)s;
+            float ds = d * (float)s;
+            for (int l = 0; l < 16; l++) {
+                int e = 16 * g + l;
+                int q = ds != 0.0f ? clampi((int)nearbyintf(x[e] / ds) + 32, 0, 63) : 32;
+                q6k_put(b, e, q);
+            }
+        }
+    }
+}
+
+static void quantize_q8_k(const float *x, tf_block_q8_k *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        float d = absmax(x, TF_QK_K) / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = d;
+        for (int j = 0; j < TF_QK_K; j++) y[i].qs[j] = (int8_t)nearbyintf(x[j] * id);
+        for (int g = 0; g < TF_QK_K / 16; g++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += y[i].qs[16 * g + l];
+            y[i].bsums[g] = (int16_t)s;
+        }
+    }
+}
+
+/* Converts n floats to `type` (n a multiple of the block size). */
+void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n) {
+    switch ((int)type) {
+    case TF_DTYPE_F32: memcpy(y, x, (size_t)n * sizeof(float)); break;
+    case TF_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) ((tf_f16 *)y)[i] = tf_f32_to_f16(x[i]);
+        break;
+    case TF_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) ((tf_bf16 *)y)[i] = tf_f32_to_bf16(x[i]);
+        break;
+    case TF_DTYPE_Q8_0: quantize_q8_0(x, y, n / TF_QK8_0); break;
+    case TF_DTYPE_Q4_0: quantize_q4_0(x, y, n / TF_QK4_0); break;
+    case TF_DTYPE_Q4_K: quantize_q4_k(x, y, n / TF_QK_K); break;
+    case TF_DTYPE_Q6_K: quantize_q6_k(x, y, n / TF_QK_K); break;
+    case TF_DTYPE_Q8_K: quantize_q8_k(x, y, n / TF_QK_K); break;
+    default: TF_ASSERT(!"tf_ref_quantize_row: unsupported type");
+    }
+}
+
+/* ---- dequantize -------------------------------------------------------------- */
+
+/* Converts n elements of `type` to floats (also accepts TF_DTYPE_Q8_K). */
+void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
+    switch ((int)type) {
+    case TF_DTYPE_F32: memcpy(y, vx, (size_t)n * sizeof(float)); break;
+    case TF_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) y[i] = tf_f16_to_f32(((const tf_f16 *)vx)[i]);
+        break;
+    case TF_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) y[i] = tf_bf16_to_f32(((const tf_bf16 *)vx)[i]);
+        break;
+    case TF_DTYPE_Q8_0: {
+        const tf_block_q8_0 *x = vx;
+        for (int64_t i = 0; i < n / TF_QK8_0; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            for (int j = 0; j < TF_QK8_0; j++) y[i * TF_QK8_0 + j] = d * (float)x[i].qs[j];
+        }
+        break;
+    }
+    case TF_DTYPE_Q4_0: {
+        const tf_block_q4_0 *x = vx;
+        for (int64_t i = 0; i < n / TF_QK4_0; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            float *o = y + i * TF_QK4_0;
+            for (int j = 0; j < TF_QK4_0 / 2; j++) {
+                o[j] = d * (float)((x[i].qs[j] & 0xF) - 8);
+                o[j + 16] = d * (float)((x[i].qs[j] >> 4) - 8);
+            }
+        }
+        break;
+    }
+    case TF_DTYPE_Q4_K: {
+        const tf_block_q4_k *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            float d = tf_f16_to_f32(x[i].d), dmin = tf_f16_to_f32(x[i].dmin);
+            for (int e = 0; e < TF_QK_K; e++) {
+                int sc, m;
+                q4k_scale_min(x[i].scales, e / 32, &sc, &m);
+                y[i * TF_QK_K + e] = d * (float)sc * (float)q4k_get(&x[i], e) - dmin * (float)m;
+            }
+        }
+        break;
+    }
+    case TF_DTYPE_Q6_K: {
+        const tf_block_q6_k *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            for (int e = 0; e < TF_QK_K; e++)
+                y[i * TF_QK_K + e] = d * (float)x[i].scales[e / 16] * (float)(q6k_get(&x[i], e) - 32);
+        }
+        break;
+    }
+    case TF_DTYPE_Q8_K: {
+        const tf_block_q8_k *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++)
+            for (int j = 0; j < TF_QK_K; j++) y[i * TF_QK_K + j] = x[i].d * (float)x[i].qs[j];
+        break;
+    }
+    default: TF_ASSERT(!"tf_ref_dequantize_row: unsupported type");
+    }
+}
+
+/* f32 -> the activation format of weight type wtype. */
+void tf_ref_act_quantize(tf_dtype wtype, const float *x, void *y, int64_t n) {
+    tf_ref_quantize_row(tf_act_type(wtype), x, y, n);
+}
+
+/* ---- dot products ------------------------------------------------------------ */
+
+/* Dot product of one weight row with one activation row (in act(wtype)).
+ * Integer sums per block, accumulated across blocks in double. */
+float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact) {
+    double sum = 0.0;
+    switch (wtype) {
+    case TF_DTYPE_F32: {
+        const float *w = vw, *a = vact;
+        for (int64_t i = 0; i < n; i++) sum += (double)w[i] * (double)a[i];
+        break;
+    }
+    case TF_DTYPE_F16: {
+        const tf_f16 *w = vw;
+        const float *a = vact;
+        for (int64_t i = 0; i < n; i++) sum += (double)tf_f16_to_f32(w[i]) * (double)a[i];
+        break;
+    }
+    case TF_DTYPE_BF16: {
+        const tf_bf16 *w = vw;
+        const float *a = vact;
+        for (int64_t i = 0; i < n; i++) sum += (double)tf_bf16_to_f32(w[i]) * (double)a[i];
+        break;
+    }
+    case TF_DTYPE_Q8_0: {
+        const tf_block_q8_0 *w = vw, *a = vact;
+        for (int64_t i = 0; i < n / TF_QK8_0; i++) {
+            int s = 0;
+            for (int j = 0; j < TF_QK8_0; j++) s += w[i].qs[j] * a[i].qs[j];
+            sum += (double)tf_f16_to_f32(w[i].d) * (double)tf_f16_to_f32(a[i].d) * s;
+        }
+        break;
+    }
+    case TF_DTYPE_Q4_0: {
+        const tf_block_q4_0 *w = vw;
+        const tf_block_q8_0 *a = vact;
+        for (int64_t i = 0; i < n / TF_QK4_0; i++) {
+            int s = 0;
+            for (int j = 0; j < TF_QK4_0 / 2; j++) {
+                s += ((w[i].qs[j] & 0xF) - 8) * a[i].qs[j];
+                s += ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + 16];
+            }
+            sum += (double)tf_f16_to_f32(w[i].d) * (double)tf_f16_to_f32(a[i].d) * s;
+        }
+        break;
+    }
+    case TF_DTYPE_Q4_K: {
+        const tf_block_q4_k *w = vw;
+        const tf_block_q8_k *a = vact;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            int64_t s_scaled = 0, s_min = 0;
+            for (int j = 0; j < 8; j++) {
+                int sc, m, s = 0;
+                q4k_scale_min(w[i].scales, j, &sc, &m);
+                for (int l = 0; l < 32; l++) s += q4k_get(&w[i], 32 * j + l) * a[i].qs[32 * j + l];
+                s_scaled += (int64_t)sc * s;
+                s_min += (int64_t)m * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+            }
+            double da = a[i].d;
+            sum += (double)tf_f16_to_f32(w[i].d) * da * (double)s_scaled -
+                   (double)tf_f16_to_f32(w[i].dmin) * da * (double)s_min;
+        }
+        break;
+    }
+    case TF_DTYPE_Q6_K: {
+        const tf_block_q6_k *w = vw;
+        const tf_block_q8_k *a = vact;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            int64_t s_scaled = 0;
+            for (int g = 0; g < 16; g++) {
+                int s = 0;
+                for (int l = 0; l < 16; l++) s += (q6k_get(&w[i], 16 * g + l) - 32) * a[i].qs[16 * g + l];
+                s_scaled += (int64_t)w[i].scales[g] * s;
+            }
+            sum += (double)tf_f16_to_f32(w[i].d) * (double)a[i].d * (double)s_scaled;
+        }
+        break;
+    }
+    default: TF_ASSERT(!"tf_ref_vec_dot: unsupported weight type");
+    }
+    return (float)sum;
+}
