@@ -8,7 +8,7 @@
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -fPIC \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-psabi -fPIC \
            -Iinclude -Isrc -Itests/common
 LDLIBS  += -lpcre2-8 -lm -lpthread
 BUILD   ?= build

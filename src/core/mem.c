@@ -26,6 +26,16 @@ void *tf_calloc(size_t size) {
 
 void tf_free(void *p) { free(p); }
 
+void *tf_alloc_pages(size_t size) {
+    if (size == 0) size = 1;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void tf_free_pages(void *p, size_t size) {
+    if (p) munmap(p, size ? size : 1);
+}
+
 tf_status tf_mmap_open(tf_mmap *map, const char *path, tf_err *err) {
     memset(map, 0, sizeof *map);
     int fd = open(path, O_RDONLY);

@@ -18,6 +18,11 @@ void *tf_alloc(size_t size);
 void *tf_calloc(size_t size);
 void tf_free(void *p);
 
+/* Large zero-filled region from the OS (pages are committed on first touch);
+ * NULL on failure. Free with tf_free_pages and the same size. */
+void *tf_alloc_pages(size_t size);
+void tf_free_pages(void *p, size_t size);
+
 /* Overflow-checked arithmetic: return false on overflow (out unchanged). */
 static inline bool tf_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
     return !__builtin_mul_overflow(a, b, out);

@@ -1,0 +1,188 @@
+/*
+ * attn.c — attention driver: plans work items over (KV head, query tile, key
+ * split), runs the ISA-specific item kernel on the pool with dynamic
+ * scheduling, then merges the partial softmax states exactly. Also the scalar
+ * double-precision reference.
+ */
+#include "backend/cpu/attn.h"
+
+#include "backend/cpu/attn_item.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define QTILE 16      /* query positions per item in prefill */
+#define MAX_SPLIT 64  /* key splits per (head, tile) in decode */
+#define MIN_SPLIT_KEYS 512
+
+typedef struct plan {
+    const tf_attn_args *a;
+    void (*item_fn)(const attn_item *);
+    int g, hd, n_qt, n_split;
+    int32_t split_len; /* keys per split (multiple of 64) */
+    int64_t n_items;
+    float *part;       /* [n_items][QTILE*g][hd + 2] */
+    uint8_t *thread_scratch;
+    size_t thread_scratch_size;
+    atomic_long next;
+} plan;
+
+static size_t thread_scratch_bytes(int32_t n_head, int32_t hd) {
+    /* qbuf [QTILE*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] */
+    return sizeof(float) * ((size_t)QTILE * n_head * hd + 2u * 64u * hd) + 256;
+}
+
+static size_t part_floats(int32_t n_q, int32_t n_head, int32_t hd, int n_split) {
+    int32_t n_qt = (n_q + QTILE - 1) / QTILE;
+    return (size_t)n_split * n_qt * QTILE * n_head * (hd + 2);
+}
+
+size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim) {
+    size_t a = part_floats(n_q_max, n_head, head_dim, 1), b = part_floats(QTILE, n_head, head_dim, MAX_SPLIT);
+    return sizeof(float) * (a > b ? a : b) + (size_t)n_threads * thread_scratch_bytes(n_head, head_dim) + 256;
+}
+
+static void run_items(void *arg, int ith, int nth) {
+    plan *p = arg;
+    const tf_attn_args *a = p->a;
+    const tf_kv_cache *kv = a->kv;
+    float *ts = (float *)(p->thread_scratch + (size_t)ith * p->thread_scratch_size);
+    const int g = p->g, hd = p->hd;
+    for (;;) {
+        long it_id = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (it_id >= p->n_items) break;
+        int split = (int)(it_id % p->n_split);
+        long rest = it_id / p->n_split;
+        int qt = (int)(rest % p->n_qt);
+        int h = (int)(rest / p->n_qt);
+        int q0 = qt * QTILE;
+        int nq = a->n_q - q0 < QTILE ? a->n_q - q0 : QTILE;
+        int rows = nq * g;
+        float *part = p->part + (size_t)it_id * QTILE * g * (hd + 2);
+        attn_item item = {
+            .q = a->q + (size_t)q0 * a->ldq + (size_t)h * g * hd,
+            .ldq = a->ldq,
+            .kbase = tf_kv_k(kv, a->layer, h),
+            .vbase = tf_kv_v(kv, a->layer, h),
+            .kv_type = kv->type,
+            .hd = hd,
+            .g = g,
+            .n_qpos = nq,
+            .kv_len = a->kv_len + q0,
+            .k0 = split * p->split_len,
+            .k1 = (split + 1) * p->split_len,
+            .scale = a->scale,
+            .m = part,
+            .l = part + rows,
+            .acc = part + 2 * rows,
+            .qbuf = ts,
+            .kt_buf = ts + (size_t)QTILE * a->n_head * hd,
+            .v_buf = ts + (size_t)QTILE * a->n_head * hd + 64u * hd,
+        };
+        p->item_fn(&item);
+    }
+    (void)nth;
+}
+
+/* Combine the n_split partial states of every output row into out. */
+static void merge_rows(void *arg, int ith, int nth) {
+    plan *p = arg;
+    const tf_attn_args *a = p->a;
+    const int g = p->g, hd = p->hd, n_head_kv = a->n_head / g;
+    long total = (long)a->n_q * a->n_head, lo, hi;
+    tf_split_range(total, ith, nth, &lo, &hi);
+    for (long row = lo; row < hi; row++) {
+        int qi = (int)(row / a->n_head), hq = (int)(row % a->n_head);
+        int h = hq / g, gi = hq % g, qt = qi / QTILE, qr = qi % QTILE;
+        int nq = a->n_q - qt * QTILE < QTILE ? a->n_q - qt * QTILE : QTILE;
+        int rows = nq * g, r = qr * g + gi;
+        float M = -INFINITY;
+        for (int s = 0; s < p->n_split; s++) {
+            const float *part = p->part + ((size_t)((long)h * p->n_qt + qt) * p->n_split + s) * QTILE * g * (hd + 2);
+            if (part[r] > M) M = part[r];
+        }
+        float *out = a->out + (size_t)qi * a->ldo + (size_t)hq * hd;
+        for (int d = 0; d < hd; d++) out[d] = 0.0f;
+        float L = 0.0f;
+        for (int s = 0; s < p->n_split; s++) {
+            const float *part = p->part + ((size_t)((long)h * p->n_qt + qt) * p->n_split + s) * QTILE * g * (hd + 2);
+            if (part[r] == -INFINITY) continue;
+            float w = expf(part[r] - M);
+            L += w * part[rows + r];
+            const float *acc = part + 2 * rows + (size_t)r * hd;
+            for (int d = 0; d < hd; d++) out[d] += w * acc[d];
+        }
+        float inv = L > 0 ? 1.0f / L : 0.0f;
+        for (int d = 0; d < hd; d++) out[d] *= inv;
+    }
+    (void)n_head_kv;
+}
+
+void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {
+    const tf_kv_cache *kv = a->kv;
+    plan p = {.a = a, .g = a->n_head / kv->n_head_kv, .hd = kv->head_dim};
+    tf_isa best = tf_cpu_best_isa();
+    if (isa > best) isa = best;
+    p.item_fn = isa == TF_ISA_AVX512 ? tf_attn_item_avx512
+                : isa == TF_ISA_AVX2 ? tf_attn_item_avx2
+                                     : tf_attn_item_generic;
+    int nth = tf_pool_size(pool);
+    int32_t kmax = 0;
+    for (int i = 0; i < a->n_q; i++) kmax = a->kv_len[i] > kmax ? a->kv_len[i] : kmax;
+    p.n_qt = (a->n_q + QTILE - 1) / QTILE;
+    p.n_split = 1;
+    if (a->n_q <= QTILE) {
+        /* decode / short verification batches: split the keys so every thread has work */
+        int want = (4 * nth + kv->n_head_kv - 1) / kv->n_head_kv;
+        int by_len = (kmax + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
+        p.n_split = want < by_len ? want : by_len;
+        if (p.n_split > MAX_SPLIT) p.n_split = MAX_SPLIT;
+        if (p.n_split < 1) p.n_split = 1;
+    }
+    int32_t per = (kmax + p.n_split - 1) / p.n_split;
+    p.split_len = (per + 63) / 64 * 64;
+    if (p.split_len == 0) p.split_len = 64;
+    p.n_items = (int64_t)kv->n_head_kv * p.n_qt * p.n_split;
+    uintptr_t base = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    p.part = (float *)base;
+    size_t part_bytes = sizeof(float) * part_floats(a->n_q, a->n_head, p.hd, p.n_split);
+    p.thread_scratch = (uint8_t *)(((base + part_bytes) + 63) & ~(uintptr_t)63);
+    p.thread_scratch_size = (thread_scratch_bytes(a->n_head, p.hd) + 63) & ~(size_t)63;
+    atomic_init(&p.next, 0);
+    if (nth > 1 && p.n_items > 1) tf_pool_run(pool, run_items, &p);
+    else run_items(&p, 0, 1);
+    long rows = (long)a->n_q * a->n_head;
+    if (nth > 1 && rows >= 64) tf_pool_run(pool, merge_rows, &p);
+    else merge_rows(&p, 0, 1);
+}
+
+void tf_ref_attn(const tf_attn_args *a) {
+    const tf_kv_cache *kv = a->kv;
+    const int hd = kv->head_dim, g = a->n_head / kv->n_head_kv;
+    for (int32_t i = 0; i < a->n_q; i++) {
+        for (int hq = 0; hq < a->n_head; hq++) {
+            const float *q = a->q + (size_t)i * a->ldq + (size_t)hq * hd;
+            float *out = a->out + (size_t)i * a->ldo + (size_t)hq * hd;
+            double mx = -INFINITY;
+            float k[1024], v[1024];
+            for (int32_t s = 0; s < a->kv_len[i]; s++) {
+                tf_kv_read(kv, a->layer, hq / g, s, k, NULL);
+                double dot = 0;
+                for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];
+                dot *= a->scale;
+                if (dot > mx) mx = dot;
+            }
+            double l = 0, acc[1024] = {0};
+            for (int32_t s = 0; s < a->kv_len[i]; s++) {
+                tf_kv_read(kv, a->layer, hq / g, s, k, v);
+                double dot = 0;
+                for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];
+                double w = exp(dot * a->scale - mx);
+                l += w;
+                for (int d = 0; d < hd; d++) acc[d] += w * v[d];
+            }
+            for (int d = 0; d < hd; d++) out[d] = (float)(acc[d] / l);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+/*
+ * model.c — load a llama-architecture GGUF: validate hyper-parameters, bind
+ * and shape-check every weight tensor, build RoPE tables and the tokenizer.
+ */
+#include "model/model.h"
+
+#include "core/mem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct loader {
+    tf_model *m;
+    const char *path;
+    const char *arch; /* metadata prefix, e.g. "llama" */
+    tf_err *err;
+} loader;
+
+static tf_status get_u32(loader *ld, const char *suffix, int32_t *out, bool required, int32_t lo, int32_t hi) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", ld->arch, suffix);
+    uint32_t v = 0;
+    bool found = false;
+    TF_TRY(tf_gguf_get_u32(&ld->m->gguf, key, &v, required ? NULL : &found, ld->err));
+    if (!required && !found) return TF_OK;
+    if ((int64_t)v < lo || (int64_t)v > hi)
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: metadata key '%s' = %u is out of range (expected %d..%d)",
+                       ld->path, key, v, lo, hi);
+    *out = (int32_t)v;
+    return TF_OK;
+}
+
+static tf_status get_f32(loader *ld, const char *suffix, float *out, float lo, float hi) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", ld->arch, suffix);
+    float v = 0;
+    bool found = false;
+    TF_TRY(tf_gguf_get_f32(&ld->m->gguf, key, &v, &found, ld->err));
+    if (!found) return TF_OK;
+    if (!isfinite(v) || v < lo || v > hi)
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: metadata key '%s' = %g is out of range (expected %g..%g)",
+                       ld->path, key, v, lo, hi);
+    *out = v;
+    return TF_OK;
+}
+
+static tf_status load_rope_scaling(loader *ld, tf_hparams *hp) {
+    char key[128];
+    tf_gguf_str s;
+    bool found = false;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", ld->arch);
+    TF_TRY(tf_gguf_get_str(&ld->m->gguf, key, &s, &found, ld->err));
+    hp->rope_scaling = TF_ROPE_SCALING_NONE;
+    hp->rope_factor = 1.0f;
+    hp->rope_orig_ctx = hp->n_ctx_train;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
+    hp->yarn_attn_factor = 1.0f;
+    if (found) {
+        if (tf_gguf_str_eq(s, "none")) hp->rope_scaling = TF_ROPE_SCALING_NONE;
+        else if (tf_gguf_str_eq(s, "linear")) hp->rope_scaling = TF_ROPE_SCALING_LINEAR;
+        else if (tf_gguf_str_eq(s, "yarn")) hp->rope_scaling = TF_ROPE_SCALING_YARN;
+        else
+            return tf_errf(ld->err, TF_ERR_UNSUPPORTED,
+                           "%s: metadata key '%s' = '%.*s' is not supported (expected none, linear or yarn)",
+                           ld->path, key, (int)(s.len > 40 ? 40 : s.len), s.data);
+    }
+    TF_TRY(get_f32(ld, "rope.scale_linear", &hp->rope_factor, 1e-3f, 1e6f));
+    if (hp->rope_factor != 1.0f && !found) hp->rope_scaling = TF_ROPE_SCALING_LINEAR;
+    TF_TRY(get_f32(ld, "rope.scaling.factor", &hp->rope_factor, 1e-3f, 1e6f));
+    TF_TRY(get_u32(ld, "rope.scaling.original_context_length", &hp->rope_orig_ctx, false, 1, 1 << 30));
+    TF_TRY(get_f32(ld, "rope.scaling.yarn_beta_fast", &hp->yarn_beta_fast, 1e-3f, 1e6f));
+    TF_TRY(get_f32(ld, "rope.scaling.yarn_beta_slow", &hp->yarn_beta_slow, 1e-3f, 1e6f));
+    TF_TRY(get_f32(ld, "rope.scaling.attn_factor", &hp->yarn_attn_factor, 1e-3f, 1e3f));
+    if (hp->rope_scaling == TF_ROPE_SCALING_NONE) hp->rope_factor = 1.0f;
+    return TF_OK;
+}
+
+static tf_status load_hparams(loader *ld) {
+    tf_model *m = ld->m;
+    tf_hparams *hp = &m->hp;
+    memset(hp, 0, sizeof *hp);
+    TF_TRY(get_u32(ld, "embedding_length", &hp->n_embd, true, 1, 1 << 16));
+    TF_TRY(get_u32(ld, "block_count", &hp->n_layer, true, 1, 1024));
+    TF_TRY(get_u32(ld, "feed_forward_length", &hp->n_ff, true, 1, 1 << 20));
+    TF_TRY(get_u32(ld, "attention.head_count", &hp->n_head, true, 1, 1024));
+    hp->n_head_kv = hp->n_head;
+    TF_TRY(get_u32(ld, "attention.head_count_kv", &hp->n_head_kv, false, 1, 1024));
+    hp->n_ctx_train = 2048;
+    TF_TRY(get_u32(ld, "context_length", &hp->n_ctx_train, false, 1, 1 << 30));
+    if (hp->n_head % hp->n_head_kv != 0)
+        return tf_errf(ld->err, TF_ERR_FORMAT,
+                       "%s: %s.attention.head_count = %d is not a multiple of head_count_kv = %d", ld->path,
+                       ld->arch, hp->n_head, hp->n_head_kv);
+    bool has_klen = false;
+    {
+        char key[128];
+        snprintf(key, sizeof key, "%s.attention.key_length", ld->arch);
+        has_klen = tf_gguf_find_kv(&m->gguf, key) != NULL;
+    }
+    if (!has_klen && hp->n_embd % hp->n_head != 0)
+        return tf_errf(ld->err, TF_ERR_FORMAT,
+                       "%s: embedding_length %d is not a multiple of head_count %d (and no key_length is given)",
+                       ld->path, hp->n_embd, hp->n_head);
+    hp->head_dim = hp->n_embd / hp->n_head;
+    TF_TRY(get_u32(ld, "attention.key_length", &hp->head_dim, false, 2, 1024));
+    int32_t vlen = hp->head_dim;
+    TF_TRY(get_u32(ld, "attention.value_length", &vlen, false, 2, 1024));
+    if (vlen != hp->head_dim)
+        return tf_errf(ld->err, TF_ERR_UNSUPPORTED, "%s: %s.attention.value_length = %d differs from key_length = %d",
+                       ld->path, ld->arch, vlen, hp->head_dim);
+    if (hp->head_dim % 2 != 0)
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: head dimension %d is odd (expected an even number)", ld->path,
+                       hp->head_dim);
+    hp->n_rot = hp->head_dim;
+    TF_TRY(get_u32(ld, "rope.dimension_count", &hp->n_rot, false, 2, hp->head_dim));
+    if (hp->n_rot % 2 != 0)
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: %s.rope.dimension_count = %d (expected an even number)",
+                       ld->path, ld->arch, hp->n_rot);
+    hp->rms_eps = 1e-5f;
+    TF_TRY(get_f32(ld, "attention.layer_norm_rms_epsilon", &hp->rms_eps, 1e-12f, 0.1f));
+    hp->rope_base = 10000.0f;
+    TF_TRY(get_f32(ld, "rope.freq_base", &hp->rope_base, 1.0f, 1e12f));
+    return load_rope_scaling(ld, hp);
+}
+
+/* Bind tensor `name`, requiring its shape [cols, rows] (rows == 0: 1-D). */
+static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, int64_t rows, bool optional) {
+    const tf_gguf_tensor *gt = tf_gguf_find_tensor(&ld->m->gguf, name);
+    memset(t, 0, sizeof *t);
+    if (!gt) {
+        if (optional) return TF_OK;
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor '%s' is missing (required by the llama architecture)",
+                       ld->path, name);
+    }
+    int want_dims = rows ? 2 : 1;
+    bool shape_ok = gt->ne[0] == cols && (rows ? gt->ne[1] == rows : gt->ne[1] == 1) && gt->ne[2] == 1 &&
+                    gt->ne[3] == 1;
+    if (!shape_ok) {
+        if (rows)
+            return tf_errf(ld->err, TF_ERR_FORMAT,
+                           "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld] (expected [%lld, %lld])", ld->path,
+                           name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
+                           (long long)gt->ne[3], (long long)cols, (long long)rows);
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld] (expected [%lld])",
+                       ld->path, name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
+                       (long long)gt->ne[3], (long long)cols);
+    }
+    (void)want_dims;
+    if (!tf_dtype_supported(gt->type))
+        return tf_errf(ld->err, TF_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' has type %s (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)", ld->path,
+                       name, tf_dtype_name(gt->type));
+    if (!rows && gt->type != TF_DTYPE_F32)
+        return tf_errf(ld->err, TF_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (expected f32 for a vector)",
+                       ld->path, name, tf_dtype_name(gt->type));
+    t->data = gt->data;
+    t->type = gt->type;
+    t->ne[0] = gt->ne[0];
+    t->ne[1] = rows ? gt->ne[1] : 1;
+    t->name = gt->name;
+    return TF_OK;
+}
+
+static tf_status bind_weights(loader *ld) {
+    tf_model *m = ld->m;
+    tf_hparams *hp = &m->hp;
+    const tf_gguf_tensor *emb = tf_gguf_find_tensor(&m->gguf, "token_embd.weight");
+    if (!emb)
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor 'token_embd.weight' is missing", ld->path);
+    hp->n_vocab = (int32_t)(emb->ne[1] > INT32_MAX ? -1 : emb->ne[1]);
+    int32_t vocab_key = -1;
+    TF_TRY(get_u32(ld, "vocab_size", &vocab_key, false, 1, 1 << 24));
+    if (vocab_key >= 0 && vocab_key != hp->n_vocab)
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: %s.vocab_size = %d but token_embd.weight has %lld rows",
+                       ld->path, ld->arch, vocab_key, (long long)emb->ne[1]);
+    if (hp->n_vocab < 1 || hp->n_vocab > (1 << 24))
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: token_embd.weight has %lld rows (expected 1..%d)", ld->path,
+                       (long long)emb->ne[1], 1 << 24);
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    TF_TRY(bind(ld, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, false));
+    TF_TRY(bind(ld, &m->output_norm, "output_norm.weight", hp->n_embd, 0, false));
+    TF_TRY(bind(ld, &m->output, "output.weight", hp->n_embd, hp->n_vocab, true));
+    hp->tied_output = m->output.data == NULL;
+    if (hp->tied_output) m->output = m->tok_embd;
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return tf_errf(ld->err, TF_ERR_NOMEM, "%s: out of memory", ld->path);
+    for (int il = 0; il < hp->n_layer; il++) {
+        tf_layer_weights *L = &m->layers[il];
+        char nm[96];
+#define BIND(field, suffix, cols, rows)                                      \
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", il, suffix);                 \
+    TF_TRY(bind(ld, &L->field, nm, cols, rows, false))
+        BIND(attn_norm, "attn_norm", hp->n_embd, 0);
+        BIND(wq, "attn_q", hp->n_embd, q_dim);
+        BIND(wk, "attn_k", hp->n_embd, kv_dim);
+        BIND(wv, "attn_v", hp->n_embd, kv_dim);
+        BIND(wo, "attn_output", q_dim, hp->n_embd);
+        BIND(ffn_norm, "ffn_norm", hp->n_embd, 0);
+        BIND(w_gate, "ffn_gate", hp->n_embd, hp->n_ff);
+        BIND(w_up, "ffn_up", hp->n_embd, hp->n_ff);
+        BIND(w_down, "ffn_down", hp->n_ff, hp->n_embd);
+#undef BIND
+    }
+    /* Llama-3 style frequency factors */
+    tf_tensor freqs;
+    TF_TRY(bind(ld, &freqs, "rope_freqs.weight", hp->n_rot / 2, 0, true));
+    const float *factors = NULL;
+    if (freqs.data) {
+        factors = freqs.data;
+        for (int i = 0; i < hp->n_rot / 2; i++)
+            if (!isfinite(factors[i]) || factors[i] <= 0)
+                return tf_errf(ld->err, TF_ERR_FORMAT, "%s: rope_freqs.weight[%d] = %g (expected a positive factor)",
+                               ld->path, i, factors[i]);
+        if (hp->rope_scaling != TF_ROPE_SCALING_NONE)
+            return tf_errf(ld->err, TF_ERR_UNSUPPORTED,
+                           "%s: both rope_freqs.weight and %s.rope.scaling.type are set (expected one)", ld->path,
+                           ld->arch);
+        hp->rope_scaling = TF_ROPE_SCALING_LLAMA3;
+    }
+    m->rope_freq = tf_alloc(sizeof(float) * (size_t)(hp->n_rot / 2));
+    if (!m->rope_freq) return tf_errf(ld->err, TF_ERR_NOMEM, "%s: out of memory", ld->path);
+    tf_rope_init(hp, factors, m->rope_freq, &m->rope_mscale);
+    for (uint64_t i = 0; i < m->gguf.n_tensors; i++) {
+        const tf_gguf_tensor *t = &m->gguf.tensors[i];
+        m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        m->weight_bytes += t->nbytes;
+    }
+    return TF_OK;
+}
+
+tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, tf_err *err) {
+    *out = NULL;
+    tf_model *m = calloc(1, sizeof *m);
+    if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    loader ld = {.m = m, .path = path, .arch = "llama", .err = err};
+    tf_status st = tf_gguf_open(&m->gguf, path, err);
+    if (st != TF_OK) goto fail;
+    tf_gguf_str arch;
+    st = tf_gguf_get_str(&m->gguf, "general.architecture", &arch, NULL, err);
+    if (st != TF_OK) goto fail;
+    if (!tf_gguf_str_eq(arch, "llama")) {
+        st = tf_errf(err, TF_ERR_UNSUPPORTED,
+                     "%s: general.architecture = '%.*s' is not supported (expected 'llama'; Mistral, Llama 2/3, "
+                     "TinyLlama and similar models use it)",
+                     path, (int)(arch.len > 40 ? 40 : arch.len), arch.data);
+        goto fail;
+    }
+    tf_gguf_str name;
+    bool has_name = false;
+    if (tf_gguf_get_str(&m->gguf, "general.name", &name, &has_name, NULL) == TF_OK && has_name)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)(name.len > 100 ? 100 : name.len), name.data);
+    if ((st = load_hparams(&ld)) != TF_OK) goto fail;
+    if ((st = bind_weights(&ld)) != TF_OK) goto fail;
+    if (tf_gguf_find_kv(&m->gguf, "tokenizer.ggml.model")) {
+        if ((st = tf_tokenizer_from_gguf(&m->tok, &m->gguf, err)) != TF_OK) goto fail;
+        if (tf_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {
+            st = tf_errf(err, TF_ERR_FORMAT,
+                         "%s: the tokenizer has %d tokens but token_embd.weight has %d rows (expected equal)", path,
+                         tf_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
+            goto fail;
+        }
+    } else {
+        tf_logf(log, TF_LOG_WARN, "%s: no tokenizer metadata; only token ids can be used", path);
+    }
+    *out = m;
+    return TF_OK;
+fail:
+    tf_model_free(m);
+    return st;
+}
+
+void tf_model_free(tf_model *m) {
+    if (!m) return;
+    tf_tokenizer_free(m->tok);
+    free(m->layers);
+    tf_free(m->rope_freq);
+    tf_gguf_close(&m->gguf);
+    free(m);
+}

@@ -1,0 +1,99 @@
+/*
+ * model.h — a loaded Llama-family model: hyper-parameters, RoPE tables and
+ * weight tensors bound by name from a memory-mapped GGUF file.
+ *
+ * A tf_model is read-only after loading and may be shared by any number of
+ * contexts (the target and its retrieval view, server requests, ...).
+ */
+#ifndef TF_MODEL_MODEL_H
+#define TF_MODEL_MODEL_H
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "format/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum tf_rope_scaling {
+    TF_ROPE_SCALING_NONE = 0,
+    TF_ROPE_SCALING_LINEAR = 1,
+    TF_ROPE_SCALING_YARN = 2,
+    TF_ROPE_SCALING_LLAMA3 = 3, /* per-dimension factors from the rope_freqs tensor */
+} tf_rope_scaling;
+
+typedef struct tf_hparams {
+    int32_t n_vocab;
+    int32_t n_embd;      /* model width */
+    int32_t n_layer;
+    int32_t n_head;      /* query heads */
+    int32_t n_head_kv;   /* key/value heads (GQA when < n_head) */
+    int32_t head_dim;    /* n_embd / n_head unless given by key_length */
+    int32_t n_ff;        /* feed-forward width */
+    int32_t n_rot;       /* rotated dimensions per head (<= head_dim, even) */
+    int32_t n_ctx_train; /* trained context length */
+    float rms_eps;
+    float rope_base;
+    tf_rope_scaling rope_scaling;
+    float rope_factor;       /* linear / yarn: context extension factor */
+    int32_t rope_orig_ctx;   /* yarn: original context length */
+    float yarn_beta_fast;    /* default 32 */
+    float yarn_beta_slow;    /* default 1 */
+    float yarn_attn_factor;  /* default 1 (multiplies the 0.1 ln(s) + 1 mscale) */
+    bool tied_output;        /* output matrix = token embedding */
+} tf_hparams;
+
+/* One weight matrix or vector: mapped data, dtype, ne[0] = row length. */
+typedef struct tf_tensor {
+    const void *data;
+    uint32_t type; /* tf_dtype */
+    int64_t ne[2]; /* ne[0] contiguous (columns), ne[1] rows */
+    const char *name;
+} tf_tensor;
+
+typedef struct tf_layer_weights {
+    tf_tensor attn_norm; /* [n_embd] f32 */
+    tf_tensor wq;        /* rows n_head*head_dim, cols n_embd */
+    tf_tensor wk;        /* rows n_head_kv*head_dim, cols n_embd */
+    tf_tensor wv;        /* rows n_head_kv*head_dim, cols n_embd */
+    tf_tensor wo;        /* rows n_embd, cols n_head*head_dim */
+    tf_tensor ffn_norm;  /* [n_embd] f32 */
+    tf_tensor w_gate;    /* rows n_ff, cols n_embd */
+    tf_tensor w_up;      /* rows n_ff, cols n_embd */
+    tf_tensor w_down;    /* rows n_embd, cols n_ff */
+} tf_layer_weights;
+
+typedef struct tf_model {
+    char path[512];
+    char name[128];
+    tf_gguf gguf;          /* owns the mapping */
+    tf_hparams hp;
+    tf_tensor tok_embd;    /* rows n_vocab, cols n_embd */
+    tf_tensor output_norm; /* [n_embd] f32 */
+    tf_tensor output;      /* rows n_vocab, cols n_embd (== tok_embd when tied) */
+    tf_layer_weights *layers; /* [n_layer] */
+    /* RoPE: theta(pos, i) = pos * rope_freq[i] for pair i < n_rot/2; cos/sin
+     * are multiplied by rope_mscale (YaRN attention scaling, else 1). */
+    float *rope_freq;      /* [n_rot/2] */
+    float rope_mscale;
+    tf_tokenizer *tok;     /* NULL for models without tokenizer metadata */
+    uint64_t n_params;
+    uint64_t weight_bytes;
+} tf_model;
+
+/* Load a GGUF model file. Every metadata value and tensor is validated
+ * against the llama architecture; failures name the file, key or tensor and
+ * what was expected. *out is NULL on failure. */
+tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, tf_err *err);
+void tf_model_free(tf_model *m);
+
+/* Fill rope_freq / rope_mscale from hp (and optional llama3 factors[n_rot/2]).
+ * Exposed for tests. */
+void tf_rope_init(const tf_hparams *hp, const float *freq_factors, float *rope_freq, float *mscale);
+
+/* KV bytes per token for a given cache element size (2 for f16, 4 for f32). */
+uint64_t tf_hparams_kv_bytes_per_token(const tf_hparams *hp, int elem_size);
+
+#endif
