@@ -49,6 +49,117 @@ typedef void (*tf_log_fn)(void *user_data, tf_log_level level, const char *msg);
  * (the operation then fails with TF_ERR_CANCELLED and leaves state valid). */
 typedef bool (*tf_progress_fn)(void *user_data, uint64_t done, uint64_t total);
 
+
+/* ------------------------------------------------------------------------ */
+/* Models                                                                   */
+
+typedef struct tf_model tf_model;     /* read-only once loaded; share freely */
+typedef struct tf_context tf_context; /* one sequence: KV cache + scratch */
+typedef struct tf_sampler tf_sampler; /* distribution transform + RNG */
+
+typedef struct tf_model_params {
+    tf_log_fn log_fn;      /* NULL: silent */
+    void *log_user_data;
+    tf_log_level log_level;
+} tf_model_params;
+
+tf_model_params tf_model_default_params(void);
+
+/* Load a GGUF model (memory-mapped). On failure *out is NULL and, if errbuf
+ * is given, it receives a message naming the file, field and expectation. */
+tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
+                             size_t errbuf_size);
+void tf_model_close(tf_model *model);
+
+typedef struct tf_model_info {
+    const char *name;       /* general.name or "" */
+    const char *arch;       /* "llama" */
+    int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot, n_ctx_train;
+    float rms_eps, rope_base;
+    const char *rope_scaling; /* "none", "linear", "yarn", "llama3" */
+    float rope_factor;
+    int32_t rope_orig_ctx;
+    bool tied_output;
+    uint64_t n_params;
+    uint64_t weight_bytes;
+    bool has_tokenizer;
+    const char *tokenizer;  /* description, or "" */
+} tf_model_info;
+
+void tf_model_get_info(const tf_model *model, tf_model_info *info);
+/* KV-cache bytes per token for an f32 (elem 4) or f16 (elem 2) cache. */
+uint64_t tf_model_kv_bytes_per_token(const tf_model *model, int elem_size);
+
+/* ------------------------------------------------------------------------ */
+/* Tokens                                                                   */
+
+int32_t tf_model_bos(const tf_model *model); /* -1 if none */
+int32_t tf_model_eos(const tf_model *model); /* -1 if none */
+bool tf_model_is_eog(const tf_model *model, int32_t token);
+
+/* Tokenize; see tf_tokenize in the tokenizer docs. *n_out gets the full count
+ * (TF_ERR_RANGE if it exceeds cap). TF_ERR_UNSUPPORTED without a tokenizer. */
+tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len, bool add_special,
+                            bool parse_special, int32_t *out, size_t cap, size_t *n_out);
+/* Bytes of one token (see tf_token_to_piece); -1 if out of range. */
+int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf, int32_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Contexts                                                                 */
+
+typedef enum tf_kv_type { TF_KV_F32 = 0, TF_KV_F16 = 1 } tf_kv_type;
+
+typedef struct tf_context_params {
+    int32_t n_ctx;      /* tokens of KV cache to reserve (0: the trained context) */
+    int32_t n_batch;    /* tokens per forward pass during prefill */
+    int32_t n_threads;  /* 0: all online CPUs */
+    tf_kv_type kv_type; /* default f16 */
+    bool logits_all;    /* keep logits of every evaluated token (perplexity) */
+    int isa;            /* 0: best available; 1 scalar, 2 avx2, 3 avx512 (testing) */
+    tf_progress_fn progress; /* prefill progress (tokens done / total); may cancel */
+    void *progress_user_data;
+} tf_context_params;
+
+tf_context_params tf_context_default_params(void);
+
+tf_status tf_context_init(tf_context **out, const tf_model *model, const tf_context_params *params, char *errbuf,
+                          size_t errbuf_size);
+void tf_context_free(tf_context *ctx);
+
+/* Message of the context's last failure ("" if none). */
+const char *tf_context_error(const tf_context *ctx);
+
+/* Append tokens to the sequence (prefill in batches of n_batch). Afterwards
+ * tf_context_logits() holds the last token's logits; with logits_all, `out`
+ * (if not NULL) receives n x n_vocab logits. TF_ERR_RANGE if the context
+ * would overflow (nothing is appended then). TF_ERR_CANCELLED if the
+ * progress callback stopped it (the tokens evaluated so far stay). */
+tf_status tf_context_eval(tf_context *ctx, const int32_t *tokens, int32_t n, float *out);
+
+/* Logits [n_vocab] of the last evaluated token. */
+const float *tf_context_logits(const tf_context *ctx);
+int32_t tf_context_n_past(const tf_context *ctx);
+int32_t tf_context_n_ctx(const tf_context *ctx);
+/* Forget tokens beyond n (rollback; copies nothing). */
+tf_status tf_context_truncate(tf_context *ctx, int32_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Sampling                                                                 */
+
+typedef struct tf_sampler_params {
+    float temp;    /* 0: greedy (argmax, ties to the lowest id) */
+    int32_t top_k; /* 0: off */
+    float top_p;   /* 1: off */
+    float min_p;   /* 0: off */
+    uint64_t seed;
+} tf_sampler_params;
+
+tf_sampler_params tf_sampler_default_params(void);
+tf_status tf_sampler_init(tf_sampler **out, const tf_model *model, const tf_sampler_params *params, char *errbuf,
+                          size_t errbuf_size);
+void tf_sampler_free(tf_sampler *s);
+int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,6 +44,12 @@ tf_status tf_err_prefix(tf_err *err, const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s%s", pre, old);
+    size_t np = strlen(pre);
+    if (np >= sizeof err->msg) np = sizeof err->msg - 1;
+    memcpy(err->msg, pre, np);
+    size_t rest = sizeof err->msg - 1 - np, no = strlen(old);
+    if (no > rest) no = rest;
+    memcpy(err->msg + np, old, no);
+    err->msg[np + no] = '\0';
     return err->status;
 }

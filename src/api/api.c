@@ -1,0 +1,235 @@
+/*
+ * api.c — the public API (include/triforce.h) over the internal layers.
+ * Per-context state: thread pool, KV cache, forward scratch, last error.
+ */
+#include "triforce.h"
+
+#include "core/mem.h"
+#include "core/threads.h"
+#include "kv/kv.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "sampling/sampling.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tf_context {
+    const tf_model *m;
+    tf_context_params params;
+    tf_pool *pool;
+    tf_kv_cache kv;
+    tf_fwd fwd;
+    int32_t *pos;     /* [n_batch] position scratch */
+    int32_t n_past;
+    const float *last_logits;
+    tf_err err;
+};
+
+struct tf_sampler {
+    tf_sampling s;
+};
+
+static void copy_err(const tf_err *err, char *buf, size_t size) {
+    if (buf && size) snprintf(buf, size, "%s", err->msg);
+}
+
+/* ---- models ---- */
+
+tf_model_params tf_model_default_params(void) {
+    return (tf_model_params){.log_fn = NULL, .log_user_data = NULL, .log_level = TF_LOG_INFO};
+}
+
+tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
+                             size_t errbuf_size) {
+    tf_model_params p = params ? *params : tf_model_default_params();
+    tf_logger lg = {.fn = p.log_fn, .user_data = p.log_user_data, .min_level = p.log_level};
+    tf_err err = {0};
+    *out = NULL;
+    if (!path) {
+        tf_errf(&err, TF_ERR_INVALID_ARG, "model path is NULL");
+        copy_err(&err, errbuf, errbuf_size);
+        return err.status;
+    }
+    tf_status st = tf_model_load(out, path, &lg, &err);
+    if (st != TF_OK) copy_err(&err, errbuf, errbuf_size);
+    return st;
+}
+
+void tf_model_close(tf_model *model) { tf_model_free(model); }
+
+void tf_model_get_info(const tf_model *m, tf_model_info *info) {
+    static const char *const scaling[] = {"none", "linear", "yarn", "llama3"};
+    const tf_hparams *hp = &m->hp;
+    *info = (tf_model_info){
+        .name = m->name, .arch = "llama", .n_vocab = hp->n_vocab, .n_embd = hp->n_embd, .n_layer = hp->n_layer,
+        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_ff = hp->n_ff,
+        .n_rot = hp->n_rot, .n_ctx_train = hp->n_ctx_train, .rms_eps = hp->rms_eps, .rope_base = hp->rope_base,
+        .rope_scaling = scaling[hp->rope_scaling], .rope_factor = hp->rope_factor,
+        .rope_orig_ctx = hp->rope_orig_ctx, .tied_output = hp->tied_output, .n_params = m->n_params,
+        .weight_bytes = m->weight_bytes, .has_tokenizer = m->tok != NULL,
+        .tokenizer = m->tok ? tf_tokenizer_describe(m->tok) : "",
+    };
+}
+
+uint64_t tf_model_kv_bytes_per_token(const tf_model *m, int elem_size) {
+    return tf_hparams_kv_bytes_per_token(&m->hp, elem_size);
+}
+
+int32_t tf_model_bos(const tf_model *m) { return m->tok ? tf_tokenizer_bos(m->tok) : -1; }
+int32_t tf_model_eos(const tf_model *m) { return m->tok ? tf_tokenizer_eos(m->tok) : -1; }
+bool tf_model_is_eog(const tf_model *m, int32_t t) { return m->tok && tf_tokenizer_is_eog(m->tok, t); }
+
+tf_status tf_model_tokenize(const tf_model *m, const char *text, size_t len, bool add_special, bool parse_special,
+                            int32_t *out, size_t cap, size_t *n_out) {
+    if (!m->tok) return TF_ERR_UNSUPPORTED;
+    return tf_tokenize(m->tok, text, len, add_special, parse_special, out, cap, n_out, NULL);
+}
+
+int32_t tf_model_token_to_piece(const tf_model *m, int32_t token, bool render_special, char *buf, int32_t cap) {
+    if (!m->tok) return -1;
+    return tf_token_to_piece(m->tok, token, render_special, buf, cap);
+}
+
+/* ---- contexts ---- */
+
+tf_context_params tf_context_default_params(void) {
+    return (tf_context_params){.n_ctx = 0, .n_batch = 256, .n_threads = 0, .kv_type = TF_KV_F16,
+                               .logits_all = false, .isa = 0};
+}
+
+tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_params *params, char *errbuf,
+                          size_t errbuf_size) {
+    *out = NULL;
+    tf_context *c = calloc(1, sizeof *c);
+    tf_err err = {0};
+    if (!c) {
+        tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");
+        copy_err(&err, errbuf, errbuf_size);
+        return err.status;
+    }
+    c->m = m;
+    c->params = params ? *params : tf_context_default_params();
+    tf_context_params *p = &c->params;
+    tf_status st = TF_OK;
+    if (p->n_ctx == 0) p->n_ctx = m->hp.n_ctx_train;
+    if (p->n_threads == 0) p->n_threads = tf_cpu_count();
+    if (p->n_ctx < 1 || p->n_ctx > (1 << 28))
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "context size %d: expected 1..%d", p->n_ctx, 1 << 28);
+    else if (p->n_batch < 1 || p->n_batch > 65536)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "batch size %d: expected 1..65536", p->n_batch);
+    else if (p->n_threads < 1 || p->n_threads > 1024)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "thread count %d: expected 1..1024", p->n_threads);
+    else if (p->kv_type != TF_KV_F32 && p->kv_type != TF_KV_F16)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32 or f16", (int)p->kv_type);
+    else if (p->isa < 0 || p->isa > 3)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
+    if (st == TF_OK && p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    tf_isa isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1);
+    if (st == TF_OK) st = tf_pool_create(&c->pool, p->n_threads, &err);
+    if (st == TF_OK)
+        st = tf_kv_init(&c->kv, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
+                        p->kv_type == TF_KV_F16 ? TF_DTYPE_F16 : TF_DTYPE_F32, &err);
+    if (st == TF_OK)
+        st = tf_fwd_init(&c->fwd, m, p->n_batch, p->logits_all ? p->n_batch : 1, c->pool, isa, &err);
+    if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))
+        st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");
+    if (st != TF_OK) {
+        copy_err(&err, errbuf, errbuf_size);
+        tf_context_free(c);
+        return st;
+    }
+    *out = c;
+    return TF_OK;
+}
+
+void tf_context_free(tf_context *c) {
+    if (!c) return;
+    tf_fwd_free(&c->fwd);
+    tf_kv_free(&c->kv);
+    tf_pool_free(c->pool);
+    free(c->pos);
+    free(c);
+}
+
+const char *tf_context_error(const tf_context *c) { return c->err.msg; }
+
+tf_status tf_context_eval(tf_context *c, const int32_t *tokens, int32_t n, float *out) {
+    tf_err_clear(&c->err);
+    const int32_t V = c->m->hp.n_vocab;
+    if (n < 1 || !tokens) return tf_errf(&c->err, TF_ERR_INVALID_ARG, "eval: %d tokens (expected >= 1)", n);
+    if (n > c->params.n_ctx - c->n_past)
+        return tf_errf(&c->err, TF_ERR_RANGE,
+                       "%d tokens do not fit in the context: %d of %d positions are used (raise -c / n_ctx)", n,
+                       c->n_past, c->params.n_ctx);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return tf_errf(&c->err, TF_ERR_INVALID_ARG, "eval: token %d at index %d is out of range (0..%d)",
+                           tokens[i], i, V - 1);
+    for (int32_t done = 0; done < n;) {
+        int32_t nb = n - done < c->params.n_batch ? n - done : c->params.n_batch;
+        for (int32_t i = 0; i < nb; i++) c->pos[i] = c->n_past + i;
+        int32_t from = c->params.logits_all ? 0 : nb - 1;
+        tf_status st = tf_forward(&c->fwd, &c->kv, tokens + done, c->pos, nb, c->n_past, NULL, from, &c->err);
+        if (st != TF_OK) return st;
+        c->n_past += nb;
+        c->kv.n_used = c->n_past;
+        c->last_logits = c->fwd.logits + (size_t)(nb - 1 - from) * V;
+        if (out && c->params.logits_all) memcpy(out + (size_t)done * V, c->fwd.logits, sizeof(float) * nb * V);
+        done += nb;
+        if (c->params.progress && !c->params.progress(c->params.progress_user_data, (uint64_t)done, (uint64_t)n))
+            return tf_errf(&c->err, TF_ERR_CANCELLED, "eval cancelled after %d of %d tokens", done, n);
+    }
+    return TF_OK;
+}
+
+const float *tf_context_logits(const tf_context *c) { return c->last_logits; }
+int32_t tf_context_n_past(const tf_context *c) { return c->n_past; }
+int32_t tf_context_n_ctx(const tf_context *c) { return c->params.n_ctx; }
+
+tf_status tf_context_truncate(tf_context *c, int32_t n) {
+    tf_err_clear(&c->err);
+    if (n < 0 || n > c->n_past)
+        return tf_errf(&c->err, TF_ERR_INVALID_ARG, "truncate to %d: expected 0..%d", n, c->n_past);
+    c->n_past = n;
+    tf_kv_truncate(&c->kv, n);
+    c->last_logits = NULL;
+    return TF_OK;
+}
+
+/* ---- sampling ---- */
+
+tf_sampler_params tf_sampler_default_params(void) {
+    return (tf_sampler_params){.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 0};
+}
+
+tf_status tf_sampler_init(tf_sampler **out, const tf_model *m, const tf_sampler_params *params, char *errbuf,
+                          size_t errbuf_size) {
+    *out = NULL;
+    tf_sampler_params p = params ? *params : tf_sampler_default_params();
+    tf_err err = {0};
+    tf_sampler *s = calloc(1, sizeof *s);
+    if (!s) {
+        tf_errf(&err, TF_ERR_NOMEM, "sampler: out of memory");
+        copy_err(&err, errbuf, errbuf_size);
+        return err.status;
+    }
+    tf_sampling_cfg cfg = {.temp = p.temp, .top_k = p.top_k, .top_p = p.top_p, .min_p = p.min_p, .seed = p.seed};
+    tf_status st = tf_sampling_init(&s->s, &cfg, m->hp.n_vocab, &err);
+    if (st != TF_OK) {
+        copy_err(&err, errbuf, errbuf_size);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return TF_OK;
+}
+
+void tf_sampler_free(tf_sampler *s) {
+    if (!s) return;
+    tf_sampling_free(&s->s);
+    free(s);
+}
+
+int32_t tf_sampler_sample(tf_sampler *s, const float *logits) { return tf_sampling_sample(&s->s, logits); }

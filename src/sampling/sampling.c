@@ -1,0 +1,177 @@
+/* sampling.c — the logits transform and draws described in sampling.h. */
+#include "sampling/sampling.h"
+
+#include "core/mem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+tf_status tf_sampling_init(tf_sampling *s, const tf_sampling_cfg *cfg, int32_t n_vocab, tf_err *err) {
+    memset(s, 0, sizeof *s);
+    if (n_vocab < 1) return tf_errf(err, TF_ERR_INVALID_ARG, "sampler: vocabulary size %d", n_vocab);
+    if (!isfinite(cfg->temp) || cfg->temp > 1e4f)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "temperature %g: expected a finite value in [0, 10000]", cfg->temp);
+    if (!(cfg->top_p > 0.0f) || cfg->top_p > 1.0f)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "top-p %g: expected a value in (0, 1]", cfg->top_p);
+    if (!(cfg->min_p >= 0.0f) || cfg->min_p > 1.0f)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "min-p %g: expected a value in [0, 1]", cfg->min_p);
+    if (cfg->top_k < 0) return tf_errf(err, TF_ERR_INVALID_ARG, "top-k %d: expected >= 0 (0 = off)", cfg->top_k);
+    s->cfg = *cfg;
+    s->n_vocab = n_vocab;
+    tf_rng_seed(&s->rng, cfg->seed);
+    s->dist.id = tf_alloc(sizeof(int32_t) * (size_t)n_vocab);
+    s->dist.p = tf_alloc(sizeof(float) * (size_t)n_vocab);
+    s->work = tf_alloc(sizeof(float) * (size_t)n_vocab);
+    if (!s->dist.id || !s->dist.p || !s->work) {
+        tf_sampling_free(s);
+        return tf_errf(err, TF_ERR_NOMEM, "sampler: out of memory");
+    }
+    return TF_OK;
+}
+
+void tf_sampling_free(tf_sampling *s) {
+    tf_free(s->dist.id);
+    tf_free(s->dist.p);
+    tf_free(s->work);
+    memset(s, 0, sizeof *s);
+}
+
+int32_t tf_argmax(const float *logits, int32_t n) {
+    int32_t best = -1;
+    float bv = 0.0f;
+    for (int32_t i = 0; i < n; i++) {
+        if (isnan(logits[i])) continue;
+        if (best < 0 || logits[i] > bv) { /* strict: the first of equal maxima wins */
+            best = i;
+            bv = logits[i];
+        }
+    }
+    return best < 0 ? 0 : best;
+}
+
+/* Order: larger value first, then lower id (deterministic ties). */
+static bool before(float va, int32_t ia, float vb, int32_t ib) { return va > vb || (va == vb && ia < ib); }
+
+/* Keep the k best (value, id) pairs of vals in ids/out via a min-heap; sorted on return. */
+static int32_t top_k_select(const float *vals, int32_t n, int32_t k, int32_t *ids) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float v = vals[i];
+        if (isnan(v) || v == -INFINITY) continue;
+        if (m < k) {
+            int32_t c = m++;
+            ids[c] = i;
+            while (c > 0) { /* sift up: heap root is the worst kept */
+                int32_t par = (c - 1) / 2;
+                if (before(vals[ids[par]], ids[par], vals[ids[c]], ids[c])) {
+                    int32_t t = ids[par]; ids[par] = ids[c]; ids[c] = t; c = par;
+                } else break;
+            }
+        } else if (before(v, i, vals[ids[0]], ids[0])) {
+            ids[0] = i;
+            int32_t c = 0;
+            for (;;) {
+                int32_t l = 2 * c + 1, r = l + 1, w = c;
+                if (l < m && before(vals[ids[w]], ids[w], vals[ids[l]], ids[l])) w = l;
+                if (r < m && before(vals[ids[w]], ids[w], vals[ids[r]], ids[r])) w = r;
+                if (w == c) break;
+                int32_t t = ids[w]; ids[w] = ids[c]; ids[c] = t; c = w;
+            }
+        }
+    }
+    /* heap sort: repeatedly move the worst to the end */
+    for (int32_t end = m - 1; end > 0; end--) {
+        int32_t t = ids[0]; ids[0] = ids[end]; ids[end] = t;
+        int32_t c = 0;
+        for (;;) {
+            int32_t l = 2 * c + 1, r = l + 1, w = c;
+            if (l < end && before(vals[ids[w]], ids[w], vals[ids[l]], ids[l])) w = l;
+            if (r < end && before(vals[ids[w]], ids[w], vals[ids[r]], ids[r])) w = r;
+            if (w == c) break;
+            int32_t t2 = ids[w]; ids[w] = ids[c]; ids[c] = t2; c = w;
+        }
+    }
+    return m;
+}
+
+void tf_sampling_dist(tf_sampling *s, const float *logits) {
+    const tf_sampling_cfg *c = &s->cfg;
+    tf_dist *d = &s->dist;
+    int32_t n = s->n_vocab;
+    if (c->temp <= 0.0f) {
+        d->n = 1;
+        d->id[0] = tf_argmax(logits, n);
+        d->p[0] = 1.0f;
+        return;
+    }
+    /* temperature-scaled logits, max for a stable softmax */
+    float *z = s->work;
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++) {
+        z[i] = isnan(logits[i]) ? -INFINITY : logits[i] / c->temp;
+        if (z[i] > mx) mx = z[i];
+    }
+    if (mx == -INFINITY) { /* nothing valid: fall back to token 0 deterministically */
+        d->n = 1; d->id[0] = 0; d->p[0] = 1.0f;
+        return;
+    }
+    double total = 0;
+    for (int32_t i = 0; i < n; i++) total += exp((double)z[i] - mx);
+    /* candidate set: top-k (or, for top-p alone, a growing top-K until its mass covers p) */
+    int32_t k = c->top_k > 0 && c->top_k < n ? c->top_k : n;
+    int32_t m;
+    if (k == n && c->top_p < 1.0f) {
+        int32_t kk = 64;
+        for (;;) {
+            if (kk > n) kk = n;
+            m = top_k_select(z, n, kk, d->id);
+            double mass = 0;
+            for (int32_t i = 0; i < m; i++) mass += exp((double)z[d->id[i]] - mx);
+            if (mass / total >= c->top_p || kk == n) break;
+            kk *= 4;
+        }
+    } else {
+        m = top_k_select(z, n, k, d->id);
+        if (m < n) { /* softmax over the kept set only */
+            total = 0;
+            for (int32_t i = 0; i < m; i++) total += exp((double)z[d->id[i]] - mx);
+        }
+    }
+    for (int32_t i = 0; i < m; i++) d->p[i] = (float)(exp((double)z[d->id[i]] - mx) / total);
+    if (c->top_p < 1.0f) {
+        double cum = 0;
+        int32_t keep = m;
+        for (int32_t i = 0; i < m; i++) {
+            cum += d->p[i];
+            if (cum >= c->top_p) { keep = i + 1; break; }
+        }
+        m = keep;
+    }
+    if (c->min_p > 0.0f) {
+        float thr = c->min_p * d->p[0];
+        int32_t keep = 1;
+        while (keep < m && d->p[keep] >= thr) keep++;
+        m = keep;
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < m; i++) sum += d->p[i];
+    for (int32_t i = 0; i < m; i++) d->p[i] = (float)(d->p[i] / sum);
+    d->n = m;
+}
+
+int32_t tf_sampling_draw(tf_sampling *s) {
+    const tf_dist *d = &s->dist;
+    double u = tf_rng_uniform(&s->rng), cum = 0;
+    for (int32_t i = 0; i < d->n; i++) {
+        cum += d->p[i];
+        if (u < cum) return d->id[i];
+    }
+    return d->id[d->n - 1];
+}
+
+int32_t tf_sampling_sample(tf_sampling *s, const float *logits) {
+    if (s->cfg.temp <= 0.0f) return tf_argmax(logits, s->n_vocab);
+    tf_sampling_dist(s, logits);
+    return tf_sampling_draw(s);
+}
