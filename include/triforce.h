@@ -61,6 +61,7 @@ typedef struct tf_model_params {
     tf_log_fn log_fn;      /* NULL: silent */
     void *log_user_data;
     tf_log_level log_level;
+    bool vocab_only;       /* load only the tokenizer (vocab-only GGUF files) */
 } tf_model_params;
 
 tf_model_params tf_model_default_params(void);
@@ -87,6 +88,18 @@ typedef struct tf_model_info {
 } tf_model_info;
 
 void tf_model_get_info(const tf_model *model, tf_model_info *info);
+typedef struct tf_tensor_info {
+    const char *name;
+    const char *type; /* "f32", "q4_k", ... */
+    int n_dims;
+    int64_t ne[4];    /* ne[0] is the row length */
+    uint64_t bytes;
+} tf_tensor_info;
+
+int64_t tf_model_n_tensors(const tf_model *model);
+/* Describe tensor i (0 <= i < n_tensors); false if out of range. */
+bool tf_model_tensor(const tf_model *model, int64_t i, tf_tensor_info *info);
+
 /* KV-cache bytes per token for an f32 (elem 4) or f16 (elem 2) cache. */
 uint64_t tf_model_kv_bytes_per_token(const tf_model *model, int elem_size);
 

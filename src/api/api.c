@@ -52,7 +52,7 @@ tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_pa
         copy_err(&err, errbuf, errbuf_size);
         return err.status;
     }
-    tf_status st = tf_model_load(out, path, &lg, &err);
+    tf_status st = p.vocab_only ? tf_model_load_vocab(out, path, &err) : tf_model_load(out, path, &lg, &err);
     if (st != TF_OK) copy_err(&err, errbuf, errbuf_size);
     return st;
 }
@@ -75,6 +75,17 @@ void tf_model_get_info(const tf_model *m, tf_model_info *info) {
 
 uint64_t tf_model_kv_bytes_per_token(const tf_model *m, int elem_size) {
     return tf_hparams_kv_bytes_per_token(&m->hp, elem_size);
+}
+
+int64_t tf_model_n_tensors(const tf_model *m) { return (int64_t)m->gguf.n_tensors; }
+
+bool tf_model_tensor(const tf_model *m, int64_t i, tf_tensor_info *info) {
+    if (i < 0 || (uint64_t)i >= m->gguf.n_tensors) return false;
+    const tf_gguf_tensor *t = &m->gguf.tensors[i];
+    *info = (tf_tensor_info){.name = t->name, .type = tf_dtype_name(t->type), .n_dims = (int)t->n_dims,
+                             .bytes = t->nbytes};
+    memcpy(info->ne, t->ne, sizeof info->ne);
+    return true;
 }
 
 int32_t tf_model_bos(const tf_model *m) { return m->tok ? tf_tokenizer_bos(m->tok) : -1; }
@@ -111,6 +122,12 @@ tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_
     }
     c->m = m;
     c->params = params ? *params : tf_context_default_params();
+    if (m->vocab_only) {
+        tf_errf(&err, TF_ERR_INVALID_ARG, "%s: loaded as vocabulary only; it has no weights to run", m->path);
+        copy_err(&err, errbuf, errbuf_size);
+        free(c);
+        return err.status;
+    }
     tf_context_params *p = &c->params;
     tf_status st = TF_OK;
     if (p->n_ctx == 0) p->n_ctx = m->hp.n_ctx_train;

@@ -273,6 +273,25 @@ fail:
     return st;
 }
 
+tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err) {
+    *out = NULL;
+    tf_model *m = calloc(1, sizeof *m);
+    if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    m->vocab_only = true;
+    tf_status st = tf_gguf_open(&m->gguf, path, err);
+    if (st == TF_OK && !tf_gguf_find_kv(&m->gguf, "tokenizer.ggml.model"))
+        st = tf_errf(err, TF_ERR_FORMAT, "%s: no tokenizer metadata (tokenizer.ggml.model is missing)", path);
+    if (st == TF_OK) st = tf_tokenizer_from_gguf(&m->tok, &m->gguf, err);
+    if (st != TF_OK) {
+        tf_model_free(m);
+        return st;
+    }
+    m->hp.n_vocab = tf_tokenizer_n_vocab(m->tok);
+    *out = m;
+    return TF_OK;
+}
+
 void tf_model_free(tf_model *m) {
     if (!m) return;
     tf_tokenizer_free(m->tok);

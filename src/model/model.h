@@ -81,12 +81,15 @@ typedef struct tf_model {
     tf_tokenizer *tok;     /* NULL for models without tokenizer metadata */
     uint64_t n_params;
     uint64_t weight_bytes;
+    bool vocab_only;       /* only tok is valid */
 } tf_model;
 
 /* Load a GGUF model file. Every metadata value and tensor is validated
  * against the llama architecture; failures name the file, key or tensor and
  * what was expected. *out is NULL on failure. */
 tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, tf_err *err);
+/* Load only the tokenizer of a GGUF file (vocab-only files, `tokenize`). */
+tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err);
 void tf_model_free(tf_model *m);
 
 /* Fill rope_freq / rope_mscale from hp (and optional llama3 factors[n_rot/2]).

@@ -1,12 +1,42 @@
 /* main.c — the `triforce` command: dispatches to subcommands. */
+#include "cli.h"
+
 #include <stdio.h>
 #include <string.h>
 
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command k_commands[] = {
+    {"generate", cmd_generate, "generate a continuation of a prompt, streamed to stdout"},
+    {"info", cmd_info, "describe a model: architecture, shapes, tensor types, tokenizer, KV bytes"},
+    {"tokenize", cmd_tokenize, "print the tokens of a text"},
+    {"perplexity", cmd_perplexity, "perplexity of a text (llama.cpp's convention)"},
+    {"quantize", cmd_quantize, "convert an F32/F16/BF16 model to F16, BF16, Q8_0 or Q4_0"},
+    {"gen-model", cmd_gen_model, "write a random-weight llama GGUF of any shape (for tests and timing)"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: triforce <command> [options]   (triforce <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", k_commands[i].name, k_commands[i].summary);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: triforce <command> [options]\n");
-        return argc < 2 ? 1 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].run(argc - 2, argv + 2);
     fprintf(stderr, "triforce: unknown command '%s'\n", argv[1]);
-    return 1;
+    usage(stderr);
+    return 2;
 }

@@ -1,0 +1,235 @@
+/* cli.c — option table, parser and helpers shared by the subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_FLOAT, OPT_FLAG } opt_kind;
+
+typedef struct opt_def {
+    const char *shrt;    /* "-m" or NULL */
+    const char *lng;     /* "--model" */
+    opt_kind kind;
+    size_t off;          /* offset in cli_opts */
+    const char *metavar;
+    const char *help;
+    unsigned cmds;       /* subcommands that accept it */
+    double lo, hi;       /* numeric range */
+} opt_def;
+
+#define O(f) offsetof(cli_opts, f)
+#define ALL_RUN (CMD_GENERATE | CMD_PERPLEXITY)
+
+static const opt_def k_opts[] = {
+    {"-m", "--model", OPT_STR, O(model), "FILE", "model file (GGUF)", ALL_RUN | CMD_TOKENIZE, 0, 0},
+    {"-p", "--prompt", OPT_STR, O(prompt), "TEXT", "prompt text", CMD_GENERATE | CMD_TOKENIZE, 0, 0},
+    {"-f", "--file", OPT_STR, O(file), "FILE", "read the prompt (or the text to score) from FILE",
+     CMD_GENERATE | CMD_TOKENIZE | CMD_PERPLEXITY, 0, 0},
+    {"-n", "--n-predict", OPT_INT, O(n_predict), "N", "tokens to generate (default 128)", CMD_GENERATE, 0, 1e8},
+    {"-c", "--ctx-size", OPT_INT, O(n_ctx), "N",
+     "context size in tokens (generate default: prompt + n; perplexity default 512)", ALL_RUN, 1, 1 << 28},
+    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN, 1, 1024},
+    {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN, 1, 65536},
+    {"-s", "--seed", OPT_I64, O(seed), "N", "RNG seed (default: from the clock; printed)", CMD_GENERATE, -1,
+     9.2e18},
+    {NULL, "--temp", OPT_FLOAT, O(temp), "T", "temperature, 0 = greedy (default 0.8)", CMD_GENERATE, 0, 1e4},
+    {NULL, "--top-k", OPT_INT, O(top_k), "K", "keep the K most likely tokens, 0 = off (default 40)", CMD_GENERATE,
+     0, 1e9},
+    {NULL, "--top-p", OPT_FLOAT, O(top_p), "P", "nucleus sampling mass, 1 = off (default 0.95)", CMD_GENERATE, 1e-6,
+     1},
+    {NULL, "--min-p", OPT_FLOAT, O(min_p), "P", "drop tokens below P x the top probability, 0 = off (default 0.05)",
+     CMD_GENERATE, 0, 1},
+    {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default) or f32", ALL_RUN, 0, 0},
+    {NULL, "--ignore-eos", OPT_FLAG, O(ignore_eos), NULL, "keep generating after end-of-sequence tokens",
+     CMD_GENERATE, 0, 0},
+    {NULL, "--ids", OPT_FLAG, O(ids), NULL, "print token ids on one line (default: id and piece per line)",
+     CMD_TOKENIZE, 0, 0},
+    {NULL, "--no-bos", OPT_FLAG, O(no_bos), NULL, "do not add the BOS token", CMD_TOKENIZE | CMD_GENERATE, 0, 0},
+    {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512", ALL_RUN, 0,
+     3},
+    {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_INFO | CMD_QUANTIZE, 0, 0},
+    /* gen-model */
+    {NULL, "--preset", OPT_STR, O(preset), "NAME", "shape preset (see below)", CMD_GEN_MODEL, 0, 0},
+    {NULL, "--vocab-from", OPT_STR, O(vocab_from), "FILE", "copy the tokenizer from this GGUF", CMD_GEN_MODEL, 0, 0},
+    {NULL, "--type", OPT_STR, O(wtype), "TYPE", "weight type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k (default f32)",
+     CMD_GEN_MODEL, 0, 0},
+    {NULL, "--n-embd", OPT_INT, O(n_embd), "N", "model width", CMD_GEN_MODEL, 1, 65536},
+    {NULL, "--n-layer", OPT_INT, O(n_layer), "N", "layers", CMD_GEN_MODEL, 1, 1024},
+    {NULL, "--n-head", OPT_INT, O(n_head), "N", "attention heads", CMD_GEN_MODEL, 1, 1024},
+    {NULL, "--n-head-kv", OPT_INT, O(n_head_kv), "N", "key/value heads (GQA)", CMD_GEN_MODEL, 1, 1024},
+    {NULL, "--n-ff", OPT_INT, O(n_ff), "N", "feed-forward width", CMD_GEN_MODEL, 1, 1 << 20},
+    {NULL, "--n-vocab", OPT_INT, O(n_vocab), "N", "vocabulary size (byte vocabulary padded to N)", CMD_GEN_MODEL, 1,
+     1 << 24},
+    {NULL, "--ctx-train", OPT_INT, O(ctx_train), "N", "trained context length", CMD_GEN_MODEL, 1, 1 << 30},
+    {NULL, "--rope-scaling", OPT_STR, O(rope_scaling), "KIND", "none, linear, yarn or llama3", CMD_GEN_MODEL, 0, 0},
+    {NULL, "--rope-factor", OPT_FLOAT, O(rope_factor), "F", "RoPE scaling factor", CMD_GEN_MODEL, 1e-3, 1e6},
+    {NULL, "--rope-orig-ctx", OPT_INT, O(orig_ctx), "N", "original context for yarn / llama3", CMD_GEN_MODEL, 1,
+     1 << 30},
+    {NULL, "--rope-base", OPT_FLOAT, O(rope_base), "F", "RoPE frequency base", CMD_GEN_MODEL, 1, 1e12},
+    {NULL, "--tied", OPT_FLAG, O(tied), NULL, "tie the output matrix to the embedding", CMD_GEN_MODEL, 0, 0},
+    {NULL, "--gen-seed", OPT_I64, O(gen_seed), "N", "weights seed (default 1)", CMD_GEN_MODEL, 0, 9.2e18},
+};
+
+void cli_print_help(unsigned cmd, const char *cmd_name, const char *usage) {
+    printf("usage: triforce %s %s\n\noptions:\n", cmd_name, usage);
+    for (size_t i = 0; i < sizeof k_opts / sizeof k_opts[0]; i++) {
+        const opt_def *d = &k_opts[i];
+        if (!(d->cmds & cmd)) continue;
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s %s", d->shrt ? d->shrt : "", d->shrt ? ", " : "    ", d->lng,
+                 d->metavar ? d->metavar : "");
+        printf("  %-28s %s\n", left, d->help);
+    }
+    printf("  %-28s %s\n", "-h, --help", "show this help");
+}
+
+static int set_value(cli_opts *o, const opt_def *d, const char *name, const char *val) {
+    char *end;
+    void *field = (char *)o + d->off;
+    errno = 0;
+    switch (d->kind) {
+    case OPT_STR: *(const char **)field = val; return 0;
+    case OPT_FLAG: *(bool *)field = true; return 0;
+    case OPT_INT: case OPT_I64: {
+        long long v = strtoll(val, &end, 10);
+        if (errno || end == val || *end || v < d->lo || (double)v > d->hi) {
+            fprintf(stderr, "triforce: %s '%s': expected an integer in [%.0f, %.0f]\n", name, val, d->lo, d->hi);
+            return -1;
+        }
+        if (d->kind == OPT_INT) *(int *)field = (int)v;
+        else *(int64_t *)field = v;
+        return 0;
+    }
+    case OPT_FLOAT: {
+        double v = strtod(val, &end);
+        if (errno || end == val || *end || !isfinite(v) || v < d->lo || v > d->hi) {
+            fprintf(stderr, "triforce: %s '%s': expected a number in [%g, %g]\n", name, val, d->lo, d->hi);
+            return -1;
+        }
+        *(float *)field = (float)v;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage, int max_pos, int argc,
+              char **argv) {
+    memset(o, 0, sizeof *o);
+    o->n_predict = 128;
+    o->n_batch = 256;
+    o->seed = -1;
+    o->temp = 0.8f;
+    o->top_k = 40;
+    o->top_p = 0.95f;
+    o->min_p = 0.05f;
+    o->kv_type = "f16";
+    o->gen_seed = 1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cli_print_help(cmd, cmd_name, usage);
+            return 1;
+        }
+        if (a[0] == '-' && a[1] != '\0') {
+            const char *eq = strchr(a, '=');
+            size_t nlen = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
+            const opt_def *d = NULL;
+            for (size_t k = 0; k < sizeof k_opts / sizeof k_opts[0] && !d; k++) {
+                const opt_def *c = &k_opts[k];
+                if ((c->shrt && strlen(c->shrt) == nlen && strncmp(a, c->shrt, nlen) == 0) ||
+                    (strlen(c->lng) == nlen && strncmp(a, c->lng, nlen) == 0))
+                    d = c;
+            }
+            if (!d || !(d->cmds & cmd)) {
+                fprintf(stderr, "triforce %s: unknown option '%.*s' (see triforce %s --help)\n", cmd_name, (int)nlen,
+                        a, cmd_name);
+                return -1;
+            }
+            const char *val = NULL;
+            if (d->kind != OPT_FLAG) {
+                if (eq && a[1] == '-') val = eq + 1;
+                else if (i + 1 < argc) val = argv[++i];
+                else {
+                    fprintf(stderr, "triforce %s: option %s needs a value (%s)\n", cmd_name, d->lng, d->metavar);
+                    return -1;
+                }
+            }
+            if (set_value(o, d, d->lng, val) != 0) return -1;
+            continue;
+        }
+        if (o->n_pos >= max_pos) {
+            fprintf(stderr, "triforce %s: unexpected argument '%s' (see triforce %s --help)\n", cmd_name, a,
+                    cmd_name);
+            return -1;
+        }
+        o->pos[o->n_pos++] = a;
+    }
+    if (strcmp(o->kv_type, "f16") != 0 && strcmp(o->kv_type, "f32") != 0) {
+        fprintf(stderr, "triforce %s: --kv-type '%s': expected f16 or f32\n", cmd_name, o->kv_type);
+        return -1;
+    }
+    return 0;
+}
+
+char *cli_read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "triforce: %s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) break;
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - 1 - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        fprintf(stderr, "triforce: %s: %s\n", path, bad ? "read error" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+char *cli_prompt_text(const cli_opts *o, size_t *len) {
+    if ((o->prompt != NULL) == (o->file != NULL)) {
+        fprintf(stderr, "triforce: give the prompt with exactly one of -p TEXT or -f FILE\n");
+        return NULL;
+    }
+    if (o->prompt) {
+        *len = strlen(o->prompt);
+        return strdup(o->prompt);
+    }
+    return cli_read_text(o->file, len);
+}
+
+void cli_log(void *ud, tf_log_level level, const char *msg) {
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    (void)ud;
+    fprintf(stderr, "triforce: %s: %s\n", names[level], msg);
+}
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,71 @@
+/*
+ * cli.h — the `triforce` command line: one declarative option table shared by
+ * every subcommand, parsed into one struct. Flag names follow llama.cpp where
+ * one exists (-m, -p, -f, -n, -c, -t, -b, -s, --temp, --top-k, --top-p, --min-p).
+ */
+#ifndef TF_CLI_H
+#define TF_CLI_H
+
+#include "triforce.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum {
+    CMD_GENERATE = 1 << 0,
+    CMD_INFO = 1 << 1,
+    CMD_TOKENIZE = 1 << 2,
+    CMD_PERPLEXITY = 1 << 3,
+    CMD_QUANTIZE = 1 << 4,
+    CMD_GEN_MODEL = 1 << 5,
+};
+
+typedef struct cli_opts {
+    const char *model;
+    const char *prompt;
+    const char *file;
+    int n_predict;
+    int n_ctx;
+    int n_threads;
+    int n_batch;
+    int64_t seed; /* -1: from the clock */
+    float temp, top_p, min_p;
+    int top_k;
+    const char *kv_type;
+    bool ids, no_bos, ignore_eos, verbose, no_warmup;
+    int isa;
+    /* gen-model */
+    const char *preset, *vocab_from, *wtype, *rope_scaling;
+    int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, ctx_train, orig_ctx;
+    float rope_base, rope_factor;
+    bool tied;
+    int64_t gen_seed;
+    /* positional arguments */
+    const char *pos[4];
+    int n_pos;
+} cli_opts;
+
+/* Parse argv[first..argc) for subcommand `cmd`. Returns 0 on success, 1 if
+ * help was printed (exit 0), -1 on a usage error (message printed). */
+int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage, int max_pos, int argc,
+              char **argv);
+void cli_print_help(unsigned cmd, const char *cmd_name, const char *usage);
+
+/* Read a whole text file or die with a message (tools only). Returns NULL on failure (message printed). */
+char *cli_read_text(const char *path, size_t *len);
+/* Prompt text from -p or -f; NULL with a message if neither/both. */
+char *cli_prompt_text(const cli_opts *o, size_t *len);
+
+/* Log sink for the library: prints "triforce: <level>: msg" to stderr. */
+void cli_log(void *ud, tf_log_level level, const char *msg);
+
+double cli_now(void);
+
+int cmd_generate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_gen_model(int argc, char **argv);
+
+#endif
