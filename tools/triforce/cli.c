@@ -34,7 +34,7 @@ static const opt_def k_opts[] = {
     {"-n", "--n-predict", OPT_INT, O(n_predict), "N", "tokens to generate (default 128)", CMD_GENERATE, 0, 1e8},
     {"-c", "--ctx-size", OPT_INT, O(n_ctx), "N",
      "context size in tokens (generate default: prompt + n; perplexity default 512)", ALL_RUN, 1, 1 << 28},
-    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN, 1, 1024},
+    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_GEN_MODEL, 1, 1024},
     {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN, 1, 65536},
     {"-s", "--seed", OPT_I64, O(seed), "N", "RNG seed (default: from the clock; printed)", CMD_GENERATE, -1,
      9.2e18},

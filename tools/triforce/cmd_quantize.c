@@ -1,0 +1,39 @@
+/* cmd_quantize.c — `triforce quantize IN.gguf OUT.gguf TYPE`. */
+#include "cli.h"
+
+#include "core/dtype.h"
+#include "model/quantize.h"
+
+#include <stdio.h>
+
+static bool progress(void *ud, uint64_t done, uint64_t total) {
+    (void)ud;
+    fprintf(stderr, "\rquantize: %3.0f%%", total ? 100.0 * (double)done / (double)total : 100.0);
+    if (done == total) fprintf(stderr, "\n");
+    return true;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    cli_opts o;
+    const char *usage = "IN.gguf OUT.gguf TYPE   (TYPE: f16, bf16, q8_0, q4_0, q4_k, q6_k)";
+    int r = cli_parse(&o, CMD_QUANTIZE, "quantize", usage, 3, argc, argv);
+    if (r) return r > 0 ? 0 : 2;
+    if (o.n_pos != 3) {
+        fprintf(stderr, "usage: triforce quantize %s\n", usage);
+        return 2;
+    }
+    tf_dtype type;
+    if (!tf_dtype_from_name(o.pos[2], &type) || type == TF_DTYPE_F32) {
+        fprintf(stderr, "triforce quantize: type '%s': expected f16, bf16, q8_0, q4_0, q4_k or q6_k\n", o.pos[2]);
+        return 2;
+    }
+    tf_logger lg = {.fn = cli_log, .min_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_INFO};
+    tf_err err = {0};
+    double t0 = cli_now();
+    if (tf_quantize_file(o.pos[0], o.pos[1], type, &lg, progress, NULL, &err) != TF_OK) {
+        fprintf(stderr, "triforce: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "wrote %s (%s) in %.2f s\n", o.pos[1], tf_dtype_name(type), cli_now() - t0);
+    return 0;
+}
