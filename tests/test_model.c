@@ -1,0 +1,301 @@
+/*
+ * test_model.c — whole-model checks:
+ *   - fast-path logits against the float64 reference forward (tests/common/
+ *     ref_forward.c) on generated models of several shapes: MHA and GQA, tied
+ *     and untied output, every RoPE scaling, f32 and f16 KV caches, one batch,
+ *     several batches and token by token;
+ *   - the stories260K golden greedy continuation (../shared);
+ *   - hostile model-level files: missing / mis-shaped tensors, unknown
+ *     architecture, inconsistent head counts, vocabulary mismatch.
+ */
+#include "testutil.h"
+
+#include "format/gguf_write.h"
+#include "model/forward.h"
+#include "model/gen.h"
+#include "ref_forward.h"
+#include "triforce.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct gen_case {
+    const char *label;
+    int n_embd, n_layer, n_head, n_head_kv, n_ff;
+    tf_rope_scaling scaling;
+    float factor;
+    int orig_ctx;
+    bool tied;
+    tf_dtype wtype;
+} gen_case;
+
+static const char *gen(const gen_case *c, uint64_t seed) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s", tu_tmp_path(".gguf"));
+    tf_gen_params p = tf_gen_params_default();
+    p.n_embd = c->n_embd;
+    p.n_layer = c->n_layer;
+    p.n_head = c->n_head;
+    p.n_head_kv = c->n_head_kv;
+    p.n_ff = c->n_ff;
+    p.n_ctx_train = 256;
+    p.n_vocab = 300;
+    p.rope_scaling = c->scaling;
+    p.rope_factor = c->factor;
+    p.rope_orig_ctx = c->orig_ctx;
+    p.tied_output = c->tied;
+    p.wtype = c->wtype;
+    p.seed = seed;
+    p.n_threads = 1;
+    tf_err err = {0};
+    if (tf_gen_model(&p, path, &err) != TF_OK) {
+        print_error("gen-model failed: %s\n", err.msg);
+        fail();
+    }
+    return path;
+}
+
+/* Evaluate n tokens through the public API in batches of n_batch, collecting
+ * every row's logits, and compare against the float64 reference. */
+static double run_nmse(tf_model *m, const int32_t *toks, int n, int n_batch, tf_kv_type kv, int isa, int threads) {
+    tf_context_params cp = tf_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_batch = n_batch;
+    cp.n_threads = threads;
+    cp.kv_type = kv;
+    cp.logits_all = true;
+    cp.isa = isa;
+    tf_context *ctx;
+    char err[512];
+    assert_int_equal(tf_context_init(&ctx, m, &cp, err, sizeof err), TF_OK);
+    tf_model_info info;
+    tf_model_get_info(m, &info);
+    float *lg = malloc(sizeof(float) * (size_t)n * info.n_vocab);
+    assert_int_equal(tf_context_eval(ctx, toks, n, lg), TF_OK);
+    double *ref = ref_forward(m, toks, n);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < (size_t)n * info.n_vocab; i++) {
+        assert_true(isfinite(lg[i]));
+        num += (lg[i] - ref[i]) * (lg[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    /* logits must not be degenerate (all equal) or the comparison proves little */
+    double spread = 0;
+    for (int v = 1; v < info.n_vocab; v++) spread += fabs(ref[v] - ref[0]);
+    assert_true(spread > 1e-3 * info.n_vocab);
+    free(ref);
+    free(lg);
+    tf_context_free(ctx);
+    return num / den;
+}
+
+static void test_logits_vs_reference(void **state) {
+    (void)state;
+    static const gen_case cases[] = {
+        {"mha-untied", 64, 2, 4, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32},
+        {"gqa-tied", 64, 2, 8, 2, 160, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F32},
+        {"gqa-linear", 128, 2, 4, 2, 128, TF_ROPE_SCALING_LINEAR, 4, 0, false, TF_DTYPE_F32},
+        {"mqa-yarn", 128, 2, 4, 1, 128, TF_ROPE_SCALING_YARN, 8, 64, false, TF_DTYPE_F32},
+        {"gqa-llama3", 128, 2, 2, 1, 128, TF_ROPE_SCALING_LLAMA3, 8, 64, true, TF_DTYPE_F32},
+        {"hd8-f16w", 64, 3, 8, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F16},
+        {"q8_0", 128, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_Q8_0},
+        {"q4_0", 128, 2, 4, 2, 128, TF_ROPE_SCALING_YARN, 4, 128, true, TF_DTYPE_Q4_0},
+    };
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const gen_case *gc = &cases[c];
+        const char *path = gen(gc, tu_seed() + c);
+        tf_model *m;
+        char err[512];
+        if (tf_model_load_file(&m, path, NULL, err, sizeof err) != TF_OK) {
+            print_error("%s: %s\n", gc->label, err);
+            fail();
+        }
+        int32_t toks[40];
+        for (int i = 0; i < 40; i++) toks[i] = (int32_t)(tf_rng_next(&rng) % 300);
+        /* f32 weights: only float rounding separates the paths; quantized weights
+         * add activation quantization in the fast path (q8_0 activations). */
+        double tol32 = gc->wtype == TF_DTYPE_F32 ? 1e-9 : gc->wtype == TF_DTYPE_F16 ? 1e-6 : 2e-3;
+        double tol16 = gc->wtype == TF_DTYPE_F32 || gc->wtype == TF_DTYPE_F16 ? 2e-5 : 3e-3;
+        struct { int batch; tf_kv_type kv; int isa; int threads; double tol; } runs[] = {
+            {40, TF_KV_F32, 0, 2, tol32}, {7, TF_KV_F32, 0, 1, tol32}, {1, TF_KV_F32, 0, 2, tol32},
+            {40, TF_KV_F16, 0, 2, tol16}, {13, TF_KV_F32, 1, 2, tol32}, {40, TF_KV_F32, 2, 1, tol32},
+        };
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            double nmse = run_nmse(m, toks, 40, runs[r].batch, runs[r].kv, runs[r].isa, runs[r].threads);
+            if (!(nmse <= runs[r].tol)) {
+                print_error("%s: batch %d kv %d isa %d: logits NMSE %g > %g\n", gc->label, runs[r].batch,
+                            runs[r].kv, runs[r].isa, nmse, runs[r].tol);
+                fail();
+            }
+        }
+        tf_model_close(m);
+        unlink(path);
+    }
+}
+
+/* The scaling metadata written by the generator is read back as written. */
+static void test_rope_metadata(void **state) {
+    (void)state;
+    gen_case c = {"yarn", 64, 1, 4, 2, 64, TF_ROPE_SCALING_YARN, 32, 4096, false, TF_DTYPE_F32};
+    const char *path = gen(&c, 7);
+    tf_model *m;
+    char err[512];
+    assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
+    tf_model_info in;
+    tf_model_get_info(m, &in);
+    assert_string_equal(in.rope_scaling, "yarn");
+    assert_true(in.rope_factor == 32.0f);
+    assert_int_equal(in.rope_orig_ctx, 4096);
+    assert_int_equal(in.n_head_kv, 2);
+    tf_model_close(m);
+    unlink(path);
+}
+
+static void test_stories260k_greedy(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
+    static const char *expected =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she "
+        "saw a big, red ball. She wanted to play with it, but it was too high.";
+    for (int kvt = 0; kvt < 2; kvt++) {
+        tf_model *m;
+        char err[512];
+        assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
+        tf_context_params cp = tf_context_default_params();
+        cp.n_ctx = 256;
+        cp.n_threads = 2;
+        cp.kv_type = kvt ? TF_KV_F32 : TF_KV_F16;
+        tf_context *ctx;
+        assert_int_equal(tf_context_init(&ctx, m, &cp, err, sizeof err), TF_OK);
+        const char *prompt = "Once upon a time";
+        int32_t toks[256];
+        size_t n;
+        assert_int_equal(tf_model_tokenize(m, prompt, strlen(prompt), true, false, toks, 256, &n), TF_OK);
+        assert_int_equal(toks[0], tf_model_bos(m));
+        assert_int_equal(tf_context_eval(ctx, toks, (int32_t)n, NULL), TF_OK);
+        char text[2048];
+        size_t len = strlen(prompt);
+        memcpy(text, prompt, len);
+        tf_sampler_params sp = tf_sampler_default_params();
+        sp.temp = 0;
+        tf_sampler *s;
+        assert_int_equal(tf_sampler_init(&s, m, &sp, err, sizeof err), TF_OK);
+        while (len < strlen(expected)) {
+            int32_t t = tf_sampler_sample(s, tf_context_logits(ctx));
+            int32_t np = tf_model_token_to_piece(m, t, false, text + len, (int32_t)(sizeof text - len - 1));
+            assert_true(np >= 0);
+            len += (size_t)np;
+            assert_int_equal(tf_context_eval(ctx, &t, 1, NULL), TF_OK);
+        }
+        text[len] = '\0';
+        assert_true(strncmp(text, expected, strlen(expected)) == 0);
+        tf_sampler_free(s);
+        tf_context_free(ctx);
+        tf_model_close(m);
+    }
+}
+
+/* ---- hostile model-level files: rewrite a valid generated model with one defect ---- */
+
+typedef struct defect {
+    const char *label;
+    const char *drop_key;     /* metadata key removed */
+    const char *set_key;      /* uint32 metadata key overridden */
+    uint32_t set_val;
+    const char *arch;         /* general.architecture override */
+    const char *drop_tensor;  /* tensor removed */
+    const char *reshape_tensor; /* tensor given a transposed shape */
+    tf_status want;
+    const char *want_msg;     /* substring of the error */
+} defect;
+
+static void rewrite(const char *src, const char *dst, const defect *d) {
+    tf_gguf g;
+    tf_err err = {0};
+    assert_int_equal(tf_gguf_open(&g, src, &err), TF_OK);
+    tf_gguf_writer *w = tf_gguf_writer_new();
+    for (uint64_t i = 0; i < g.n_kv; i++) {
+        const tf_gguf_kv *kv = &g.kv[i];
+        if (d->drop_key && tf_gguf_str_eq(kv->key, d->drop_key)) continue;
+        if (d->set_key && tf_gguf_str_eq(kv->key, d->set_key)) continue;
+        if (d->arch && tf_gguf_str_eq(kv->key, "general.architecture")) continue;
+        assert_int_equal(tf_gguf_writer_copy_kv(w, kv, &err), TF_OK);
+    }
+    if (d->set_key) assert_int_equal(tf_gguf_writer_set_u32(w, d->set_key, d->set_val, &err), TF_OK);
+    if (d->arch) assert_int_equal(tf_gguf_writer_set_str(w, "general.architecture", d->arch, &err), TF_OK);
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+        const tf_gguf_tensor *t = &g.tensors[i];
+        if (d->drop_tensor && strcmp(t->name, d->drop_tensor) == 0) continue;
+        int64_t ne[4];
+        memcpy(ne, t->ne, sizeof ne);
+        if (d->reshape_tensor && strcmp(t->name, d->reshape_tensor) == 0) {
+            int64_t x = ne[0];
+            ne[0] = ne[1];
+            ne[1] = x;
+        }
+        assert_int_equal(tf_gguf_writer_add_tensor(w, t->name, (tf_dtype)t->type, t->n_dims, ne, t->data, &err),
+                         TF_OK);
+    }
+    assert_int_equal(tf_gguf_writer_write_file(w, dst, NULL, NULL, &err), TF_OK);
+    tf_gguf_writer_free(w);
+    tf_gguf_close(&g);
+}
+
+static void test_hostile_models(void **state) {
+    (void)state;
+    gen_case c = {"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+    char src[512];
+    snprintf(src, sizeof src, "%s", gen(&c, 3));
+    static const defect defects[] = {
+        {"unknown arch", .arch = "gpt-neox", .want = TF_ERR_UNSUPPORTED, .want_msg = "gpt-neox"},
+        {"no arch", .drop_key = "general.architecture", .want = TF_ERR_FORMAT, .want_msg = "general.architecture"},
+        {"no width", .drop_key = "llama.embedding_length", .want = TF_ERR_FORMAT, .want_msg = "embedding_length"},
+        {"heads not divisible", .set_key = "llama.attention.head_count_kv", .set_val = 3, .want = TF_ERR_FORMAT,
+         .want_msg = "head_count"},
+        {"zero layers", .set_key = "llama.block_count", .set_val = 0, .want = TF_ERR_FORMAT,
+         .want_msg = "block_count"},
+        {"huge layers", .set_key = "llama.block_count", .set_val = 4000000000u, .want = TF_ERR_FORMAT,
+         .want_msg = "block_count"},
+        {"more layers than tensors", .set_key = "llama.block_count", .set_val = 3, .want = TF_ERR_FORMAT,
+         .want_msg = "blk.2."},
+        {"missing tensor", .drop_tensor = "blk.1.ffn_down.weight", .want = TF_ERR_FORMAT,
+         .want_msg = "blk.1.ffn_down.weight"},
+        {"missing embedding", .drop_tensor = "token_embd.weight", .want = TF_ERR_FORMAT,
+         .want_msg = "token_embd.weight"},
+        {"mis-shaped", .reshape_tensor = "blk.0.attn_k.weight", .want = TF_ERR_FORMAT,
+         .want_msg = "blk.0.attn_k.weight"},
+        {"vocab size mismatch", .set_key = "llama.vocab_size", .set_val = 301, .want = TF_ERR_FORMAT,
+         .want_msg = "vocab_size"},
+        {"bos out of range", .set_key = "tokenizer.ggml.bos_token_id", .set_val = 300, .want = TF_ERR_FORMAT,
+         .want_msg = "bos_token_id"},
+    };
+    for (size_t i = 0; i < sizeof defects / sizeof defects[0]; i++) {
+        const char *dst = tu_tmp_path(".gguf");
+        rewrite(src, dst, &defects[i]);
+        tf_model *m = NULL;
+        char err[1024] = "";
+        tf_status st = tf_model_load_file(&m, dst, NULL, err, sizeof err);
+        if (st != defects[i].want || !strstr(err, defects[i].want_msg) || !strstr(err, dst)) {
+            print_error("%s: status %d (want %d), message: %s\n", defects[i].label, st, defects[i].want, err);
+            fail();
+        }
+        assert_null(m);
+        unlink(dst);
+    }
+    unlink(src);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stories260k_greedy),
+        cmocka_unit_test(test_rope_metadata),
+        cmocka_unit_test(test_logits_vs_reference),
+        cmocka_unit_test(test_hostile_models),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
