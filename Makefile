@@ -73,8 +73,11 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDLIBS="-fsanitize=address,undefined -lpcre2-8 -lm -lpthread" test
 
-bench: all
-	sh bench/run.sh
+$(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
+
+bench: all $(BUILD)/tfbench
+	BUILD=$(BUILD) sh bench/run.sh
 
 clean:
 	rm -rf build build-asan triforce
