@@ -48,20 +48,36 @@ typedef void (*tf_act_quantize_fn)(const float *x, void *y, int64_t n);
 typedef float (*tf_vec_dot_fn)(int64_t n, const void *w, const void *act);
 typedef void (*tf_dequant_fn)(const void *x, float *y, int64_t n);
 
+/* Largest tile of one vec_dot_tile call, in weight rows and in tokens. */
+#define TF_TILE_MAX 4
+
+/* A tile of dot products: out[t * ldo + r] = w_r . act_t for r < nr,
+ * t < nt (1 <= nr, nt <= TF_TILE_MAX), where w_r starts w_stride * r bytes
+ * after w and act_t act_stride * t bytes after act; n elements each. Each
+ * weight row is loaded once per call and reused across the nt tokens. */
+typedef void (*tf_vec_dot_tile_fn)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
+                                   size_t act_stride, int nt, float *out, int64_t ldo);
+
 typedef struct tf_cpu_kernels {
-    const char *isa; /* "scalar", "avx2", "avx512" */
+    const char *isa; /* "scalar", "avx2", "avx512", "avx512_vnni" */
     tf_act_quantize_fn act_quantize[TF_DTYPE_COUNT]; /* indexed by weight type */
     tf_vec_dot_fn vec_dot[TF_DTYPE_COUNT];          /* indexed by weight type */
     tf_dequant_fn dequantize[TF_DTYPE_COUNT];       /* indexed by weight type */
+    tf_vec_dot_tile_fn vec_dot_tile[TF_DTYPE_COUNT]; /* indexed by weight type */
 } tf_cpu_kernels;
 
 typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_BEST = 99 } tf_isa;
 
 /* Kernels for the given ISA, capped to what this CPU supports (TF_ISA_BEST:
- * the best available). Static tables; never NULL. */
+ * the best available). TF_ISA_AVX512 gives the AVX512-VNNI variant of the
+ * integer kernels where the CPU has VNNI. Static tables; never NULL. */
 const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa);
 /* Best ISA the running CPU supports. */
 tf_isa tf_cpu_best_isa(void);
+/* Every kernel table this CPU can run, slowest first (scalar, avx2, avx512
+ * without VNNI, avx512 with VNNI: for tests and benchmarks). Writes up to
+ * max pointers to out; returns how many tables exist. */
+int tf_cpu_kernels_all(const tf_cpu_kernels **out, int max);
 
 /* Y[t][r] = sum_c W[r][c] * X[t][c] for t < n_tok, r < n_rows.
  *   W: n_rows rows of n_cols elements of `wtype` (row stride tf_dtype_row_size)

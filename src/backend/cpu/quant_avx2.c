@@ -1,0 +1,486 @@
+/*
+ * quant_avx2.c — weight-format kernels for AVX2 + FMA + F16C.
+ *
+ * Same structure as quant_avx512.c with 256-bit vectors: tiles of up to 4
+ * weight rows x 2 tokens keep their 8 accumulators in registers (16 ymm
+ * registers are not enough for 4 x 4); a 4 x 4 tile call runs two 4 x 2
+ * passes. Integer formats use maddubs + madd (u8 x s8 -> int32 lanes):
+ *   Q8_0 (s8 x s8): |w| x (a with the sign of w), one block per vector.
+ *   Q4_0: q in 0..15 against a, minus 8 * a (int16 pair sums).
+ *   Q4_K / Q6_K: each row's super-block unpacked once into u8 quants and one
+ *        float scale vector per 32 elements; mins / the -32 offset through
+ *        the activation's bsums.
+ * Activations from the quantizers lie in [-127, 127] (the Q8_0 path negates
+ * them).
+ */
+#include "backend/cpu/quant_impl.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/fp16.h"
+
+#define TF_AI static inline __attribute__((always_inline))
+#define AVX2_TILE_T 2 /* tokens per register tile */
+
+static float f16(uint16_t h) { return tf_f16_to_f32(h); }
+
+TF_AI float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+TF_AI int hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+TF_AI float hmax_ps(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+TF_AI __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+/* u8 x s8 dot into int32 lanes of 4 products (pairs stay below 2^15 for the
+ * operand ranges used here). */
+TF_AI __m256i dot_u8s8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+/* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
+
+enum { KF_F32, KF_F16, KF_BF16 };
+
+TF_AI __m256 load_w8(int kind, const char *row, int64_t i) {
+    if (kind == KF_F32) return _mm256_loadu_ps((const float *)row + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + i));
+    if (kind == KF_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+TF_AI float load_w1(int kind, const char *row, int64_t i) {
+    if (kind == KF_F32) return ((const float *)row)[i];
+    uint16_t h = ((const uint16_t *)row)[i];
+    return kind == KF_F16 ? tf_f16_to_f32(h) : tf_bf16_to_f32(h);
+}
+
+TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
+                        float *out, int64_t ldo) {
+    __m256 acc[TF_TILE_MAX][AVX2_TILE_T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 av[AVX2_TILE_T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) av[t] = _mm256_loadu_ps((const float *)(a + t * as) + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m256 wv = load_w8(kind, w + r * ws, i);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, av[t], acc[r][t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            float s = hsum_ps(acc[r][t]);
+            for (int64_t j = i; j < n; j++) s += load_w1(kind, w + r * ws, j) * ((const float *)(a + t * as))[j];
+            out[t * ldo + r] = s;
+        }
+}
+
+/* 1 x 1 dot with four independent accumulators. */
+TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm256_fmadd_ps(load_w8(kind, w, i + 8 * u), _mm256_loadu_ps(a + i + 8 * u), acc[u]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load_w8(kind, w, i), _mm256_loadu_ps(a + i), acc[0]);
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++) s += load_w1(kind, w, i) * a[i];
+    return s;
+}
+
+/* ---- Q8_0 / Q4_0 weights against Q8_0 activations ----------------------------- */
+
+enum { K0_Q8_0, K0_Q4_0 };
+
+/* Nibbles of a Q4_0 block as u8 [elements 0..15 | elements 16..31]. */
+TF_AI __m256i load_q4_0(const tf_block_q4_0 *b) {
+    __m128i v = _mm_loadu_si128((const __m128i *)b->qs);
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, low4)),
+                                   _mm_and_si128(_mm_srli_epi16(v, 4), low4), 1);
+}
+
+TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
+                     float *out, int64_t ldo) {
+    __m256 acc[TF_TILE_MAX][AVX2_TILE_T];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < n / 32; ib++) {
+        __m256i wq[TF_TILE_MAX], wabs[TF_TILE_MAX];
+        float wd[TF_TILE_MAX];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (kind == K0_Q8_0) {
+                const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + r * ws) + ib;
+                wq[r] = _mm256_loadu_si256((const __m256i *)b->qs);
+                wabs[r] = _mm256_sign_epi8(wq[r], wq[r]);
+                wd[r] = f16(b->d);
+            } else {
+                const tf_block_q4_0 *b = (const tf_block_q4_0 *)(w + r * ws) + ib;
+                wq[r] = load_q4_0(b);
+                wd[r] = f16(b->d);
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
+            __m256i aq = _mm256_loadu_si256((const __m256i *)ab->qs);
+            float ad = f16(ab->d);
+            __m256i bias = kind == K0_Q4_0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(8), aq) : aq;
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256i s;
+                if (kind == K0_Q8_0) s = dot_u8s8(wabs[r], _mm256_sign_epi8(aq, wq[r]));
+                else s = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], aq), bias),
+                                           _mm256_set1_epi16(1));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(wd[r] * ad), acc[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) out[t * ldo + r] = hsum_ps(acc[r][t]);
+}
+
+/* ---- Q4_K / Q6_K weights against Q8_K activations ------------------------------ */
+
+enum { KK_Q4_K, KK_Q6_K };
+
+/* One weight row's super-block unpacked (see quant_avx512.c): u8 quants in
+ * element order, a float scale per lane for each 32 elements (lane l of
+ * chunk c covers elements 32 c + 4 l .. +3), int16 weights for the 16 bsums
+ * and the factor of that correction. */
+typedef struct {
+    uint8_t q[TF_QK_K];
+    __m256 scale[8];
+    __m256i m16;
+    float corr;
+} kq_row;
+
+static inline void q4k_unpack_scales(const uint8_t *s, uint64_t *sc, uint64_t *m) {
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+    uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    *sc = sc_lo | (uint64_t)sc_hi << 32;
+    *m = m_lo | (uint64_t)m_hi << 32;
+}
+
+TF_AI void q4k_prep(const tf_block_q4_k *b, kq_row *k) {
+    uint64_t sc, m;
+    q4k_unpack_scales(b->scales, &sc, &m);
+    float d = f16(b->d);
+    for (int c = 0; c < 8; c++) k->scale[c] = _mm256_set1_ps(d * (float)((sc >> (8 * c)) & 0xFF));
+    __m128i mb = _mm_cvtsi64_si128((long long)m);
+    k->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
+    k->corr = f16(b->dmin);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int g = 0; g < 4; g++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * g));
+        _mm256_storeu_si256((__m256i *)(k->q + 64 * g), _mm256_and_si256(v, low4));
+        _mm256_storeu_si256((__m256i *)(k->q + 64 * g + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+    }
+}
+
+TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
+    float d = f16(b->d);
+    for (int c = 0; c < 8; c++) {
+        __m128 lo = _mm_set1_ps(d * (float)b->scales[2 * c]), hi = _mm_set1_ps(d * (float)b->scales[2 * c + 1]);
+        k->scale[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+    }
+    k->m16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+    k->corr = 32.0f * d;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++) {
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+        __m256i h2 = _mm256_srli_epi16(hb, 2);
+        uint8_t *q = k->q + 128 * h;
+        _mm256_storeu_si256((__m256i *)q, _mm256_or_si256(_mm256_and_si256(l0, low4),
+                                                          _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45)));
+        _mm256_storeu_si256((__m256i *)(q + 32), _mm256_or_si256(_mm256_and_si256(l1, low4),
+                                                                 _mm256_and_si256(_mm256_slli_epi16(h2, 4), bits45)));
+        _mm256_storeu_si256((__m256i *)(q + 64),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hb, bits45)));
+        _mm256_storeu_si256((__m256i *)(q + 96),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), _mm256_and_si256(h2, bits45)));
+    }
+}
+
+TF_AI void kq_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
+                     float *out, int64_t ldo) {
+    __m256 acc[TF_TILE_MAX][AVX2_TILE_T];
+    kq_row rows[TF_TILE_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < n / TF_QK_K; ib++) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (kind == KK_Q4_K) q4k_prep((const tf_block_q4_k *)(w + r * ws) + ib, &rows[r]);
+            else q6k_prep((const tf_block_q6_k *)(w + r * ws) + ib, &rows[r]);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const tf_block_q8_k *ab = (const tf_block_q8_k *)(a + t * as) + ib;
+            __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
+            __m256 ad = _mm256_set1_ps(ab->d);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const kq_row *k = &rows[r];
+                __m256 sum = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(k->m16, bs)),
+                                           _mm256_set1_ps(-k->corr));
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; c++) {
+                    __m256i s = dot_u8s8(_mm256_loadu_si256((const __m256i *)(k->q + 32 * c)),
+                                         _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * c)));
+                    sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), k->scale[c], sum);
+                }
+                acc[r][t] = _mm256_fmadd_ps(sum, ad, acc[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) out[t * ldo + r] = hsum_ps(acc[r][t]);
+}
+
+/* ---- tile entry points --------------------------------------------------------- */
+
+TF_AI void run_kernel(int fam, int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
+                      size_t as, float *out, int64_t ldo) {
+    if (fam == 0) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+    else if (fam == 1) q0_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+    else kq_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+}
+
+/* tf_vec_dot_tile_fn contract, in register tiles of 4 (or 1) rows x 2 (or 1)
+ * tokens. */
+TF_AI void tile_dispatch(int fam, int kind, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
+                         int nt, float *out, int64_t ldo) {
+    const char *w = vw, *a = va;
+    for (int t = 0; t < nt; t += AVX2_TILE_T) {
+        const char *at = a + t * as;
+        float *ot = out + t * ldo;
+        int two = nt - t >= 2;
+        if (nr == 4) {
+            if (two) run_kernel(fam, kind, 4, 2, n, w, ws, at, as, ot, ldo);
+            else run_kernel(fam, kind, 4, 1, n, w, ws, at, as, ot, ldo);
+            continue;
+        }
+        for (int r = 0; r < nr; r++) {
+            if (two) run_kernel(fam, kind, 1, 2, n, w + r * ws, ws, at, as, ot + r, ldo);
+            else run_kernel(fam, kind, 1, 1, n, w + r * ws, ws, at, as, ot + r, ldo);
+        }
+    }
+}
+
+void tf_avx2_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                      int64_t ldo) {
+    tile_dispatch(0, KF_F32, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_f16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                      int64_t ldo) {
+    tile_dispatch(0, KF_F16, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_bf16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(0, KF_BF16, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(1, K0_Q8_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(1, K0_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(2, KK_Q4_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(2, KK_Q6_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
+
+/* ---- single dot products ------------------------------------------------------- */
+
+float tf_avx2_vec_dot_f32(int64_t n, const void *w, const void *a) { return float_dot1(KF_F32, n, w, a); }
+float tf_avx2_vec_dot_f16(int64_t n, const void *w, const void *a) { return float_dot1(KF_F16, n, w, a); }
+float tf_avx2_vec_dot_bf16(int64_t n, const void *w, const void *a) { return float_dot1(KF_BF16, n, w, a); }
+
+float tf_avx2_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q8_0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q4_0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q4_K, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q6_K, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+
+/* ---- activation quantization ------------------------------------------------------- */
+
+/* Four vectors of int32 in [-127, 127] -> 32 int8 in order. */
+TF_AI __m256i pack_i32x4_i8(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* f32 -> Q8_0, bitwise equal to the reference. */
+void tf_avx2_quantize_q8_0(const float *x, void *vy, int64_t n) {
+    tf_block_q8_0 *y = vy;
+    for (int64_t i = 0; i < n / TF_QK8_0; i++, x += TF_QK8_0) {
+        __m256 v[4];
+        for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(x + 8 * j);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(abs_ps(v[0]), abs_ps(v[1])), _mm256_max_ps(abs_ps(v[2]), abs_ps(v[3])));
+        float d = hmax_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], vid));
+        y[i].d = tf_f32_to_f16(d);
+        _mm256_storeu_si256((__m256i *)y[i].qs, pack_i32x4_i8(q[0], q[1], q[2], q[3]));
+    }
+}
+
+/* f32 -> Q8_K (d = amax / 127, bsums per 16), bitwise equal to the reference. */
+void tf_avx2_quantize_q8_k(const float *x, void *vy, int64_t n) {
+    tf_block_q8_k *y = vy;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, x += TF_QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < 32; j++) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(x + 8 * j)));
+        float d = hmax_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m256 vid = _mm256_set1_ps(id);
+        y[i].d = d;
+        for (int c = 0; c < 8; c++) {
+            __m256i q[4];
+            for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * c + 8 * j), vid));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * c), pack_i32x4_i8(q[0], q[1], q[2], q[3]));
+            y[i].bsums[2 * c] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+            y[i].bsums[2 * c + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+        }
+    }
+}
+
+/* ---- dequantization ------------------------------------------------------------------ */
+
+void tf_avx2_dequantize_f16(const void *vx, float *y, int64_t n) {
+    const char *x = vx;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_w8(KF_F16, x, i));
+    for (; i < n; i++) y[i] = load_w1(KF_F16, x, i);
+}
+
+void tf_avx2_dequantize_bf16(const void *vx, float *y, int64_t n) {
+    const char *x = vx;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_w8(KF_BF16, x, i));
+    for (; i < n; i++) y[i] = load_w1(KF_BF16, x, i);
+}
+
+void tf_avx2_dequantize_q8_0(const void *vx, float *y, int64_t n) {
+    const tf_block_q8_0 *x = vx;
+    for (int64_t i = 0; i < n / TF_QK8_0; i++, y += TF_QK8_0) {
+        __m256 d = _mm256_set1_ps(f16(x[i].d));
+        for (int j = 0; j < 4; j++) {
+            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x[i].qs + 8 * j)));
+            _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+        }
+    }
+}
+
+void tf_avx2_dequantize_q4_0(const void *vx, float *y, int64_t n) {
+    const tf_block_q4_0 *x = vx;
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int64_t i = 0; i < n / TF_QK4_0; i++, y += TF_QK4_0) {
+        __m256 d = _mm256_set1_ps(f16(x[i].d));
+        uint8_t q[32];
+        _mm256_storeu_si256((__m256i *)q, load_q4_0(&x[i]));
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j))), eight);
+            _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(v), d));
+        }
+    }
+}
+
+void tf_avx2_dequantize_q4_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q4_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q4k_prep(&x[i], &k);
+        uint64_t sc, m;
+        q4k_unpack_scales(x[i].scales, &sc, &m);
+        float d = f16(x[i].d), dmin = f16(x[i].dmin);
+        for (int j = 0; j < 8; j++) {
+            __m256 s = _mm256_set1_ps(d * (float)((sc >> (8 * j)) & 0xFF));
+            __m256 o = _mm256_set1_ps(dmin * (float)((m >> (8 * j)) & 0xFF));
+            for (int c = 0; c < 4; c++) {
+                __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(k.q + 32 * j + 8 * c)));
+                _mm256_storeu_ps(y + 32 * j + 8 * c, _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), s), o));
+            }
+        }
+    }
+}
+
+void tf_avx2_dequantize_q6_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q6_k *x = vx;
+    kq_row k;
+    const __m256i off = _mm256_set1_epi32(32);
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q6k_prep(&x[i], &k);
+        float d = f16(x[i].d);
+        for (int g = 0; g < 16; g++) {
+            __m256 s = _mm256_set1_ps(d * (float)x[i].scales[g]);
+            for (int c = 0; c < 2; c++) {
+                __m256i q = _mm256_sub_epi32(
+                    _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(k.q + 16 * g + 8 * c))), off);
+                _mm256_storeu_ps(y + 16 * g + 8 * c, _mm256_mul_ps(_mm256_cvtepi32_ps(q), s));
+            }
+        }
+    }
+}

@@ -1,0 +1,576 @@
+/*
+ * quant_avx512.c — weight-format kernels for AVX-512 (F/BW/VL/DQ + FMA/F16C),
+ * in two flavours for the integer formats: plain (maddubs + madd) and VNNI
+ * (vpdpbusd), chosen by quant_dispatch.c after a run-time check.
+ *
+ * Every dot product is computed as a tile: up to 4 weight rows against up
+ * to 4 activation rows, all 16 accumulators in registers, so that a weight
+ * vector loaded (and unpacked) once serves every token of the tile. The
+ * kernel bodies are always-inline functions of constant (R, T, format)
+ * arguments; the *_tile functions at the bottom instantiate them.
+ *
+ * Integer formats, per 64-byte vector (two Q8_0/Q4_0 blocks, or a quarter of a
+ * 256-element K-quant super-block): a u8 x s8 dot gives 16 int32 lanes of 4
+ * products each; lanes are converted to float and scaled per block.
+ *   Q8_0 (s8 x s8): VNNI adds 128 to the activation (u8) and starts the
+ *        accumulator at -128 * sum(w); plain negates the activation where
+ *        the weight is negative and uses |w| as the unsigned operand.
+ *   Q4_0 (q - 8 with q in 0..15): the accumulator starts at -8 * sum(a).
+ *   Q4_K / Q6_K: each row's super-block is unpacked once into u8 quants plus
+ *        float scale vectors; the mins (Q4_K) and the -32 offset (Q6_K) are
+ *        one int16 madd with the activation's bsums per super-block.
+ * Activations from tf_*_quantize_* lie in [-127, 127], which the plain Q8_0
+ * path needs (it negates them).
+ */
+#include "backend/cpu/quant_impl.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/fp16.h"
+
+#define TF_AI static inline __attribute__((always_inline))
+
+/* vpdpbusd (acc += u8 x s8, 4 products per int32 lane), emitted through asm so
+ * that this file needs no VNNI compiler flag; only reached from the
+ * avx512vnni functions, which the dispatcher hands out only on VNNI CPUs. */
+TF_AI __m512i dpbusd_vnni(__m512i acc, __m512i u, __m512i s) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+/* u8 x s8 dot into int32 lanes without VNNI (no saturation: |u*s| pairs < 2^15
+ * for the operand ranges used here). */
+TF_AI __m512i dpbusd_plain(__m512i u, __m512i s) {
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+}
+
+static float f16(uint16_t h) { return tf_f16_to_f32(h); }
+
+/* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
+
+enum { KF_F32, KF_F16, KF_BF16 };
+
+TF_AI __m512 load_w16(int kind, const char *row, int64_t i, __mmask16 m, int masked) {
+    if (kind == KF_F32)
+        return masked ? _mm512_maskz_loadu_ps(m, (const float *)row + i) : _mm512_loadu_ps((const float *)row + i);
+    const uint16_t *p = (const uint16_t *)row + i;
+    __m256i h = masked ? _mm256_maskz_loadu_epi16(m, p) : _mm256_loadu_si256((const __m256i *)p);
+    if (kind == KF_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
+                        float *out, int64_t ldo) {
+    __m512 acc[TF_TILE_MAX][TF_TILE_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 av[TF_TILE_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) av[t] = _mm512_loadu_ps((const float *)(a + t * as) + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512 wv = load_w16(kind, w + r * ws, i, 0, 0);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(wv, av[t], acc[r][t]);
+        }
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512 av[TF_TILE_MAX];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) av[t] = _mm512_maskz_loadu_ps(m, (const float *)(a + t * as) + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512 wv = load_w16(kind, w + r * ws, i, m, 1);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(wv, av[t], acc[r][t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+/* 1 x 1 dot with four independent accumulators (a single chain of FMAs would
+ * be latency-bound). */
+TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_fmadd_ps(load_w16(kind, w, i + 16 * u, 0, 0), _mm512_loadu_ps(a + i + 16 * u), acc[u]);
+    for (; i + 16 <= n; i += 16)
+        acc[0] = _mm512_fmadd_ps(load_w16(kind, w, i, 0, 0), _mm512_loadu_ps(a + i), acc[0]);
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        acc[1] = _mm512_fmadd_ps(load_w16(kind, w, i, m, 1), _mm512_maskz_loadu_ps(m, a + i), acc[1]);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+/* ---- Q8_0 / Q4_0 weights against Q8_0 activations ----------------------------- */
+
+enum { K0_Q8_0, K0_Q4_0 };
+
+/* Lane -> block maps of the int32 lanes: Q8_0 vectors hold [block0 | block1]
+ * in 256-bit halves; Q4_0 vectors hold [lo0 | lo1 | hi0 | hi1] in 128-bit
+ * quarters (low nibbles = elements 0..15, high = 16..31 of each block). */
+TF_AI __m512i block_lane_map(int kind) {
+    if (kind == K0_Q8_0) return _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
+}
+
+/* The f16 scales of blocks ib and ib+1 (0 for a missing second block) spread
+ * over the lanes of their blocks. */
+TF_AI __m512 block_scales(int kind, uint16_t d0, uint16_t d1) {
+    __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)d0 | (uint32_t)d1 << 16)));
+    return _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(f));
+}
+
+/* Quants of Q8_0 blocks b[0], b[1] (b[1] only if two) as [q0 | q1]. */
+TF_AI __m512i load_q8_0_pair(const tf_block_q8_0 *b, int two) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)b[0].qs);
+    if (!two) return _mm512_inserti64x4(_mm512_setzero_si512(), lo, 0);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
+}
+
+/* Nibbles of Q4_0 blocks b[0], b[1] as u8 [lo0 | lo1 | hi0 | hi1]. */
+TF_AI __m512i load_q4_0_pair(const tf_block_q4_0 *b, int two) {
+    __m128i q0 = _mm_loadu_si128((const __m128i *)b[0].qs);
+    __m256i y = two ? _mm256_inserti128_si256(_mm256_castsi128_si256(q0), _mm_loadu_si128((const __m128i *)b[1].qs), 1)
+                    : _mm256_inserti128_si256(_mm256_setzero_si256(), q0, 0);
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1);
+    return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+}
+
+/* One step (two blocks, or the last single block) of the Q8_0/Q4_0 tile. */
+TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const char *w, size_t ws, const char *a,
+                   size_t as, __m512 acc[TF_TILE_MAX][TF_TILE_MAX]) {
+    __m512i wq[TF_TILE_MAX], wx[TF_TILE_MAX];
+    __mmask64 wneg[TF_TILE_MAX];
+    __m512 wd[TF_TILE_MAX];
+    const __m512i zero = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        if (kind == K0_Q8_0) {
+            const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + r * ws) + ib;
+            wq[r] = load_q8_0_pair(b, two);
+            wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+            if (vnni) /* accumulator start: -128 * sum(w) per lane */
+                wx[r] = _mm512_sub_epi32(zero, dpbusd_vnni(zero, _mm512_set1_epi8((char)0x80), wq[r]));
+            else {
+                wx[r] = _mm512_abs_epi8(wq[r]);
+                wneg[r] = _mm512_movepi8_mask(wq[r]);
+            }
+        } else {
+            const tf_block_q4_0 *b = (const tf_block_q4_0 *)(w + r * ws) + ib;
+            wq[r] = load_q4_0_pair(b, two);
+            wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
+        __m512i aq = load_q8_0_pair(ab, two);
+        __m512 ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
+        __m512i abias = zero, au = zero;
+        if (kind == K0_Q4_0) {
+            aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
+            if (vnni) abias = _mm512_sub_epi32(zero, dpbusd_vnni(zero, _mm512_set1_epi8(8), aq));
+            else abias = _mm512_maddubs_epi16(_mm512_set1_epi8(8), aq); /* int16 pair sums of 8 a */
+        } else if (vnni) {
+            au = _mm512_xor_si512(aq, _mm512_set1_epi8((char)0x80)); /* a + 128 as u8 */
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i s;
+            if (kind == K0_Q8_0) {
+                if (vnni) s = dpbusd_vnni(wx[r], au, wq[r]);
+                else s = dpbusd_plain(wx[r], _mm512_mask_sub_epi8(aq, wneg[r], zero, aq));
+            } else {
+                if (vnni) s = dpbusd_vnni(abias, wq[r], aq);
+                else s = _mm512_madd_epi16(_mm512_sub_epi16(_mm512_maddubs_epi16(wq[r], aq), abias),
+                                           _mm512_set1_epi16(1));
+            }
+            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[r], ad), acc[r][t]);
+        }
+    }
+}
+
+TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
+                     size_t as, float *out, int64_t ldo) {
+    __m512 acc[TF_TILE_MAX][TF_TILE_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    int64_t nb = n / 32, ib = 0;
+    for (; ib + 2 <= nb; ib += 2) q0_step(kind, vnni, R, T, ib, 1, w, ws, a, as, acc);
+    if (ib < nb) q0_step(kind, vnni, R, T, ib, 0, w, ws, a, as, acc);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+/* ---- Q4_K / Q6_K weights against Q8_K activations ------------------------------ */
+
+enum { KK_Q4_K, KK_Q6_K };
+
+/* One weight row's super-block, unpacked: quants as u8 in element order,
+ * per-lane float scales for each 64-element quarter (lane l of quarter g
+ * covers elements 64 g + 4 l .. +3), int16 weights for the activation's 16
+ * bsums and the float factor of that correction term. Row value:
+ *   sum_g sum_lanes scale * dot(q, a)  -  corr * sum_k m16[k] * bsums[k]
+ * all times the activation scale. */
+typedef struct {
+    uint8_t q[TF_QK_K];
+    __m512 scale[4];
+    __m256i m16;
+    float corr;
+} kq_row;
+
+/* Q4_K packed 6-bit scales -> sc[0..7] in bytes 0..7 of *sc, mins likewise. */
+static inline void q4k_unpack_scales(const uint8_t *s, uint64_t *sc, uint64_t *m) {
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+    uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    *sc = sc_lo | (uint64_t)sc_hi << 32;
+    *m = m_lo | (uint64_t)m_hi << 32;
+}
+
+TF_AI void q4k_prep(const tf_block_q4_k *b, kq_row *k) {
+    uint64_t sc, m;
+    q4k_unpack_scales(b->scales, &sc, &m);
+    __m512 scf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))),
+                               _mm512_set1_ps(f16(b->d)));
+    for (int g = 0; g < 4; g++) { /* lanes 0..7: sub-block 2g, 8..15: 2g+1 */
+        __m512i idx = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * g), _mm512_set1_epi32(2 * g + 1));
+        k->scale[g] = _mm512_permutexvar_ps(idx, scf);
+    }
+    __m128i mb = _mm_cvtsi64_si128((long long)m);
+    k->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb)); /* m_j twice: bsums come per 16 */
+    k->corr = f16(b->dmin);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int g = 0; g < 4; g++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * g));
+        __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, low4)),
+                                       _mm256_and_si256(_mm256_srli_epi16(v, 4), low4), 1);
+        _mm512_storeu_si512(k->q + 64 * g, z);
+    }
+}
+
+TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
+    float d = f16(b->d);
+    __m128i s8 = _mm_loadu_si128((const __m128i *)b->scales);
+    __m512 scf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)), _mm512_set1_ps(d));
+    for (int g = 0; g < 4; g++) { /* lane l of quarter g: group 4g + l/4 */
+        __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(4 * g),
+                                       _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+        k->scale[g] = _mm512_permutexvar_ps(idx, scf);
+    }
+    k->m16 = _mm256_cvtepi8_epi16(s8);
+    k->corr = 32.0f * d;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++) {
+        __m512i l = _mm512_loadu_si512(b->ql + 64 * h);
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+        __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(hb), _mm256_srli_epi16(hb, 2), 1);
+        __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, low4), _mm512_and_si512(_mm512_slli_epi16(hz, 4), bits45));
+        __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), _mm512_and_si512(hz, bits45));
+        _mm512_storeu_si512(k->q + 128 * h, q01);
+        _mm512_storeu_si512(k->q + 128 * h + 64, q23);
+    }
+}
+
+TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
+                     size_t as, float *out, int64_t ldo) {
+    __m512 acc[TF_TILE_MAX][TF_TILE_MAX];
+    kq_row rows[TF_TILE_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t ib = 0; ib < n / TF_QK_K; ib++) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (kind == KK_Q4_K) q4k_prep((const tf_block_q4_k *)(w + r * ws) + ib, &rows[r]);
+            else q6k_prep((const tf_block_q6_k *)(w + r * ws) + ib, &rows[r]);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const tf_block_q8_k *ab = (const tf_block_q8_k *)(a + t * as) + ib;
+            __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
+            __m512 ad = _mm512_set1_ps(ab->d);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const kq_row *k = &rows[r];
+                __m512 sum = _mm512_setzero_ps();
+#pragma GCC unroll 4
+                for (int g = 0; g < 4; g++) {
+                    __m512i q = _mm512_loadu_si512(k->q + 64 * g), av = _mm512_loadu_si512(ab->qs + 64 * g);
+                    __m512i s = vnni ? dpbusd_vnni(zero, q, av) : dpbusd_plain(q, av);
+                    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), k->scale[g], sum);
+                }
+                __m256 c = _mm256_cvtepi32_ps(_mm256_madd_epi16(k->m16, bs));
+                sum = _mm512_fmadd_ps(_mm512_zextps256_ps512(c), _mm512_set1_ps(-k->corr), sum);
+                acc[r][t] = _mm512_fmadd_ps(sum, ad, acc[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+/* ---- tile entry points --------------------------------------------------------- */
+
+/* The tile contract of tf_vec_dot_tile_fn: 4-row kernels when nr == 4,
+ * otherwise one row at a time; nt picks the token count. `fam` selects the
+ * kernel family (0 float, 1 Q8_0/Q4_0, 2 K-quants), `kind` its format. */
+TF_AI void run_kernel(int fam, int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws,
+                      const char *a, size_t as, float *out, int64_t ldo) {
+    if (fam == 0) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+    else if (fam == 1) q0_kernel(kind, vnni, R, T, n, w, ws, a, as, out, ldo);
+    else kq_kernel(kind, vnni, R, T, n, w, ws, a, as, out, ldo);
+}
+
+TF_AI void tile_dispatch(int fam, int kind, int vnni, int64_t n, const void *vw, size_t ws, int nr, const void *va,
+                         size_t as, int nt, float *out, int64_t ldo) {
+    const char *w = vw, *a = va;
+    if (nr == 4) {
+        switch (nt) {
+        case 1: run_kernel(fam, kind, vnni, 4, 1, n, w, ws, a, as, out, ldo); return;
+        case 2: run_kernel(fam, kind, vnni, 4, 2, n, w, ws, a, as, out, ldo); return;
+        case 3: run_kernel(fam, kind, vnni, 4, 3, n, w, ws, a, as, out, ldo); return;
+        default: run_kernel(fam, kind, vnni, 4, 4, n, w, ws, a, as, out, ldo); return;
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        const char *wr = w + r * ws;
+        switch (nt) {
+        case 1: run_kernel(fam, kind, vnni, 1, 1, n, wr, ws, a, as, out + r, ldo); break;
+        case 2: run_kernel(fam, kind, vnni, 1, 2, n, wr, ws, a, as, out + r, ldo); break;
+        case 3: run_kernel(fam, kind, vnni, 1, 3, n, wr, ws, a, as, out + r, ldo); break;
+        default: run_kernel(fam, kind, vnni, 1, 4, n, wr, ws, a, as, out + r, ldo); break;
+        }
+    }
+}
+
+void tf_avx512_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                        int64_t ldo) {
+    tile_dispatch(0, KF_F32, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_f16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                        int64_t ldo) {
+    tile_dispatch(0, KF_F16, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_bf16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(0, KF_BF16, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(1, K0_Q8_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(1, K0_Q4_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(2, KK_Q4_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(2, KK_Q6_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q8_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q4_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q4_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q6_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+
+/* ---- single dot products ------------------------------------------------------- */
+
+float tf_avx512_vec_dot_f32(int64_t n, const void *w, const void *a) { return float_dot1(KF_F32, n, w, a); }
+float tf_avx512_vec_dot_f16(int64_t n, const void *w, const void *a) { return float_dot1(KF_F16, n, w, a); }
+float tf_avx512_vec_dot_bf16(int64_t n, const void *w, const void *a) { return float_dot1(KF_BF16, n, w, a); }
+
+float tf_avx512_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q8_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q4_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q4_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q6_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q8_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q4_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q4_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q6_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+
+/* ---- activation quantization ------------------------------------------------------- */
+
+/* f32 -> Q8_0, bitwise equal to the reference (same d, 1/d and rounding). */
+void tf_avx512_quantize_q8_0(const float *x, void *vy, int64_t n) {
+    tf_block_q8_0 *y = vy;
+    for (int64_t i = 0; i < n / TF_QK8_0; i++, x += TF_QK8_0) {
+        __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m512 vid = _mm512_set1_ps(id);
+        y[i].d = tf_f32_to_f16(d);
+        _mm_storeu_si128((__m128i *)y[i].qs, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, vid))));
+        _mm_storeu_si128((__m128i *)(y[i].qs + 16),
+                         _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, vid))));
+    }
+}
+
+/* f32 -> Q8_K (d = amax / 127, bsums per 16), bitwise equal to the reference. */
+void tf_avx512_quantize_q8_k(const float *x, void *vy, int64_t n) {
+    tf_block_q8_k *y = vy;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, x += TF_QK_K) {
+        __m512 m = _mm512_setzero_ps();
+        for (int g = 0; g < 16; g++) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + 16 * g)));
+        float amax = _mm512_reduce_max_ps(m);
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m512 vid = _mm512_set1_ps(id);
+        y[i].d = d;
+        for (int g = 0; g < 16; g++) {
+            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * g), vid));
+            _mm_storeu_si128((__m128i *)(y[i].qs + 16 * g), _mm512_cvtepi32_epi8(q));
+            y[i].bsums[g] = (int16_t)_mm512_reduce_add_epi32(q);
+        }
+    }
+}
+
+/* ---- dequantization ------------------------------------------------------------------ */
+
+void tf_avx512_dequantize_f16(const void *vx, float *y, int64_t n) {
+    const uint16_t *x = vx;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_w16(KF_F16, (const char *)x, i, 0, 0));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, load_w16(KF_F16, (const char *)x, i, m, 1));
+    }
+}
+
+void tf_avx512_dequantize_bf16(const void *vx, float *y, int64_t n) {
+    const uint16_t *x = vx;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_w16(KF_BF16, (const char *)x, i, 0, 0));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, load_w16(KF_BF16, (const char *)x, i, m, 1));
+    }
+}
+
+void tf_avx512_dequantize_q8_0(const void *vx, float *y, int64_t n) {
+    const tf_block_q8_0 *x = vx;
+    for (int64_t i = 0; i < n / TF_QK8_0; i++, y += TF_QK8_0) {
+        __m512 d = _mm512_set1_ps(f16(x[i].d));
+        for (int h = 0; h < 2; h++) {
+            __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(x[i].qs + 16 * h)));
+            _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
+        }
+    }
+}
+
+void tf_avx512_dequantize_q4_0(const void *vx, float *y, int64_t n) {
+    const tf_block_q4_0 *x = vx;
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m512i eight = _mm512_set1_epi32(8);
+    for (int64_t i = 0; i < n / TF_QK4_0; i++, y += TF_QK4_0) {
+        __m512 d = _mm512_set1_ps(f16(x[i].d));
+        __m128i v = _mm_loadu_si128((const __m128i *)x[i].qs);
+        __m512i lo = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(v, low4)), eight);
+        __m512i hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), low4)), eight);
+        _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
+        _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+    }
+}
+
+void tf_avx512_dequantize_q4_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q4_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q4k_prep(&x[i], &k);
+        uint64_t sc, m;
+        q4k_unpack_scales(x[i].scales, &sc, &m);
+        float d = f16(x[i].d), dmin = f16(x[i].dmin);
+        for (int j = 0; j < 8; j++) {
+            __m512 s = _mm512_set1_ps(d * (float)((sc >> (8 * j)) & 0xFF));
+            __m512 o = _mm512_set1_ps(dmin * (float)((m >> (8 * j)) & 0xFF));
+            for (int h = 0; h < 2; h++) {
+                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(k.q + 32 * j + 16 * h)));
+                _mm512_storeu_ps(y + 32 * j + 16 * h, _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(q), s), o));
+            }
+        }
+    }
+}
+
+void tf_avx512_dequantize_q6_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q6_k *x = vx;
+    kq_row k;
+    const __m512i off = _mm512_set1_epi32(32);
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q6k_prep(&x[i], &k);
+        float d = f16(x[i].d);
+        for (int g = 0; g < 16; g++) {
+            __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(k.q + 16 * g))), off);
+            _mm512_storeu_ps(y + 16 * g, _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(d * (float)x[i].scales[g])));
+        }
+    }
+}
