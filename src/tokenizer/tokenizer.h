@@ -52,8 +52,19 @@ tf_status tf_tokenize(const tf_tokenizer *tok, const char *text, size_t len, boo
  * number needed if larger than cap; -1 if id is out of range. */
 int32_t tf_token_to_piece(const tf_tokenizer *tok, int32_t id, bool render_special, char *buf, int32_t cap);
 
-/* Raw vocabulary string of a token (as stored in the file), for display. */
+/* Raw vocabulary string of a token (as stored in the file, NUL-terminated),
+ * for display; NULL if id is out of range. */
 const char *tf_token_text(const tf_tokenizer *tok, int32_t id);
+
+/* Detokenize a whole sequence: the concatenation of the pieces (as
+ * tf_token_to_piece gives them), with SPM's space prefix undone like the
+ * streaming detokenizer does, and no UTF-8 repair, so
+ * detokenize(tokenize(x)) == x for text without special-token spellings
+ * (see docs/TOKENIZER.md for the exceptions). Writes at most cap bytes (not
+ * NUL-terminated); *n_out receives the full length (if > cap: TF_ERR_RANGE,
+ * out holds the first cap bytes). An id out of range is TF_ERR_INVALID_ARG. */
+tf_status tf_detokenize(const tf_tokenizer *tok, const int32_t *ids, size_t n_ids, bool render_special, char *out,
+                        size_t cap, size_t *n_out, tf_err *err);
 
 /* Streaming detokenizer: feed token ids, get back text that is always valid
  * UTF-8; bytes of an incomplete sequence are held until the next token
@@ -68,8 +79,10 @@ typedef struct tf_detok {
 
 void tf_detok_init(tf_detok *d, const tf_tokenizer *tok);
 /* Append the text for token id to out (capacity cap); returns bytes written
- * (<= cap; cap >= 64 is always enough for one token of any real vocabulary
- * plus held bytes, larger pieces are truncated safely). */
+ * (<= cap). Control tokens add nothing. cap >= 64 is enough for one token of
+ * typical vocabularies plus held bytes (pieces run to 128 bytes in GPT-2's,
+ * and invalid bytes expand to 3-byte U+FFFD): what does not fit is dropped
+ * at a character boundary, so the output stays valid UTF-8. */
 int32_t tf_detok_push(tf_detok *d, int32_t id, char *out, int32_t cap);
 /* Flush held bytes at the end of generation (invalid ones as U+FFFD). */
 int32_t tf_detok_flush(tf_detok *d, char *out, int32_t cap);

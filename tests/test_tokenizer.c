@@ -1,0 +1,884 @@
+/*
+ * test_tokenizer.c — SPM and byte-level BPE tokenizers on the shared vocab
+ * files and their reference vectors, round trips, the streaming
+ * detokenizer, invalid input, and loader errors.
+ *
+ * Test-vector convention: the .out lines are what llama.cpp's
+ * test-tokenizer-0 produces, i.e. tokenize(text, add_special = false,
+ * parse_special = false): no BOS/EOS, and (for SPM) the "▁" space prefix
+ * added at the start of the text. No vector contains a special-token
+ * spelling, so parse_special = true must give the same ids; both are checked.
+ */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/mem.h"
+#include "format/gguf.h"
+#include "tokenizer/tok_internal.h"
+#include "tokenizer/tokenizer.h"
+
+/* ------------------------------------------------------------------------ */
+/* helpers                                                                   */
+
+typedef struct loaded {
+    tf_gguf g;
+    tf_tokenizer *tok;
+} loaded;
+
+/* Open a shared GGUF and build its tokenizer (asserting success). */
+static void load_tok(loaded *l, const char *path) {
+    tf_err err = {0};
+    assert_int_equal(tf_gguf_open(&l->g, path, &err), TF_OK);
+    tf_status st = tf_tokenizer_from_gguf(&l->tok, &l->g, &err);
+    if (st != TF_OK) print_error("tokenizer: %s\n", err.msg);
+    assert_int_equal(st, TF_OK);
+}
+
+static void unload_tok(loaded *l) {
+    tf_tokenizer_free(l->tok);
+    tf_gguf_close(&l->g);
+}
+
+/* Tokenize into a malloc'd array (asserting success); returns the count. */
+static size_t tokenize_all(const tf_tokenizer *tok, const char *s, size_t n, bool add_special, bool parse_special,
+                           int32_t **out) {
+    tf_err err = {0};
+    size_t need = 0;
+    tf_status st = tf_tokenize(tok, s, n, add_special, parse_special, NULL, 0, &need, &err);
+    assert_true(st == TF_OK || st == TF_ERR_RANGE);
+    *out = malloc((need ? need : 1) * sizeof **out);
+    assert_non_null(*out);
+    size_t got = 0;
+    tf_err_clear(&err);
+    st = tf_tokenize(tok, s, n, add_special, parse_special, *out, need, &got, &err);
+    if (st != TF_OK) print_error("tokenize: %s\n", err.msg);
+    assert_int_equal(st, TF_OK);
+    assert_int_equal(got, need);
+    return got;
+}
+
+/* Detokenize into a malloc'd buffer (NUL-terminated); returns the length. */
+static size_t detokenize_all(const tf_tokenizer *tok, const int32_t *ids, size_t n, bool render_special, char **out) {
+    tf_err err = {0};
+    size_t need = 0;
+    tf_status st = tf_detokenize(tok, ids, n, render_special, NULL, 0, &need, &err);
+    assert_true(st == TF_OK || st == TF_ERR_RANGE);
+    *out = malloc(need + 1);
+    assert_non_null(*out);
+    size_t got = 0;
+    tf_err_clear(&err);
+    assert_int_equal(tf_detokenize(tok, ids, n, render_special, *out, need, &got, &err), TF_OK);
+    assert_int_equal(got, need);
+    (*out)[got] = '\0';
+    return got;
+}
+
+static bool valid_utf8(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t adv;
+        if (tf_utf8_next((const unsigned char *)s + i, n - i, &adv) != TF_UTF8_VALID) return false;
+        i += adv;
+    }
+    return true;
+}
+
+/* Stream ids through tf_detok: every chunk must be valid UTF-8; returns the
+ * concatenation (malloc'd) and, in *held_steps, how many pushes returned
+ * nothing while bytes were held. */
+static size_t stream_all(const tf_tokenizer *tok, const int32_t *ids, size_t n, char **out, int *held_steps) {
+    size_t cap = n * 80 + 16, len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    tf_detok d;
+    tf_detok_init(&d, tok);
+    *held_steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        char chunk[256];
+        int32_t w = tf_detok_push(&d, ids[i], chunk, (int32_t)sizeof chunk);
+        assert_true(w >= 0 && w <= (int32_t)sizeof chunk);
+        assert_true(valid_utf8(chunk, (size_t)w));
+        if (w == 0 && d.n_pending > 0) (*held_steps)++;
+        memcpy(buf + len, chunk, (size_t)w);
+        len += (size_t)w;
+    }
+    char chunk[16];
+    int32_t w = tf_detok_flush(&d, chunk, (int32_t)sizeof chunk);
+    assert_true(valid_utf8(chunk, (size_t)w));
+    memcpy(buf + len, chunk, (size_t)w);
+    len += (size_t)w;
+    buf[len] = '\0';
+    *out = buf;
+    return len;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------ */
+/* reference vectors                                                         */
+
+/* Run every case of <vocab>.inp/.out; returns the number of cases. */
+static int run_vectors(const char *rel) {
+    char inp_rel[256], out_rel[256], gguf_path[1024];
+    snprintf(inp_rel, sizeof inp_rel, "%s.inp", rel);
+    snprintf(out_rel, sizeof out_rel, "%s.out", rel);
+    const char *p = tu_shared_path(rel);
+    if (!p) return -1;
+    snprintf(gguf_path, sizeof gguf_path, "%s", p);
+    char inp_path[1024], out_path[1024];
+    p = tu_shared_path(inp_rel);
+    assert_non_null(p);
+    snprintf(inp_path, sizeof inp_path, "%s", p);
+    p = tu_shared_path(out_rel);
+    assert_non_null(p);
+    snprintf(out_path, sizeof out_path, "%s", p);
+
+    loaded l;
+    load_tok(&l, gguf_path);
+    char *inp, *outs;
+    size_t inp_len, out_len;
+    tf_err err = {0};
+    assert_int_equal(tf_read_file(inp_path, &inp, &inp_len, &err), TF_OK);
+    assert_int_equal(tf_read_file(out_path, &outs, &out_len, &err), TF_OK);
+
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    const size_t sep_len = sizeof sep - 1;
+    char *text = inp, *line = outs;
+    int n_case = 0, n_pass = 0;
+    for (;;) {
+        char *end = strstr(text, sep);
+        if (!end) break; /* the file ends with a separator */
+        size_t tlen = (size_t)(end - text);
+        char *eol = strchr(line, '\n');
+        assert_non_null(eol);
+        *eol = '\0';
+
+        int32_t expect[1024];
+        size_t n_expect = 0;
+        for (char *q = line; *q;) {
+            char *next;
+            long v = strtol(q, &next, 10);
+            if (next == q) break;
+            assert_true(n_expect < 1024);
+            expect[n_expect++] = (int32_t)v;
+            q = next;
+        }
+        bool ok = true;
+        for (int ps = 0; ps < 2; ps++) {
+            int32_t *ids;
+            size_t n = tokenize_all(l.tok, text, tlen, false, ps == 1, &ids);
+            bool same = n == n_expect && (n == 0 || memcmp(ids, expect, n * sizeof *ids) == 0);
+            if (!same) {
+                ok = false;
+                print_error("case %d (parse_special=%d) '%.*s': expected %zu ids, got %zu:", n_case, ps, (int)tlen,
+                            text, n_expect, n);
+                for (size_t i = 0; i < n; i++) print_error(" %d", ids[i]);
+                print_error("\n");
+            }
+            if (ps == 0) { /* and back */
+                char *back;
+                size_t blen = detokenize_all(l.tok, ids, n, false, &back);
+                if (blen != tlen || memcmp(back, text, tlen) != 0) {
+                    ok = false;
+                    print_error("case %d: round trip gave '%s'\n", n_case, back);
+                }
+                free(back);
+            }
+            free(ids);
+        }
+        n_pass += ok;
+        n_case++;
+        text = end + sep_len;
+        line = eol + 1;
+    }
+    print_message("%s: %d/%d vector cases match\n", rel, n_pass, n_case);
+    assert_int_equal(n_pass, n_case);
+    free(inp);
+    free(outs);
+    unload_tok(&l);
+    return n_case;
+}
+
+static void test_vectors_llama_spm(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "vocab/ggml-vocab-llama-spm.gguf");
+    (void)path;
+    assert_int_equal(run_vectors("vocab/ggml-vocab-llama-spm.gguf"), 46);
+}
+
+static void test_vectors_gpt2(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "vocab/ggml-vocab-gpt-2.gguf");
+    (void)path;
+    assert_int_equal(run_vectors("vocab/ggml-vocab-gpt-2.gguf"), 46);
+}
+
+/* ------------------------------------------------------------------------ */
+/* metadata, special tokens                                                  */
+
+static void test_metadata(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(p1, "vocab/ggml-vocab-llama-spm.gguf");
+    loaded l;
+    load_tok(&l, p1);
+    assert_int_equal(tf_tokenizer_kind(l.tok), TF_TOK_SPM);
+    assert_int_equal(tf_tokenizer_n_vocab(l.tok), 32000);
+    assert_int_equal(tf_tokenizer_bos(l.tok), 1);
+    assert_int_equal(tf_tokenizer_eos(l.tok), 2);
+    assert_true(tf_tokenizer_add_bos(l.tok));
+    assert_false(tf_tokenizer_add_eos(l.tok));
+    assert_true(tf_tokenizer_is_eog(l.tok, 2));
+    assert_false(tf_tokenizer_is_eog(l.tok, 1));
+    assert_string_equal(tf_tokenizer_describe(l.tok), "llama (SPM), 32000 tokens, pre=default");
+    assert_string_equal(tf_token_text(l.tok, 15043), "\xe2\x96\x81Hello");
+    assert_null(tf_token_text(l.tok, 32000));
+    assert_null(tf_token_text(l.tok, -1));
+
+    char buf[16];
+    assert_int_equal(tf_token_to_piece(l.tok, 15043, false, buf, sizeof buf), 6);
+    assert_memory_equal(buf, " Hello", 6);
+    assert_int_equal(tf_token_to_piece(l.tok, 13, false, buf, sizeof buf), 1); /* <0x0A> */
+    assert_int_equal(buf[0], '\n');
+    assert_int_equal(tf_token_to_piece(l.tok, 1, false, buf, sizeof buf), 0); /* <s>: control */
+    assert_int_equal(tf_token_to_piece(l.tok, 1, true, buf, sizeof buf), 3);
+    assert_memory_equal(buf, "<s>", 3);
+    assert_int_equal(tf_token_to_piece(l.tok, 15043, false, buf, 3), 6); /* too small: size needed */
+    assert_int_equal(tf_token_to_piece(l.tok, 32000, false, buf, sizeof buf), -1);
+
+    /* special tokens in text: recognised only with parse_special */
+    const char *s = "<s>Hello</s>";
+    int32_t *ids;
+    size_t n = tokenize_all(l.tok, s, strlen(s), false, true, &ids);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 15043); /* "▁Hello": the prefix follows a special token */
+    assert_int_equal(ids[2], 2);
+    char *back;
+    detokenize_all(l.tok, ids, n, true, &back);
+    assert_string_equal(back, "<s> Hello</s>");
+    free(back);
+    detokenize_all(l.tok, ids, n, false, &back);
+    assert_string_equal(back, "Hello");
+    free(back);
+    free(ids);
+    n = tokenize_all(l.tok, s, strlen(s), true, false, &ids);
+    assert_true(n > 4);
+    assert_int_equal(ids[0], 1); /* add_special: BOS */
+    for (size_t i = 1; i < n; i++) assert_true(ids[i] != 1 && ids[i] != 2);
+    free(ids);
+
+    /* output array too small: TF_ERR_RANGE, full count, the first cap ids */
+    int32_t small[2];
+    size_t need = 0;
+    tf_err err = {0};
+    const char *hw = "Hello world, again";
+    assert_int_equal(tf_tokenize(l.tok, hw, strlen(hw), true, false, small, 2, &need, &err), TF_ERR_RANGE);
+    assert_true(need > 2);
+    assert_int_equal(small[0], 1);
+    assert_int_equal(small[1], 15043);
+    unload_tok(&l);
+
+    TU_REQUIRE_SHARED(p2, "vocab/ggml-vocab-gpt-2.gguf");
+    load_tok(&l, p2);
+    assert_int_equal(tf_tokenizer_kind(l.tok), TF_TOK_BPE);
+    assert_string_equal(tf_tokenizer_describe(l.tok), "gpt2 (BPE), 50257 tokens, 50000 merges, pre=gpt-2");
+    assert_false(tf_tokenizer_add_bos(l.tok));
+    assert_true(tf_tokenizer_is_eog(l.tok, 50256));
+    s = "a<|endoftext|>b";
+    n = tokenize_all(l.tok, s, strlen(s), false, true, &ids);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[1], 50256);
+    free(ids);
+    n = tokenize_all(l.tok, s, strlen(s), false, false, &ids);
+    assert_true(n > 3);
+    for (size_t i = 0; i < n; i++) assert_true(ids[i] != 50256);
+    detokenize_all(l.tok, ids, n, false, &back);
+    assert_string_equal(back, s);
+    free(back);
+    free(ids);
+    assert_int_equal(tf_token_to_piece(l.tok, 18435, false, buf, sizeof buf), 6); /* "ĠHello" */
+    assert_memory_equal(buf, " Hello", 6);
+    unload_tok(&l);
+}
+
+/* stories260K: a real 512-token SPM vocabulary. */
+static void test_stories260k(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
+    loaded l;
+    load_tok(&l, path);
+    assert_int_equal(tf_tokenizer_n_vocab(l.tok), 512);
+    const char *s = "Once upon a time";
+    int32_t *ids;
+    size_t n = tokenize_all(l.tok, s, strlen(s), true, false, &ids);
+    assert_true(n >= 2);
+    assert_int_equal(ids[0], 1);
+    /* the pieces spell the escaped text, with no byte fallback */
+    char joined[256] = "";
+    print_message("stories260K \"%s\" ->", s);
+    for (size_t i = 0; i < n; i++) {
+        print_message(" %d", ids[i]);
+        if (i == 0) continue;
+        assert_true(ids[i] >= 3 + 256); /* neither special nor <0xXX> */
+        strcat(joined, tf_token_text(l.tok, ids[i]));
+    }
+    print_message("\n");
+    assert_string_equal(joined, "\xe2\x96\x81Once\xe2\x96\x81upon\xe2\x96\x81" "a\xe2\x96\x81time");
+    static const int32_t expect[] = {1, 403, 407, 261, 378};
+    assert_int_equal(n, sizeof expect / sizeof expect[0]);
+    assert_memory_equal(ids, expect, sizeof expect);
+
+    char *back;
+    detokenize_all(l.tok, ids, n, false, &back);
+    assert_string_equal(back, s);
+    free(back);
+    int held;
+    stream_all(l.tok, ids, n, &back, &held);
+    assert_string_equal(back, s);
+    free(back);
+    free(ids);
+    unload_tok(&l);
+}
+
+/* ------------------------------------------------------------------------ */
+/* round trips, streaming, invalid input                                     */
+
+static const char *const k_vocabs[] = {
+    "vocab/ggml-vocab-llama-spm.gguf",
+    "vocab/ggml-vocab-gpt-2.gguf",
+    "models/stories260K/stories260K.gguf",
+};
+static const char *const k_texts[] = {
+    "text/war_and_peace.txt", "text/anna_karenina.txt",  "text/ulysses.txt",      "text/moby-dick.txt",
+    "text/crime_and_punishment.txt", "text/pride_and_prejudice.txt", "text/kjv_bible_pg10.txt",
+};
+
+static void test_roundtrip_texts(void **state) {
+    (void)state;
+    int checked = 0;
+    for (size_t v = 0; v < sizeof k_vocabs / sizeof k_vocabs[0]; v++) {
+        const char *vp = tu_shared_path(k_vocabs[v]);
+        if (!vp) continue;
+        loaded l;
+        load_tok(&l, vp);
+        for (size_t t = 0; t < sizeof k_texts / sizeof k_texts[0]; t++) {
+            const char *tp = tu_shared_path(k_texts[t]);
+            if (!tp) continue;
+            char *text;
+            size_t len;
+            tf_err err = {0};
+            assert_int_equal(tf_read_file(tp, &text, &len, &err), TF_OK);
+            /* a few KB from the start and from the middle */
+            for (int part = 0; part < 2; part++) {
+                size_t off = part == 0 ? 0 : len / 2, n = len - off < 6000 ? len - off : 6000;
+                int32_t *ids;
+                size_t n_ids = tokenize_all(l.tok, text + off, n, false, false, &ids);
+                char *back;
+                size_t blen = detokenize_all(l.tok, ids, n_ids, false, &back);
+                if (blen != n || memcmp(back, text + off, n) != 0)
+                    print_error("round trip failed: %s on %s at %zu\n", k_vocabs[v], k_texts[t], off);
+                assert_int_equal(blen, n);
+                assert_memory_equal(back, text + off, n);
+                free(back);
+                /* streaming gives the same text when the slice is valid UTF-8 */
+                if (valid_utf8(text + off, n)) {
+                    int held;
+                    size_t slen = stream_all(l.tok, ids, n_ids, &back, &held);
+                    assert_int_equal(slen, n);
+                    assert_memory_equal(back, text + off, n);
+                    free(back);
+                }
+                free(ids);
+                checked++;
+            }
+            free(text);
+        }
+        unload_tok(&l);
+    }
+    if (!checked) {
+        print_message("skipped: ../shared/vocab and ../shared/text not found\n");
+        skip();
+    }
+    print_message("round trips: %d text samples\n", checked);
+}
+
+/* Multi-byte characters split over byte-fallback tokens: every push yields
+ * valid UTF-8, bytes are held until their character completes. */
+static void test_streaming_utf8(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
+    loaded l;
+    load_tok(&l, path);
+    const char *s = "caf\xc3\xa9 \xf0\x9f\xa6\x99 \xd0\xbc\xd0\xb8\xd1\x80 \xe2\x82\xac!";
+    int32_t *ids;
+    size_t n = tokenize_all(l.tok, s, strlen(s), true, false, &ids);
+    char *back;
+    int held;
+    stream_all(l.tok, ids, n, &back, &held);
+    assert_string_equal(back, s);
+    assert_true(held >= 3); /* the emoji alone is 4 byte tokens */
+    free(back);
+    free(ids);
+
+    /* a character cut short: held, then U+FFFD at flush */
+    tf_detok d;
+    tf_detok_init(&d, l.tok);
+    char out[64];
+    int32_t id_e2 = 3 + 0xE2, id_82 = 3 + 0x82, id_a = -1;
+    assert_string_equal(tf_token_text(l.tok, id_e2), "<0xE2>");
+    assert_int_equal(tf_detok_push(&d, id_e2, out, sizeof out), 0);
+    assert_int_equal(tf_detok_push(&d, id_82, out, sizeof out), 0);
+    assert_int_equal(tf_detok_flush(&d, out, sizeof out), 3);
+    assert_memory_equal(out, "\xef\xbf\xbd", 3);
+    /* an incomplete character followed by ASCII: U+FFFD, then the ASCII */
+    tf_detok_init(&d, l.tok);
+    int32_t *ids2;
+    size_t n2 = tokenize_all(l.tok, "a", 1, false, false, &ids2);
+    assert_int_equal(n2, 1);
+    id_a = ids2[0];
+    free(ids2);
+    assert_int_equal(tf_detok_push(&d, id_e2, out, sizeof out), 0);
+    int32_t w = tf_detok_push(&d, id_a, out, sizeof out);
+    assert_int_equal(w, 5); /* not at the start any more: "▁a" keeps its space */
+    assert_memory_equal(out, "\xef\xbf\xbd a", 5);
+    assert_int_equal(tf_detok_flush(&d, out, sizeof out), 0);
+    /* a tiny output buffer truncates at a character boundary */
+    tf_detok_init(&d, l.tok);
+    tf_detok_push(&d, 1, out, sizeof out);
+    n = tokenize_all(l.tok, "\xe2\x82\xac\xe2\x82\xac", 6, false, false, &ids);
+    int32_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        w = tf_detok_push(&d, ids[i], out, 4);
+        assert_true(w == 0 || w == 3);
+        assert_true(valid_utf8(out, (size_t)w));
+        total += w;
+    }
+    assert_int_equal(total, 6);
+    free(ids);
+    unload_tok(&l);
+}
+
+static void test_invalid_utf8(void **state) {
+    (void)state;
+    static const char *const cases[] = {
+        "\xff", "\x80", "abc\xc3", "\xc3(", "\xe2\x28\xa1", "\xf0\x9f\x98", "\xed\xa0\x80 surrogate",
+        "\xc0\xaf overlong", "\xf4\x90\x80\x80 beyond", "ok \xfe\xfe ok", "\xe2\x96\x81\xe2\x96",
+    };
+    int n_vocab_checked = 0;
+    for (size_t v = 0; v < sizeof k_vocabs / sizeof k_vocabs[0]; v++) {
+        const char *vp = tu_shared_path(k_vocabs[v]);
+        if (!vp) continue;
+        loaded l;
+        load_tok(&l, vp);
+        tf_rng rng;
+        tf_rng_seed(&rng, tu_seed() + v);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0] + 50; c++) {
+            char rnd[200];
+            const char *s;
+            size_t len;
+            if (c < sizeof cases / sizeof cases[0]) {
+                s = cases[c];
+                len = strlen(s);
+            } else { /* random bytes, biased to UTF-8 lead/continuation bytes */
+                len = 1 + (uint32_t)tf_rng_next(&rng) % sizeof rnd;
+                for (size_t i = 0; i < len; i++) {
+                    uint32_t r = (uint32_t)tf_rng_next(&rng);
+                    rnd[i] = (char)(r % 3 == 0 ? 0x80 + (r >> 8) % 0x80 : r % 3 == 1 ? 0x20 + (r >> 8) % 0x60 : r >> 8);
+                }
+                s = rnd;
+            }
+            for (int ps = 0; ps < 2; ps++) {
+                int32_t *ids;
+                size_t n = tokenize_all(l.tok, s, len, ps == 1, ps == 1, &ids);
+                for (size_t i = 0; i < n; i++) assert_true(ids[i] >= 0 && ids[i] < tf_tokenizer_n_vocab(l.tok));
+                if (ps == 0) { /* bytes survive: byte fallback (SPM) or byte-level BPE */
+                    char *back;
+                    size_t blen = detokenize_all(l.tok, ids, n, false, &back);
+                    bool has_escape = memmem(s, len, "\xe2\x96\x81", 3) != NULL; /* "▁" reads back as ' ' */
+                    if (!has_escape || tf_tokenizer_kind(l.tok) == TF_TOK_BPE) {
+                        assert_int_equal(blen, len);
+                        assert_memory_equal(back, s, len);
+                    }
+                    free(back);
+                }
+                char *st;
+                int held;
+                size_t slen = stream_all(l.tok, ids, n, &st, &held);
+                assert_true(valid_utf8(st, slen));
+                free(st);
+                free(ids);
+            }
+        }
+        n_vocab_checked++;
+        unload_tok(&l);
+    }
+    if (!n_vocab_checked) {
+        print_message("skipped: ../shared/vocab and ../shared/models not found\n");
+        skip();
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* pre-tokenizer regexes                                                     */
+
+typedef struct pieces {
+    char buf[512];
+    size_t n;
+} pieces;
+
+static tf_status collect(void *user, const char *s, size_t n, tf_err *err) {
+    (void)err;
+    pieces *p = user;
+    p->n += (size_t)snprintf(p->buf + p->n, sizeof p->buf - p->n, "[%.*s]", (int)n, s);
+    return TF_OK;
+}
+
+static void check_split(tf_pre_kind kind, const char *text, const char *expect) {
+    tf_pretok pt;
+    tf_err err = {0};
+    assert_int_equal(tf_pretok_init(&pt, kind, &err), TF_OK);
+    pieces p = {.n = 0};
+    p.buf[0] = '\0';
+    assert_int_equal(tf_pretok_split(&pt, text, strlen(text), collect, &p, &err), TF_OK);
+    if (strcmp(p.buf, expect) != 0) print_error("split '%s': got %s, expected %s\n", text, p.buf, expect);
+    assert_string_equal(p.buf, expect);
+    tf_pretok_free(&pt);
+}
+
+static void test_pretokenizers(void **state) {
+    (void)state;
+    check_split(TF_PRE_GPT2, "Hello world's 12345  x\n\n", "[Hello][ world]['s][ 12345][ ][ x][\n\n]");
+    check_split(TF_PRE_LLAMA3, "Hello world'S 12345  x\n\n", "[Hello][ world]['S][ ][123][45][ ][ x][\n\n]");
+    check_split(TF_PRE_LLAMA3, "a...\n\nb", "[a][...\n\n][b]");
+    check_split(TF_PRE_QWEN2, "x 123", "[x][ ][1][2][3]");
+    /* ill-formed bytes become pieces of their own */
+    check_split(TF_PRE_GPT2, "ab\xff" "cd", "[ab][\xff][cd]");
+    /* a long whitespace run followed by a word */
+    char big[20001];
+    memset(big, ' ', 19999);
+    big[19999] = 'x';
+    big[20000] = '\0';
+    tf_pretok pt;
+    tf_err err = {0};
+    assert_int_equal(tf_pretok_init(&pt, TF_PRE_LLAMA3, &err), TF_OK);
+    pieces p = {.n = 0};
+    assert_int_equal(tf_pretok_split(&pt, big, 20000, collect, &p, &err), TF_OK);
+    tf_pretok_free(&pt);
+}
+
+/* ------------------------------------------------------------------------ */
+/* loader errors (in-memory variants of a real file's metadata)              */
+
+typedef struct variant {
+    tf_gguf g;      /* shallow copy of the real file with its own kv array */
+    tf_gguf_kv *kv; /* the copy */
+} variant;
+
+static void variant_make(variant *v, const tf_gguf *src) {
+    v->g = *src;
+    v->kv = malloc(src->n_kv * sizeof *v->kv);
+    assert_non_null(v->kv);
+    memcpy(v->kv, src->kv, src->n_kv * sizeof *v->kv);
+    v->g.kv = v->kv;
+    memset(&v->g.map, 0, sizeof v->g.map);
+}
+
+static tf_gguf_kv *variant_kv(variant *v, const char *key) {
+    for (uint64_t i = 0; i < v->g.n_kv; i++)
+        if (tf_gguf_str_eq(v->kv[i].key, key)) return &v->kv[i];
+    fail_msg("key %s not in the file", key);
+    return NULL;
+}
+
+static void variant_drop(variant *v, const char *key) {
+    tf_gguf_kv *kv = variant_kv(v, key);
+    kv->key.data = "x.removed";
+    kv->key.len = 9;
+}
+
+/* Build, expect failure with st and a message containing each needle. */
+static void expect_error(variant *v, tf_status st, const char *needle1, const char *needle2) {
+    tf_tokenizer *tok = (tf_tokenizer *)0x1;
+    tf_err err = {0};
+    tf_status got = tf_tokenizer_from_gguf(&tok, &v->g, &err);
+    if (got != st || !strstr(err.msg, needle1) || (needle2 && !strstr(err.msg, needle2)))
+        print_error("got status %d, message: %s\n", got, err.msg);
+    assert_int_equal(got, st);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, needle1));
+    if (needle2) assert_non_null(strstr(err.msg, needle2));
+    free(v->kv);
+}
+
+static void test_loader_errors(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
+    tf_gguf g;
+    tf_err err = {0};
+    assert_int_equal(tf_gguf_open(&g, path, &err), TF_OK);
+    variant v;
+
+    variant_make(&v, &g); /* unknown model */
+    variant_kv(&v, "tokenizer.ggml.model")->val.s = (tf_gguf_str){"bert", 4};
+    expect_error(&v, TF_ERR_UNSUPPORTED, "tokenizer.ggml.model", "'bert'");
+
+    variant_make(&v, &g); /* missing model */
+    variant_drop(&v, "tokenizer.ggml.model");
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.model", NULL);
+
+    variant_make(&v, &g); /* out-of-range BOS */
+    variant_kv(&v, "tokenizer.ggml.bos_token_id")->val.u = 512;
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.bos_token_id", "512");
+
+    variant_make(&v, &g); /* out-of-range unknown id */
+    variant_kv(&v, "tokenizer.ggml.unknown_token_id")->val.u = 100000;
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.unknown_token_id", "100000");
+
+    variant_make(&v, &g); /* scores shorter than tokens */
+    variant_kv(&v, "tokenizer.ggml.scores")->arr_n = 511;
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.scores", "511");
+
+    variant_make(&v, &g); /* types shorter than tokens */
+    variant_kv(&v, "tokenizer.ggml.token_type")->arr_n = 100;
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.token_type", "100");
+
+    variant_make(&v, &g); /* SPM without scores */
+    variant_drop(&v, "tokenizer.ggml.scores");
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.scores", NULL);
+
+    variant_make(&v, &g); /* a token type out of 0..6 */
+    {
+        tf_gguf_kv *kv = variant_kv(&v, "tokenizer.ggml.token_type");
+        uint8_t *types = malloc(kv->arr_n * 4);
+        memcpy(types, kv->arr_data, kv->arr_n * 4);
+        types[4 * 7] = 9;
+        kv->arr_data = types;
+        expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.token_type[7]", "9");
+        free(types);
+    }
+
+    variant_make(&v, &g); /* a byte token that does not spell a byte */
+    {
+        tf_gguf_kv *kv = variant_kv(&v, "tokenizer.ggml.tokens");
+        tf_gguf_str *strs = malloc(kv->arr_n * sizeof *strs);
+        memcpy(strs, kv->arr_str, kv->arr_n * sizeof *strs);
+        strs[10] = (tf_gguf_str){"<0xZZ>", 6};
+        kv->arr_str = strs;
+        expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.tokens[10]", "<0xZZ>");
+        free(strs);
+    }
+
+    variant_make(&v, &g); /* wrong type for add_bos_token */
+    variant_kv(&v, "tokenizer.ggml.bos_token_id")->key = (tf_gguf_str){"tokenizer.ggml.add_bos_token", 28};
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.add_bos_token", NULL);
+
+    /* 0xFFFFFFFF means none */
+    variant_make(&v, &g);
+    variant_kv(&v, "tokenizer.ggml.bos_token_id")->val.u = 0xFFFFFFFFu;
+    tf_tokenizer *tok = NULL;
+    assert_int_equal(tf_tokenizer_from_gguf(&tok, &v.g, &err), TF_OK);
+    assert_int_equal(tf_tokenizer_bos(tok), -1);
+    assert_false(tf_tokenizer_add_bos(tok));
+    tf_tokenizer_free(tok);
+    free(v.kv);
+    tf_gguf_close(&g);
+
+    const char *p2 = tu_shared_path("vocab/ggml-vocab-gpt-2.gguf");
+    if (!p2) return;
+    assert_int_equal(tf_gguf_open(&g, p2, &err), TF_OK);
+
+    variant_make(&v, &g); /* unknown pre-tokenizer */
+    variant_kv(&v, "tokenizer.ggml.pre")->val.s = (tf_gguf_str){"mystery-pre", 11};
+    expect_error(&v, TF_ERR_UNSUPPORTED, "tokenizer.ggml.pre", "'mystery-pre'");
+
+    variant_make(&v, &g); /* malformed merge */
+    {
+        tf_gguf_kv *kv = variant_kv(&v, "tokenizer.ggml.merges");
+        tf_gguf_str *strs = malloc(kv->arr_n * sizeof *strs);
+        memcpy(strs, kv->arr_str, kv->arr_n * sizeof *strs);
+        strs[3] = (tf_gguf_str){"nospace", 7};
+        kv->arr_str = strs;
+        expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.merges[3]", "'nospace'");
+        strs[3] = (tf_gguf_str){"trailing ", 9};
+        v.kv = malloc(g.n_kv * sizeof *v.kv); /* expect_error freed the copy */
+        memcpy(v.kv, g.kv, g.n_kv * sizeof *v.kv);
+        v.g.kv = v.kv;
+        variant_kv(&v, "tokenizer.ggml.merges")->arr_str = strs;
+        expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.merges[3]", NULL);
+        free(strs);
+    }
+
+    variant_make(&v, &g); /* BPE without merges */
+    variant_drop(&v, "tokenizer.ggml.merges");
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.merges", NULL);
+
+    variant_make(&v, &g); /* absent pre = GPT-2's regex; llama3 names accepted */
+    variant_drop(&v, "tokenizer.ggml.pre");
+    assert_int_equal(tf_tokenizer_from_gguf(&tok, &v.g, &err), TF_OK);
+    assert_string_equal(tf_tokenizer_describe(tok), "gpt2 (BPE), 50257 tokens, 50000 merges, pre=default");
+    tf_tokenizer_free(tok);
+    free(v.kv);
+    variant_make(&v, &g);
+    variant_kv(&v, "tokenizer.ggml.pre")->val.s = (tf_gguf_str){"llama-bpe", 9};
+    assert_int_equal(tf_tokenizer_from_gguf(&tok, &v.g, &err), TF_OK);
+    assert_true(tf_tokenizer_add_bos(tok)); /* the Llama 3 family adds BOS by default */
+    const char *s = "Hello world 12345\n\n it's";
+    int32_t *ids;
+    size_t n = tokenize_all(tok, s, strlen(s), false, false, &ids);
+    char *back;
+    detokenize_all(tok, ids, n, false, &back);
+    assert_string_equal(back, s);
+    free(back);
+    free(ids);
+    tf_tokenizer_free(tok);
+    free(v.kv);
+    tf_gguf_close(&g);
+}
+
+/* ------------------------------------------------------------------------ */
+/* threads, speed                                                            */
+
+typedef struct thread_job {
+    const tf_tokenizer *tok;
+    const char *text;
+    size_t len;
+    int32_t *ids;
+    size_t n;
+} thread_job;
+
+static void *thread_run(void *arg) {
+    thread_job *j = arg;
+    tf_err err = {0};
+    size_t need = 0;
+    tf_tokenize(j->tok, j->text, j->len, true, true, NULL, 0, &need, &err);
+    j->ids = malloc((need ? need : 1) * sizeof *j->ids);
+    tf_err_clear(&err);
+    if (tf_tokenize(j->tok, j->text, j->len, true, true, j->ids, need, &j->n, &err) != TF_OK) j->n = (size_t)-1;
+    return NULL;
+}
+
+/* One tokenizer shared by concurrent callers gives the same ids as alone. */
+static void test_threads(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vp, "vocab/ggml-vocab-gpt-2.gguf");
+    loaded l;
+    load_tok(&l, vp);
+    const char *tp = tu_shared_path("text/moby-dick.txt");
+    if (!tp) {
+        unload_tok(&l);
+        skip();
+    }
+    char *text;
+    size_t len;
+    tf_err err = {0};
+    assert_int_equal(tf_read_file(tp, &text, &len, &err), TF_OK);
+    if (len > 200000) len = 200000;
+    int32_t *ref;
+    size_t n_ref = tokenize_all(l.tok, text, len, true, true, &ref);
+    thread_job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (thread_job){.tok = l.tok, .text = text, .len = len};
+        assert_int_equal(pthread_create(&th[i], NULL, thread_run, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].n, n_ref);
+        assert_memory_equal(jobs[i].ids, ref, n_ref * sizeof *ref);
+        free(jobs[i].ids);
+    }
+    free(ref);
+    free(text);
+    unload_tok(&l);
+}
+
+/* SPM merging per segment (tf_tokenizer.spm_split) gives exactly the ids of
+ * merging the whole text at once. */
+static void test_spm_segments(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vp, "vocab/ggml-vocab-llama-spm.gguf");
+    loaded l;
+    load_tok(&l, vp);
+    assert_true(l.tok->spm_split); /* Llama 2's vocabulary allows it */
+    int checked = 0;
+    for (size_t t = 0; t < sizeof k_texts / sizeof k_texts[0]; t++) {
+        const char *tp = tu_shared_path(k_texts[t]);
+        if (!tp) continue;
+        char *text;
+        size_t len;
+        tf_err err = {0};
+        assert_int_equal(tf_read_file(tp, &text, &len, &err), TF_OK);
+        size_t off = len / 3, n = len - off < 100000 ? len - off : 100000;
+        int32_t *a, *b;
+        l.tok->spm_split = true;
+        size_t na = tokenize_all(l.tok, text + off, n, true, false, &a);
+        l.tok->spm_split = false;
+        size_t nb = tokenize_all(l.tok, text + off, n, true, false, &b);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na * sizeof *a);
+        free(a);
+        free(b);
+        free(text);
+        checked++;
+    }
+    unload_tok(&l);
+    if (!checked) {
+        print_message("skipped: ../shared/text not found\n");
+        skip();
+    }
+}
+
+/* Tokenization speed on 1 MB of text: printed, never asserted. */
+static void test_speed(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(tp, "text/war_and_peace.txt");
+    char *text;
+    size_t len;
+    tf_err err = {0};
+    assert_int_equal(tf_read_file(tp, &text, &len, &err), TF_OK);
+    if (len > (1u << 20)) len = 1u << 20;
+    for (size_t v = 0; v < sizeof k_vocabs / sizeof k_vocabs[0]; v++) {
+        const char *vp = tu_shared_path(k_vocabs[v]);
+        if (!vp) continue;
+        loaded l;
+        load_tok(&l, vp);
+        /* one pass into an array sized from the text (tokens rarely outnumber bytes) */
+        size_t cap = len + 16, n = 0;
+        int32_t *ids = malloc(cap * sizeof *ids);
+        assert_non_null(ids);
+        double t0 = now_s();
+        tf_status st = tf_tokenize(l.tok, text, len, false, false, ids, cap, &n, &err);
+        double t1 = now_s();
+        assert_int_equal(st, TF_OK);
+        char *back;
+        detokenize_all(l.tok, ids, n, false, &back);
+        double t2 = now_s();
+        print_message("speed: %-36s %.2f MB -> %zu tokens: tokenize %.3f s (%.1f MB/s), detokenize %.3f s\n",
+                      k_vocabs[v], len / 1048576.0, n, t1 - t0, len / 1048576.0 / (t1 - t0), t2 - t1);
+        free(back);
+        free(ids);
+        unload_tok(&l);
+    }
+    free(text);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vectors_llama_spm), cmocka_unit_test(test_vectors_gpt2),
+        cmocka_unit_test(test_metadata),          cmocka_unit_test(test_stories260k),
+        cmocka_unit_test(test_roundtrip_texts),   cmocka_unit_test(test_streaming_utf8),
+        cmocka_unit_test(test_invalid_utf8),      cmocka_unit_test(test_pretokenizers),
+        cmocka_unit_test(test_loader_errors),     cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_spm_segments),
+        cmocka_unit_test(test_speed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
