@@ -65,14 +65,15 @@ int cmd_info(int argc, char **argv) {
     int64_t nt = tf_model_n_tensors(m);
     if (nt > 0) {
         /* bytes per type, then every tensor */
-        struct { const char *type; uint64_t bytes; int64_t n; } agg[16];
+        typedef struct { const char *type; uint64_t bytes; int64_t n; } type_total;
+        type_total agg[16];
         int na = 0;
         for (int64_t i = 0; i < nt; i++) {
             tf_tensor_info ti;
             tf_model_tensor(m, i, &ti);
             int k = 0;
             while (k < na && strcmp(agg[k].type, ti.type) != 0) k++;
-            if (k == na && na < 16) agg[na++] = (typeof(agg[0])){ti.type, 0, 0};
+            if (k == na && na < 16) agg[na++] = (type_total){ti.type, 0, 0};
             if (k < na) { agg[k].bytes += ti.bytes; agg[k].n++; }
         }
         printf("tensor types:   ");
