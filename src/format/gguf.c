@@ -136,6 +136,12 @@ static tf_status parse_value(cursor *c, tf_gguf_kv *kv, const char *key) {
                            c->file, key, (unsigned long long)kv->arr_n);
         TF_TRY(need(c, bytes, what));
         kv->arr_data = c->p + c->pos;
+        if (et == TF_GGUF_BOOL)
+            for (uint64_t i = 0; i < kv->arr_n; i++)
+                if (kv->arr_data[i] > 1)
+                    return tf_errf(c->err, TF_ERR_FORMAT,
+                                   "%s: key '%s': element %llu of the bool array is %u (expected 0 or 1)", c->file,
+                                   key, (unsigned long long)i, kv->arr_data[i]);
         c->pos += bytes;
         return TF_OK;
     }
@@ -225,10 +231,17 @@ static tf_status parse_tensor_info(cursor *c, tf_gguf *g, uint64_t ti) {
     char what[96];
     snprintf(what, sizeof what, "name of tensor %llu", (unsigned long long)ti);
     tf_gguf_str name;
-    TF_TRY(rd_str(c, &name, TF_GGUF_NAME_MAX, what));
+    char shown[TF_GGUF_NAME_MAX + 1];
+    size_t at = c->pos;
+    TF_TRY(rd_str(c, &name, UINT64_MAX, what));
+    str_print(shown, sizeof shown, name);
+    if (name.len > TF_GGUF_NAME_MAX)
+        return tf_errf(c->err, TF_ERR_FORMAT,
+                       "%s: name of tensor %llu at offset %zu ('%s...') is %llu bytes long (expected at most %d)",
+                       c->file, (unsigned long long)ti, at, shown, (unsigned long long)name.len, TF_GGUF_NAME_MAX);
     if (memchr(name.data, '\0', (size_t)name.len))
-        return tf_errf(c->err, TF_ERR_FORMAT, "%s: name of tensor %llu contains a NUL byte",
-                       c->file, (unsigned long long)ti);
+        return tf_errf(c->err, TF_ERR_FORMAT, "%s: name of tensor %llu ('%s') contains a NUL byte",
+                       c->file, (unsigned long long)ti, shown);
     memcpy(t->name, name.data, (size_t)name.len);
     t->name[name.len] = '\0';
     TF_TRY(rd_u32(c, &t->n_dims, "tensor dimension count"));
@@ -306,8 +319,9 @@ static tf_status parse(tf_gguf *g, tf_err *err) {
             if (kv->type != TF_GGUF_UINT32 || kv->val.u == 0 || (kv->val.u & (kv->val.u - 1)) ||
                 kv->val.u > (1u << 16))
                 return tf_errf(err, TF_ERR_FORMAT,
-                               "%s: general.alignment must be a uint32 power of two up to 65536 (got type %s)",
-                               g->path, tf_gguf_type_name(kv->type));
+                               "%s: general.alignment must be a uint32 power of two up to 65536 (got %s %llu)",
+                               g->path, tf_gguf_type_name(kv->type),
+                               kv->type == TF_GGUF_UINT32 ? (unsigned long long)kv->val.u : 0ull);
             g->alignment = (uint32_t)kv->val.u;
         }
     }

@@ -1,0 +1,296 @@
+/* test_quantize.c — model type conversion: a generated F32 model converted
+ * to every output type, reopened with the reader; every tensor's type
+ * (policy: 2-D -> target or F16 fallback, 1-D -> F32), shape and values
+ * (within the type's error bound of the source) checked; metadata copied,
+ * file type updated; quantized inputs, bad types, cancellation and
+ * in-place conversion; stories260K to Q8_0 when ../shared is present. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/cpu/quant.h"
+#include "core/dtype.h"
+#include "format/gguf.h"
+#include "model/gen.h"
+#include "model/quantize.h"
+
+#define OK(expr)                                                                                                 \
+    do {                                                                                                         \
+        tf_status st_ = (expr);                                                                                  \
+        if (st_ != TF_OK) fail_msg("%s failed: %s", #expr, err.msg);                                             \
+    } while (0)
+
+typedef struct log_capture {
+    char text[8192];
+} log_capture;
+
+static void capture(void *ud, tf_log_level level, const char *msg) {
+    log_capture *c = ud;
+    size_t len = strlen(c->text);
+    snprintf(c->text + len, sizeof c->text - len, "%d:%s\n", (int)level, msg);
+}
+
+/* n_embd 256 (K-quant rows fit), n_ff 320 (a multiple of 32, not of 256:
+ * ffn_down falls back to F16 for Q4_K / Q6_K). */
+static char *make_source(tf_dtype wtype, bool llama3) {
+    tf_err err = {0};
+    char *path = strdup(tu_tmp_path(".gguf"));
+    tf_gen_params p = tf_gen_params_default();
+    p.n_embd = 256;
+    p.n_layer = 2;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.n_ff = 320;
+    p.n_vocab = 400;
+    p.n_ctx_train = 512;
+    p.tied_output = false;
+    p.wtype = wtype;
+    p.n_threads = 2;
+    if (llama3) {
+        p.rope_scaling = TF_ROPE_SCALING_LLAMA3;
+        p.rope_factor = 8;
+        p.rope_orig_ctx = 128;
+    }
+    OK(tf_gen_model(&p, path, &err));
+    return path;
+}
+
+/* Largest allowed |dequant(quant(x)) - x| for one block of the type, given
+ * the block's largest magnitude amax and element x. */
+static double elem_bound(tf_dtype t, double x, double amax) {
+    switch (t) {
+    case TF_DTYPE_F32: return 0;
+    case TF_DTYPE_F16: return fabs(x) * 0x1p-11 + 0x1p-24;
+    case TF_DTYPE_BF16: return fabs(x) * 0x1p-8;
+    case TF_DTYPE_Q8_0: return amax / 127.0 * 0.5 * 1.01 + amax * 0x1p-11; /* half a step + f16 scale rounding */
+    /* Q4_0 maps the signed extreme to -8 with d = extreme / -8, so values on
+     * the other side clip at +7: up to one full step there */
+    case TF_DTYPE_Q4_0: return amax / 8.0 * 1.01 + amax * 0x1p-10;
+    default: return INFINITY; /* K-quants: checked by NMSE below */
+    }
+}
+
+static double nmse_bound(tf_dtype t) {
+    switch (t) {
+    case TF_DTYPE_Q4_K: return 8e-3; /* measured ~3.7e-3 on uniform weights */
+    case TF_DTYPE_Q6_K: return 5e-4; /* measured ~2.2e-4 */
+    default: return INFINITY;
+    }
+}
+
+static uint32_t block_of(uint32_t t) {
+    uint32_t b = tf_dtype_block_size(t);
+    return b > 1 ? b : 32;
+}
+
+static void compare_tensor(const tf_gguf_tensor *s, const tf_gguf_tensor *q) {
+    int64_t ne0 = s->ne[0], rows = s->ne[1] * s->ne[2] * s->ne[3];
+    float *a = malloc((size_t)ne0 * sizeof *a), *b = malloc((size_t)ne0 * sizeof *b);
+    size_t srs = tf_dtype_row_size(s->type, ne0), qrs = tf_dtype_row_size(q->type, ne0);
+    double num = 0, den = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        tf_ref_dequantize_row((tf_dtype)s->type, s->data + (size_t)r * srs, a, ne0);
+        tf_ref_dequantize_row((tf_dtype)q->type, q->data + (size_t)r * qrs, b, ne0);
+        uint32_t blk = block_of(q->type);
+        for (int64_t i0 = 0; i0 < ne0; i0 += blk) {
+            double amax = 0;
+            for (int64_t i = i0; i < i0 + blk && i < ne0; i++) amax = fmax(amax, fabs(a[i]));
+            for (int64_t i = i0; i < i0 + blk && i < ne0; i++) {
+                double e = fabs((double)a[i] - b[i]);
+                double bound = elem_bound((tf_dtype)q->type, a[i], amax);
+                if (e > bound)
+                    fail_msg("%s (%s): row %lld elem %lld: %g vs %g (error %g > bound %g)", q->name,
+                             tf_dtype_name(q->type), (long long)r, (long long)i, a[i], b[i], e, bound);
+                num += e * e;
+                den += (double)a[i] * a[i];
+            }
+        }
+    }
+    double nmse = num / den;
+    if (nmse > nmse_bound((tf_dtype)q->type))
+        fail_msg("%s (%s): nmse %g > %g", q->name, tf_dtype_name(q->type), nmse, nmse_bound((tf_dtype)q->type));
+    free(a);
+    free(b);
+}
+
+/* Check out against src for target type `type`. */
+static void check_converted(const char *src_path, const char *out_path, tf_dtype type, const char *log_text) {
+    tf_err err = {0};
+    tf_gguf s, q;
+    OK(tf_gguf_open(&s, src_path, &err));
+    OK(tf_gguf_open(&q, out_path, &err));
+    assert_int_equal(s.n_tensors, q.n_tensors);
+    for (uint64_t i = 0; i < s.n_tensors; i++) {
+        const tf_gguf_tensor *a = &s.tensors[i], *b = tf_gguf_find_tensor(&q, a->name);
+        if (!b) fail_msg("%s missing", a->name);
+        assert_int_equal(a->n_dims, b->n_dims);
+        for (int d = 0; d < 4; d++) assert_int_equal(a->ne[d], b->ne[d]);
+        uint32_t want;
+        if (a->n_dims == 1) want = TF_DTYPE_F32;
+        else if (a->ne[0] % tf_dtype_block_size(type) != 0) {
+            want = TF_DTYPE_F16;
+            if (!log_text || !strstr(log_text, a->name)) fail_msg("fallback of %s not logged", a->name);
+        } else want = type;
+        if (b->type != want)
+            fail_msg("%s: type %s, expected %s", a->name, tf_dtype_name(b->type), tf_dtype_name(want));
+        compare_tensor(a, b);
+    }
+    /* metadata: everything copied, file type updated */
+    for (uint64_t i = 0; i < s.n_kv; i++) {
+        const tf_gguf_kv *a = &s.kv[i];
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)a->key.len, a->key.data);
+        const tf_gguf_kv *b = tf_gguf_find_kv(&q, key);
+        if (!b) fail_msg("%s not copied", key);
+        assert_int_equal(a->type, b->type);
+        if (strcmp(key, "general.file_type") == 0 || strcmp(key, "general.quantization_version") == 0) continue;
+        if (a->type == TF_GGUF_STRING) {
+            assert_int_equal(a->val.s.len, b->val.s.len);
+            assert_memory_equal(a->val.s.data, b->val.s.data, (size_t)a->val.s.len);
+        } else if (a->type == TF_GGUF_ARRAY) {
+            assert_int_equal(a->arr_n, b->arr_n);
+        } else {
+            assert_memory_equal(&a->val, &b->val, sizeof a->val);
+        }
+    }
+    uint32_t ft, qv;
+    OK(tf_gguf_get_u32(&q, "general.file_type", &ft, NULL, &err));
+    assert_int_equal(ft, (uint32_t)tf_gguf_file_type(type));
+    bool has_qv;
+    OK(tf_gguf_get_u32(&q, "general.quantization_version", &qv, &has_qv, &err));
+    assert_int_equal(has_qv, tf_dtype_block_size(type) > 1);
+    tf_gguf_close(&s);
+    tf_gguf_close(&q);
+}
+
+static void test_every_type(void **state) {
+    (void)state;
+    const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_BF16, TF_DTYPE_Q8_0,
+                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+    char *src = make_source(TF_DTYPE_F32, true);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        tf_err err = {0};
+        log_capture lc = {{0}};
+        tf_logger lg = {.fn = capture, .user_data = &lc, .min_level = TF_LOG_DEBUG};
+        char *out = strdup(tu_tmp_path(".gguf"));
+        OK(tf_quantize_file(src, out, types[k], &lg, NULL, NULL, &err));
+        check_converted(src, out, types[k], lc.text);
+        assert_non_null(strstr(lc.text, "quantize:"));
+        unlink(out);
+        free(out);
+    }
+    unlink(src);
+    free(src);
+}
+
+static void test_f16_and_bf16_sources(void **state) {
+    (void)state;
+    const tf_dtype srcs[] = {TF_DTYPE_F16, TF_DTYPE_BF16};
+    for (size_t k = 0; k < 2; k++) {
+        tf_err err = {0};
+        char *src = make_source(srcs[k], false);
+        char *out = strdup(tu_tmp_path(".gguf"));
+        log_capture lc = {{0}};
+        tf_logger lg = {.fn = capture, .user_data = &lc, .min_level = TF_LOG_DEBUG};
+        OK(tf_quantize_file_threads(src, out, TF_DTYPE_Q4_K, 3, &lg, NULL, NULL, &err));
+        check_converted(src, out, TF_DTYPE_Q4_K, lc.text);
+        OK(tf_quantize_file_threads(src, out, TF_DTYPE_Q8_0, 1, NULL, NULL, NULL, &err));
+        check_converted(src, out, TF_DTYPE_Q8_0, NULL);
+        unlink(out);
+        unlink(src);
+        free(out);
+        free(src);
+    }
+}
+
+static bool cancel_early(void *ud, uint64_t done, uint64_t total) {
+    (void)ud;
+    return done < total / 4;
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    tf_err err = {0};
+    char *src = make_source(TF_DTYPE_F32, false);
+    char *q8 = strdup(tu_tmp_path(".gguf"));
+    OK(tf_quantize_file(src, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err));
+
+    /* already quantized input: names the file, a tensor and its type */
+    char *out = strdup(tu_tmp_path(".gguf"));
+    assert_int_equal(tf_quantize_file(q8, out, TF_DTYPE_Q4_0, NULL, NULL, NULL, &err), TF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, q8));
+    assert_non_null(strstr(err.msg, "has type q8_0"));
+    assert_int_not_equal(access(out, F_OK), 0);
+    tf_err_clear(&err);
+
+    /* unsupported output type */
+    assert_int_equal(tf_quantize_file(src, out, (tf_dtype)3, NULL, NULL, NULL, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "q4_1"));
+    tf_err_clear(&err);
+
+    /* missing input names it */
+    assert_int_equal(tf_quantize_file("/nonexistent/in.gguf", out, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err),
+                     TF_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent/in.gguf"));
+    tf_err_clear(&err);
+
+    /* unwritable output names it */
+    assert_int_equal(tf_quantize_file(src, "/nonexistent/out.gguf", TF_DTYPE_Q8_0, NULL, NULL, NULL, &err),
+                     TF_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent/out.gguf"));
+    tf_err_clear(&err);
+
+    /* cancelled: nothing is left behind */
+    assert_int_equal(tf_quantize_file(src, out, TF_DTYPE_Q8_0, NULL, cancel_early, NULL, &err), TF_ERR_CANCELLED);
+    assert_int_not_equal(access(out, F_OK), 0);
+    tf_err_clear(&err);
+
+    /* in place: the mapped input stays valid until the result is renamed over it */
+    char *copy = strdup(tu_tmp_path(".gguf"));
+    OK(tf_quantize_file(src, copy, TF_DTYPE_F32, NULL, NULL, NULL, &err));
+    OK(tf_quantize_file(copy, copy, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err));
+    check_converted(src, copy, TF_DTYPE_Q8_0, NULL);
+
+    unlink(copy);
+    unlink(q8);
+    unlink(src);
+    free(copy);
+    free(out);
+    free(q8);
+    free(src);
+}
+
+static void test_stories260k_q8_0(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
+    char src[1024];
+    snprintf(src, sizeof src, "%s", path);
+    tf_err err = {0};
+    char *out = strdup(tu_tmp_path(".gguf"));
+    log_capture lc = {{0}};
+    tf_logger lg = {.fn = capture, .user_data = &lc, .min_level = TF_LOG_DEBUG};
+    OK(tf_quantize_file(src, out, TF_DTYPE_Q8_0, &lg, NULL, NULL, &err));
+    check_converted(src, out, TF_DTYPE_Q8_0, lc.text);
+    tf_gguf g;
+    OK(tf_gguf_open(&g, out, &err));
+    const tf_gguf_tensor *t = tf_gguf_find_tensor(&g, "blk.0.attn_k.weight");
+    assert_int_equal(t->type, TF_DTYPE_Q8_0);
+    assert_int_equal(t->nbytes, 32 * 2 * 34);
+    tf_gguf_close(&g);
+    unlink(out);
+    free(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_type),
+        cmocka_unit_test(test_f16_and_bf16_sources),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_stories260k_q8_0),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
