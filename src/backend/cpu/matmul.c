@@ -1,0 +1,187 @@
+/*
+ * matmul.c — the threaded matrix product Y = X W^T of quant.h on top of the
+ * per-ISA tile kernels (tf_cpu_kernels.vec_dot_tile).
+ *
+ * One pool job per call, in two phases separated by a spin barrier:
+ *   1. the activations X are converted to act(wtype) into act_buf, the
+ *      blocks of all tokens split evenly across the threads (F32 activations
+ *      are used in place: no copy, no barrier);
+ *   2. the output rows are split across the threads in groups of 4, each
+ *      thread walking its rows 4 at a time and, for each group, every token
+ *      4 at a time, so a group of weight rows is read from memory once and
+ *      reused from cache by all tokens. Wide float rows are also split along
+ *      the columns (partial sums added into Y) so that the 4 rows in use stay
+ *      in L1 while the tokens stream past them.
+ * Decode (n_tok == 1) reads every weight byte exactly once, in 4 sequential
+ * streams per thread. Nothing is allocated.
+ */
+#include "backend/cpu/quant.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MM_PAUSE() _mm_pause()
+#else
+#define MM_PAUSE() ((void)0)
+#endif
+
+/* Bytes of 4 weight rows that one column chunk may span (prefill only). */
+#define MM_L1_WEIGHT_BYTES (24 * 1024)
+/* Column chunks are multiples of this many elements (every block size divides it). */
+#define MM_COL_QUANTUM TF_QK_K
+
+typedef struct {
+    const tf_cpu_kernels *k;
+    tf_vec_dot_tile_fn tile;
+    tf_act_quantize_fn quantize; /* NULL: activations are X itself */
+    tf_dtype wtype;
+    const char *W;
+    size_t w_row; /* bytes per weight row */
+    int64_t n_rows, n_cols, n_tok;
+    const float *X;
+    float *Y;
+    int64_t ldy;
+    char *act;
+    size_t a_row;        /* bytes per activation row */
+    int64_t act_block;   /* elements per activation block */
+    int64_t col_chunk;   /* columns per chunk (n_cols when unsplit) */
+    atomic_int arrived;  /* threads past phase 1 */
+} mm_job;
+
+/* Phase 1: convert this thread's share of the activation blocks. */
+static void mm_convert(mm_job *j, int ith, int nth) {
+    int64_t per_tok = j->n_cols / j->act_block;
+    long lo, hi;
+    tf_split_range((long)(per_tok * j->n_tok), ith, nth, &lo, &hi);
+    size_t blk_bytes = j->a_row / (size_t)per_tok;
+    while (lo < hi) {
+        int64_t t = lo / per_tok, b0 = lo % per_tok;
+        int64_t b1 = hi - t * per_tok < per_tok ? hi - t * per_tok : per_tok;
+        j->quantize(j->X + t * j->n_cols + b0 * j->act_block, j->act + t * j->a_row + (size_t)b0 * blk_bytes,
+                    (b1 - b0) * j->act_block);
+        lo += b1 - b0;
+    }
+}
+
+/* Wait until all nth threads have finished phase 1. */
+static void mm_barrier(mm_job *j, int nth) {
+    atomic_fetch_add_explicit(&j->arrived, 1, memory_order_acq_rel);
+    int spins = 0;
+    while (atomic_load_explicit(&j->arrived, memory_order_acquire) < nth) {
+        MM_PAUSE();
+        if (++spins > (1 << 14)) { sched_yield(); spins = 0; }
+    }
+}
+
+/* Rows [r0, r1) x tokens [t0, t1), columns [c0, c0 + nc); accumulate adds the
+ * result to Y instead of storing it. */
+static void mm_block(const mm_job *j, int64_t r0, int64_t r1, int64_t t0, int64_t t1, int64_t c0, int64_t nc,
+                     int accumulate) {
+    size_t w_off = tf_dtype_row_size(j->wtype, c0);
+    size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c0) : (size_t)c0 * sizeof(float);
+    for (int64_t r = r0; r < r1; r += TF_TILE_MAX) {
+        int nr = r1 - r < TF_TILE_MAX ? (int)(r1 - r) : TF_TILE_MAX;
+        const char *w = j->W + (size_t)r * j->w_row + w_off;
+        for (int64_t t = t0; t < t1; t += TF_TILE_MAX) {
+            int nt = t1 - t < TF_TILE_MAX ? (int)(t1 - t) : TF_TILE_MAX;
+            const char *a = j->act + (size_t)t * j->a_row + a_off;
+            float *y = j->Y + t * j->ldy + r;
+            if (!accumulate) {
+                j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, y, j->ldy);
+                continue;
+            }
+            float part[TF_TILE_MAX * TF_TILE_MAX];
+            j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, part, TF_TILE_MAX);
+            for (int tt = 0; tt < nt; tt++)
+                for (int rr = 0; rr < nr; rr++) y[tt * j->ldy + rr] += part[tt * TF_TILE_MAX + rr];
+        }
+    }
+}
+
+static void mm_task(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    if (j->quantize) {
+        mm_convert(j, ith, nth);
+        if (nth > 1) mm_barrier(j, nth);
+    }
+    /* Split groups of 4 rows across threads; with fewer groups than threads
+     * split the tokens instead. */
+    int64_t r0 = 0, r1 = j->n_rows, t0 = 0, t1 = j->n_tok;
+    long lo, hi;
+    int64_t n_groups = (j->n_rows + TF_TILE_MAX - 1) / TF_TILE_MAX;
+    if (n_groups >= nth || j->n_tok < nth) {
+        tf_split_range((long)n_groups, ith, nth, &lo, &hi);
+        r0 = lo * TF_TILE_MAX;
+        r1 = hi * TF_TILE_MAX < j->n_rows ? hi * TF_TILE_MAX : j->n_rows;
+    } else {
+        tf_split_range((long)j->n_tok, ith, nth, &lo, &hi);
+        t0 = lo;
+        t1 = hi;
+    }
+    if (r0 >= r1 || t0 >= t1) return;
+    if (j->col_chunk >= j->n_cols) {
+        mm_block(j, r0, r1, t0, t1, 0, j->n_cols, 0);
+        return;
+    }
+    /* Column-chunked: per group of 4 rows, every chunk against every token. */
+    for (int64_t r = r0; r < r1; r += TF_TILE_MAX) {
+        int64_t re = r + TF_TILE_MAX < r1 ? r + TF_TILE_MAX : r1;
+        for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
+            int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
+            mm_block(j, r, re, t0, t1, c, nc, c > 0);
+        }
+    }
+}
+
+/* Columns per chunk for a prefill of n_tok tokens: all of them unless 4
+ * weight rows exceed MM_L1_WEIGHT_BYTES and the rows are float (quantized
+ * rows are small and their tiles pay per call for the block scales). */
+static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_t w_row) {
+    int is_float = wtype == TF_DTYPE_F32 || wtype == TF_DTYPE_F16 || wtype == TF_DTYPE_BF16;
+    if (n_tok <= TF_TILE_MAX || !is_float || TF_TILE_MAX * w_row <= MM_L1_WEIGHT_BYTES) return n_cols;
+    int64_t n_chunks = (int64_t)((TF_TILE_MAX * w_row + MM_L1_WEIGHT_BYTES - 1) / MM_L1_WEIGHT_BYTES);
+    int64_t chunk = (n_cols + n_chunks - 1) / n_chunks;
+    chunk = (chunk + MM_COL_QUANTUM - 1) / MM_COL_QUANTUM * MM_COL_QUANTUM;
+    return chunk < n_cols ? chunk : n_cols;
+}
+
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int64_t n_rows,
+                   int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy, void *act_buf) {
+    if (n_rows <= 0 || n_tok <= 0) return;
+    TF_ASSERT(ldy >= n_rows && k->vec_dot_tile[wtype] && k->act_quantize[wtype]);
+    mm_job j = {
+        .k = k,
+        .tile = k->vec_dot_tile[wtype],
+        .wtype = wtype,
+        .W = W,
+        .w_row = tf_dtype_row_size(wtype, n_cols),
+        .n_rows = n_rows,
+        .n_cols = n_cols,
+        .n_tok = n_tok,
+        .X = X,
+        .Y = Y,
+        .ldy = ldy,
+    };
+    TF_ASSERT(j.w_row > 0 || n_cols == 0);
+    atomic_init(&j.arrived, 0);
+    if (tf_act_type(wtype) == TF_DTYPE_F32) {
+        j.act = (char *)(uintptr_t)X; /* read only */
+        j.a_row = (size_t)n_cols * sizeof(float);
+    } else {
+        j.quantize = k->act_quantize[wtype];
+        j.act = act_buf;
+        j.a_row = tf_act_row_size(wtype, n_cols);
+        j.act_block = tf_act_type(wtype) == TF_DTYPE_Q8_0 ? TF_QK8_0 : TF_QK_K;
+    }
+    if (n_cols == 0) {
+        for (int64_t t = 0; t < n_tok; t++) memset(Y + t * ldy, 0, (size_t)n_rows * sizeof(float));
+        return;
+    }
+    j.col_chunk = mm_col_chunk(wtype, n_cols, n_tok, j.w_row);
+    tf_pool_run(pool, mm_task, &j);
+}

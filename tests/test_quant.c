@@ -1,0 +1,624 @@
+/* test_quant.c — weight formats: reference quantizers against hand-computed
+ * values and error bounds, every kernel table against the references on
+ * random data (with guard bytes and NaN checks), and the threaded matrix
+ * product against a double-precision product over the dequantized weights. */
+#include "testutil.h"
+
+#include "backend/cpu/quant.h"
+#include "core/fp16.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD 64          /* guard bytes after every output */
+#define GUARD_BYTE 0xA5
+#define CANARY 12345.678f /* value of the unused floats of Y */
+
+static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
+                                   TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+#define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
+
+static const tf_cpu_kernels *g_tables[8];
+static int g_n_tables;
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static double gauss(tf_rng *r) {
+    double u1 = tf_rng_uniform(r), u2 = tf_rng_uniform(r);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Gaussian values times `scale`, with rare outliers (x8) so blocks see both
+ * a dominant value and small ones. */
+static void fill_gauss(tf_rng *r, float *x, int64_t n, double scale) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = gauss(r) * scale;
+        if (tf_rng_next(r) % 61 == 0) v *= 8.0;
+        x[i] = (float)v;
+    }
+}
+
+/* malloc with GUARD guard bytes after `bytes`. */
+static void *alloc_guarded(size_t bytes) {
+    unsigned char *p = malloc(bytes + GUARD);
+    assert_non_null(p);
+    memset(p, 0, bytes);
+    memset(p + bytes, GUARD_BYTE, GUARD);
+    return p;
+}
+
+static void check_guard(const void *p, size_t bytes) {
+    const unsigned char *g = (const unsigned char *)p + bytes;
+    for (int i = 0; i < GUARD; i++) {
+        if (g[i] != GUARD_BYTE) {
+            print_error("guard byte %d after %zu bytes overwritten\n", i, bytes);
+            fail();
+        }
+    }
+}
+
+static int64_t block_of(tf_dtype t) { return tf_dtype_block_size(t); }
+
+static void setup_tables(void) {
+    if (!g_n_tables) g_n_tables = tf_cpu_kernels_all(g_tables, 8);
+}
+
+/* ---- interface facts ------------------------------------------------------------ */
+
+static void test_tables(void **state) {
+    (void)state;
+    setup_tables();
+    assert_true(g_n_tables >= 1 && g_n_tables <= 4);
+    assert_string_equal(g_tables[0]->isa, "scalar");
+    assert_ptr_equal(tf_cpu_kernels_get(TF_ISA_SCALAR), g_tables[0]);
+    const tf_cpu_kernels *best = tf_cpu_kernels_get(TF_ISA_BEST);
+    assert_ptr_equal(best, g_tables[g_n_tables - 1]);
+    assert_ptr_equal(tf_cpu_kernels_get(tf_cpu_best_isa()), best);
+    for (int i = 0; i < g_n_tables; i++)
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            tf_dtype t = k_types[ti];
+            assert_non_null(g_tables[i]->act_quantize[t]);
+            assert_non_null(g_tables[i]->vec_dot[t]);
+            assert_non_null(g_tables[i]->dequantize[t]);
+            assert_non_null(g_tables[i]->vec_dot_tile[t]);
+        }
+    print_message("kernel tables on this CPU: %d, best %s\n", g_n_tables, best->isa);
+
+    assert_int_equal(tf_act_type(TF_DTYPE_F16), TF_DTYPE_F32);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q4_0), TF_DTYPE_Q8_0);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q6_K), TF_DTYPE_Q8_K);
+    assert_int_equal(tf_act_row_size(TF_DTYPE_BF16, 64), 256);
+    assert_int_equal(tf_act_row_size(TF_DTYPE_Q8_0, 64), 68);
+    assert_int_equal(tf_act_row_size(TF_DTYPE_Q4_K, 512), 2 * sizeof(tf_block_q8_k));
+    assert_int_equal(sizeof(tf_block_q8_k), 292);
+}
+
+/* ---- hand-computed values ---------------------------------------------------------- */
+
+static void test_known_q8_0(void **state) {
+    (void)state;
+    tf_block_q8_0 w = {.d = tf_f32_to_f16(0.5f)}, a = {.d = tf_f32_to_f16(2.0f)};
+    for (int i = 0; i < 32; i++) {
+        w.qs[i] = (int8_t)(i + 1);
+        a.qs[i] = (int8_t)(i % 2 ? -1 : 3);
+    }
+    float y[32];
+    tf_ref_dequantize_row(TF_DTYPE_Q8_0, &w, y, 32);
+    for (int i = 0; i < 32; i++) assert_true(y[i] == 0.5f * (float)(i + 1));
+    /* sum_i 0.5 (i+1) * 2 a_i: odd i (even values) weigh -1, even i weigh 3 */
+    double expect = 0;
+    for (int i = 0; i < 32; i++) expect += (i + 1) * (i % 2 ? -1.0 : 3.0);
+    assert_true(expect == 3 * 256 - 272);
+    for (int k = 0; k < g_n_tables; k++) {
+        assert_true(g_tables[k]->vec_dot[TF_DTYPE_Q8_0](32, &w, &a) == (float)expect);
+        float z[32];
+        g_tables[k]->dequantize[TF_DTYPE_Q8_0](&w, z, 32);
+        assert_memory_equal(z, y, sizeof z);
+    }
+    /* quantizer: the largest magnitude maps to +-127 */
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)(i + 1) - 16.5f; /* -15.5 .. 15.5 */
+    tf_block_q8_0 q;
+    tf_ref_quantize_row(TF_DTYPE_Q8_0, x, &q, 32);
+    assert_true(tf_f16_to_f32(q.d) == tf_f16_to_f32(tf_f32_to_f16(15.5f / 127.0f)));
+    assert_int_equal(q.qs[0], -127);
+    assert_int_equal(q.qs[31], 127);
+    assert_int_equal(q.qs[15], (int)nearbyintf(-0.5f * 127.0f / 15.5f)); /* -4 */
+}
+
+static void test_known_q4_0(void **state) {
+    (void)state;
+    tf_block_q4_0 w = {.d = tf_f32_to_f16(2.0f)};
+    for (int j = 0; j < 16; j++) w.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+    float y[32];
+    tf_ref_dequantize_row(TF_DTYPE_Q4_0, &w, y, 32);
+    for (int j = 0; j < 16; j++) {
+        assert_true(y[j] == 2.0f * (float)(j - 8));
+        assert_true(y[j + 16] == 2.0f * (float)(7 - j));
+    }
+    /* quantizer: signed max -8 -> d = 1, q = x + 8 */
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)(i % 16) - 7.0f; /* -7 .. 8, largest |x| = 8 */
+    tf_block_q4_0 q;
+    tf_ref_quantize_row(TF_DTYPE_Q4_0, x, &q, 32);
+    assert_true(tf_f16_to_f32(q.d) == -1.0f); /* d = max / -8 with max = +8 */
+    tf_ref_dequantize_row(TF_DTYPE_Q4_0, &q, y, 32);
+    for (int i = 0; i < 32; i++) assert_true(y[i] == x[i]);
+    /* the low nibble of byte 0 holds element 0: q = -7 / -1 + 8 = 15 */
+    assert_int_equal(q.qs[0] & 0xF, 15);
+    assert_int_equal(q.qs[0] >> 4, 15); /* element 16 is also -7 */
+    assert_int_equal(q.qs[15] & 0xF, 0); /* element 15: 8 -> -8 + 8 */
+}
+
+/* Q4_K: sub-block j has scale 10 + 7j and min 63 - 5j (values above 15 and
+ * 31 exercise the high bits of the 6-bit packing); quant of element e is
+ * e % 16, stored per the 64-element low/high-nibble layout. */
+static void test_known_q4_k(void **state) {
+    (void)state;
+    tf_block_q4_k b;
+    memset(&b, 0, sizeof b);
+    b.d = tf_f32_to_f16(0.25f);
+    b.dmin = tf_f32_to_f16(0.5f);
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; j++) { sc[j] = 10 + 7 * j; mn[j] = 63 - 5 * j; }
+    /* bytes 0..3: sc0..3 (6 bits) | top 2 bits of sc4..7; 4..7: m0..3 | top of m4..7;
+     * 8..11: low 4 bits of sc4..7 | low 4 bits of m4..7 << 4 */
+    for (int j = 0; j < 4; j++) {
+        b.scales[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+        b.scales[j + 4] = (uint8_t)(mn[j] | ((mn[j + 4] >> 4) << 6));
+        b.scales[j + 8] = (uint8_t)((sc[j + 4] & 15) | ((mn[j + 4] & 15) << 4));
+    }
+    for (int g = 0; g < 4; g++)
+        for (int l = 0; l < 32; l++) {
+            int e_lo = 64 * g + l, e_hi = 64 * g + 32 + l;
+            b.qs[32 * g + l] = (uint8_t)((e_lo % 16) | ((e_hi % 16) << 4));
+        }
+    float y[256];
+    tf_ref_dequantize_row(TF_DTYPE_Q4_K, &b, y, 256);
+    for (int e = 0; e < 256; e++) {
+        int j = e / 32;
+        float expect = 0.25f * (float)sc[j] * (float)(e % 16) - 0.5f * (float)mn[j];
+        if (y[e] != expect) {
+            print_error("q4_k element %d: %g, expected %g\n", e, y[e], expect);
+            fail();
+        }
+    }
+    for (int k = 0; k < g_n_tables; k++) {
+        float z[256];
+        g_tables[k]->dequantize[TF_DTYPE_Q4_K](&b, z, 256);
+        assert_memory_equal(z, y, sizeof z);
+    }
+}
+
+/* Q6_K: quant of element e is (e * 7) % 64, group scales 3 g - 20 (some
+ * negative), d = 0.125. */
+static void test_known_q6_k(void **state) {
+    (void)state;
+    tf_block_q6_k b;
+    memset(&b, 0, sizeof b);
+    b.d = tf_f32_to_f16(0.125f);
+    for (int g = 0; g < 16; g++) b.scales[g] = (int8_t)(3 * g - 20);
+    /* element 128 h + 32 k + l: low 4 bits in ql[64 h + l + 32 (k & 1)] (low
+     * nibble for k < 2), high 2 bits at bit 2k of qh[32 h + l] */
+    for (int e = 0; e < 256; e++) {
+        int q = (e * 7) % 64, h = e / 128, k = (e % 128) / 32, l = e % 32;
+        b.ql[64 * h + l + 32 * (k & 1)] |= (uint8_t)((q & 15) << (k < 2 ? 0 : 4));
+        b.qh[32 * h + l] |= (uint8_t)((q >> 4) << (2 * k));
+    }
+    float y[256];
+    tf_ref_dequantize_row(TF_DTYPE_Q6_K, &b, y, 256);
+    for (int e = 0; e < 256; e++) {
+        float expect = 0.125f * (float)(3 * (e / 16) - 20) * (float)((e * 7) % 64 - 32);
+        if (y[e] != expect) {
+            print_error("q6_k element %d: %g, expected %g\n", e, y[e], expect);
+            fail();
+        }
+    }
+    for (int k = 0; k < g_n_tables; k++) {
+        float z[256];
+        g_tables[k]->dequantize[TF_DTYPE_Q6_K](&b, z, 256);
+        assert_memory_equal(z, y, sizeof z);
+    }
+    /* Q8_K activation of 1..256 / 2: bsums are sums of 16 quants */
+    float x[256];
+    for (int i = 0; i < 256; i++) x[i] = (float)(i - 128);
+    tf_block_q8_k a;
+    tf_ref_act_quantize(TF_DTYPE_Q6_K, x, &a, 256);
+    assert_true(a.d == 128.0f / 127.0f);
+    assert_int_equal(a.qs[0], -127);
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) s += a.qs[16 * g + i];
+        assert_int_equal(a.bsums[g], s);
+    }
+}
+
+/* ---- quantize round trip ------------------------------------------------------------- */
+
+/* Relative RMS error of dequantize(quantize(x)) at several magnitudes, for
+ * plain Gaussian data and for Gaussian data with outliers (fill_gauss).
+ * Measured (plain / outliers): f16 2.0e-4 / 2.0e-4, bf16 1.6e-3 / 1.6e-3,
+ * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_k 7.7e-2 / 0.102,
+ * q6_k 1.9e-2 / 2.8e-2; the bounds add about 20 %. */
+static void test_roundtrip(void **state) {
+    (void)state;
+    static const struct { tf_dtype t; double plain, outliers; } bounds[] = {
+        {TF_DTYPE_F32, 0.0, 0.0},       {TF_DTYPE_F16, 2.5e-4, 2.5e-4},  {TF_DTYPE_BF16, 2e-3, 2e-3},
+        {TF_DTYPE_Q8_0, 6.5e-3, 0.011}, {TF_DTYPE_Q4_0, 0.10, 0.17},     {TF_DTYPE_Q4_K, 0.09, 0.12},
+        {TF_DTYPE_Q6_K, 0.023, 0.033},
+    };
+    static const double scales[] = {1e-2, 1.0, 300.0};
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x11);
+    const int64_t n = 65536;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    void *q = malloc(tf_dtype_row_size(TF_DTYPE_F32, n));
+    for (size_t bi = 0; bi < sizeof bounds / sizeof bounds[0]; bi++) {
+        for (int si = 0; si < 6; si++) {
+            int outliers = si >= 3;
+            double scale = scales[si % 3], bound = outliers ? bounds[bi].outliers : bounds[bi].plain;
+            if (outliers) fill_gauss(&rng, x, n, scale);
+            else
+                for (int64_t i = 0; i < n; i++) x[i] = (float)(gauss(&rng) * scale);
+            tf_ref_quantize_row(bounds[bi].t, x, q, n);
+            tf_ref_dequantize_row(bounds[bi].t, q, y, n);
+            assert_false(tu_has_nonfinite(y, n));
+            double rel = sqrt(tu_nmse(y, x, n));
+            if (si % 3 == 1)
+                print_message("round trip %-5s %-8s rel rms %.5f (bound %.5f)\n", tf_dtype_name(bounds[bi].t),
+                              outliers ? "outliers" : "gauss", rel, bound);
+            if (rel > bound) {
+                print_error("%s scale %g%s: relative RMS error %g > %g\n", tf_dtype_name(bounds[bi].t), scale,
+                            outliers ? " with outliers" : "", rel, bound);
+                fail();
+            }
+        }
+        /* all zeros, and a single nonzero value: exact zeros elsewhere, no NaN */
+        memset(x, 0, sizeof(float) * n);
+        tf_ref_quantize_row(bounds[bi].t, x, q, n);
+        tf_ref_dequantize_row(bounds[bi].t, q, y, n);
+        for (int64_t i = 0; i < n; i++) assert_true(y[i] == 0.0f);
+        x[300] = -3.0f;
+        tf_ref_quantize_row(bounds[bi].t, x, q, n);
+        tf_ref_dequantize_row(bounds[bi].t, q, y, n);
+        assert_false(tu_has_nonfinite(y, n));
+        assert_true(fabsf(y[300] + 3.0f) < 0.02f);
+        for (int64_t i = 0; i < n; i++) { /* other blocks exactly zero; its own block near zero */
+            if (i / 256 != 300 / 256) assert_true(y[i] == 0.0f);
+            else if (i != 300) assert_true(fabsf(y[i]) < 0.02f);
+        }
+    }
+    free(x);
+    free(y);
+    free(q);
+}
+
+/* ---- every table against the references ------------------------------------------- */
+
+/* Row lengths per type: one block, 7 blocks, 33 blocks, 4096 (floats: odd
+ * lengths for the vector tails). */
+static int row_lengths(tf_dtype t, int64_t *out) {
+    if (block_of(t) == 1) {
+        static const int64_t f[] = {1, 7, 17, 33, 100, 4096};
+        memcpy(out, f, sizeof f);
+        return 6;
+    }
+    int64_t b = block_of(t);
+    out[0] = b;
+    out[1] = 7 * b;
+    out[2] = 33 * b;
+    out[3] = 4096;
+    return 4;
+}
+
+/* Bound on the rounding error of a dot product: tol * sum |w_i a_i| over the
+ * dequantized operands (in double). */
+static double dot_magnitude(tf_dtype t, int64_t n, const void *w, const void *a) {
+    float *wf = malloc(sizeof(float) * n), *af = malloc(sizeof(float) * n);
+    tf_ref_dequantize_row(t, w, wf, n);
+    tf_ref_dequantize_row(tf_act_type(t), a, af, n);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += fabs((double)wf[i] * af[i]);
+    free(wf);
+    free(af);
+    return s;
+}
+
+static void check_dot(const char *what, const tf_cpu_kernels *k, tf_dtype t, int64_t n, float got, float ref,
+                      double mag) {
+    double tol = 2e-5 * mag + 1e-30;
+    if (!isfinite(got) || fabs((double)got - ref) > tol) {
+        print_error("%s %s %s n=%lld: %.9g vs reference %.9g (tolerance %g)\n", what, k->isa, tf_dtype_name(t),
+                    (long long)n, got, ref, tol);
+        fail();
+    }
+}
+
+static void test_kernels_vs_ref(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x22);
+    enum { NR = 4, NT = 4 };
+    static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05};
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tf_dtype t = k_types[ti];
+        int64_t lens[8];
+        int n_lens = row_lengths(t, lens);
+        for (int li = 0; li < n_lens; li++) {
+            int64_t n = lens[li];
+            size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(t, n);
+            float *x = malloc(sizeof(float) * n * NR), *xa = malloc(sizeof(float) * n * NT);
+            char *w = malloc(ws * NR), *a = malloc(as * NT);
+            for (int r = 0; r < NR; r++) {
+                fill_gauss(&rng, x + r * n, n, mags[r]);
+                tf_ref_quantize_row(t, x + r * n, w + r * ws, n);
+            }
+            for (int j = 0; j < NT; j++) {
+                fill_gauss(&rng, xa + j * n, n, mags[(j + 1) % NR]);
+                tf_ref_act_quantize(t, xa + j * n, a + j * as, n);
+            }
+            float ref[NR][NT];
+            double mag[NR][NT];
+            for (int r = 0; r < NR; r++)
+                for (int j = 0; j < NT; j++) {
+                    ref[r][j] = tf_ref_vec_dot(t, n, w + r * ws, a + j * as);
+                    mag[r][j] = dot_magnitude(t, n, w + r * ws, a + j * as);
+                }
+            float *yref = malloc(sizeof(float) * n);
+            tf_ref_dequantize_row(t, w, yref, n);
+            for (int ki = 0; ki < g_n_tables; ki++) {
+                const tf_cpu_kernels *k = g_tables[ki];
+                /* activation quantization: bitwise equal to the reference */
+                void *aq = alloc_guarded(as);
+                k->act_quantize[t](xa, aq, n);
+                check_guard(aq, as);
+                if (memcmp(aq, a, as) != 0) {
+                    print_error("act_quantize %s %s n=%lld differs from the reference\n", k->isa, tf_dtype_name(t),
+                                (long long)n);
+                    fail();
+                }
+                free(aq);
+                /* dequantization: equal to the reference */
+                float *y = alloc_guarded(sizeof(float) * n);
+                k->dequantize[t](w, y, n);
+                check_guard(y, sizeof(float) * n);
+                assert_false(tu_has_nonfinite(y, n));
+                double e = tu_nmse(y, yref, n);
+                if (e > 1e-14) {
+                    print_error("dequantize %s %s n=%lld: nmse %g\n", k->isa, tf_dtype_name(t), (long long)n, e);
+                    fail();
+                }
+                free(y);
+                /* single dot products */
+                for (int r = 0; r < NR; r++)
+                    check_dot("vec_dot", k, t, n, k->vec_dot[t](n, w + r * ws, a + r * as), ref[r][r], mag[r][r]);
+                /* every tile shape; out has ldo = NR + 1 with canaries in the spare column */
+                for (int nr = 1; nr <= NR; nr++)
+                    for (int nt = 1; nt <= NT; nt++) {
+                        const int ldo = NR + 1;
+                        float out[NT * (NR + 1) + 4];
+                        for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = CANARY;
+                        k->vec_dot_tile[t](n, w, ws, nr, a, as, nt, out, ldo);
+                        for (int j = 0; j < NT; j++)
+                            for (int r = 0; r < ldo; r++) {
+                                float v = out[j * ldo + r];
+                                if (r < nr && j < nt) check_dot("tile", k, t, n, v, ref[r][j], mag[r][j]);
+                                else assert_true(v == CANARY);
+                            }
+                        for (int i = NT * ldo; i < NT * ldo + 4; i++) assert_true(out[i] == CANARY);
+                    }
+            }
+            free(yref);
+            free(x);
+            free(xa);
+            free(w);
+            free(a);
+        }
+    }
+}
+
+/* Non-finite inputs propagate instead of vanishing: an Inf weight yields a
+ * non-finite dot product in every table (float types). */
+static void test_nonfinite_propagates(void **state) {
+    (void)state;
+    float w[64], a[64];
+    for (int i = 0; i < 64; i++) { w[i] = 0.5f; a[i] = 1.0f; }
+    w[37] = INFINITY;
+    for (int ki = 0; ki < g_n_tables; ki++) {
+        const tf_cpu_kernels *k = g_tables[ki];
+        assert_false(isfinite(k->vec_dot[TF_DTYPE_F32](64, w, a)));
+        uint16_t h[64];
+        tf_ref_quantize_row(TF_DTYPE_F16, w, h, 64);
+        assert_false(isfinite(k->vec_dot[TF_DTYPE_F16](64, h, a)));
+        tf_ref_quantize_row(TF_DTYPE_BF16, w, h, 64);
+        assert_false(isfinite(k->vec_dot[TF_DTYPE_BF16](64, h, a)));
+    }
+}
+
+/* ---- matrix product ---------------------------------------------------------------- */
+
+typedef struct { int rows, cols, tok; } mm_shape;
+
+/* tf_cpu_matmul is checked twice:
+ *  - per case against the double product over the dequantized weights and
+ *    the dequantized activations it consumes (X itself for float weights):
+ *    NMSE < 1e-9, only float rounding;
+ *  - against the double product with the unquantized X: the squared error,
+ *    relative to the sum over outputs and columns of (w_c x_c)^2, is about
+ *    the squared relative error of the 8-bit activations whatever the shape
+ *    (Gaussian X: measured 3e-5 for Q8_0 blocks, 5e-5 for Q8_K). Pooled over
+ *    all shapes of a type the bound is tight; a single small case (one dot of
+ *    32 products) is noisy and only checked for gross errors (a wrong scale
+ *    or layout gives O(1)). */
+typedef struct { double err, mag; } act_err_sum;
+
+static double mm_act_bound(tf_dtype t) {
+    switch (tf_act_type(t)) {
+    case TF_DTYPE_F32: return 1e-11; /* float rounding: 4e-13 seen */
+    case TF_DTYPE_Q8_0: return 1e-4;
+    default: return 1.5e-4;
+    }
+}
+#define MM_CASE_ACT_BOUND 2e-2
+
+static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, const mm_shape *s, tf_rng *rng,
+                            act_err_sum *sum) {
+    int64_t cols = (s->cols + block_of(t) - 1) / block_of(t) * block_of(t);
+    int64_t rows = s->rows, tok = s->tok, ldy = rows + 3;
+    size_t ws = tf_dtype_row_size(t, cols), as = tf_act_row_size(t, cols);
+    float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * tok * cols);
+    float *xq = malloc(sizeof(float) * tok * cols);
+    char *w = malloc(ws * rows), *aref = malloc(as * tok);
+    fill_gauss(rng, wf, rows * cols, 0.1);
+    for (int64_t i = 0; i < tok * cols; i++) x[i] = (float)(2.0 * gauss(rng)); /* no outliers: see mm_act_bound */
+    for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
+    for (int64_t r = 0; r < rows; r++) tf_ref_dequantize_row(t, w + r * ws, wf + r * cols, cols);
+    for (int64_t j = 0; j < tok; j++) {
+        tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
+        tf_ref_dequantize_row(tf_act_type(t), aref + j * as, xq + j * cols, cols);
+    }
+    size_t act_bytes = (size_t)tok * as;
+    void *act = alloc_guarded(act_bytes);
+    size_t y_bytes = sizeof(float) * (size_t)(tok * ldy);
+    float *y = alloc_guarded(y_bytes);
+    for (int64_t i = 0; i < tok * ldy; i++) y[i] = CANARY;
+    tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, ldy, act);
+    check_guard(act, act_bytes);
+    check_guard(y, y_bytes);
+    double num = 0, den = 0, num_x = 0, mag = 0;
+    for (int64_t j = 0; j < tok; j++) {
+        for (int64_t r = 0; r < rows; r++) {
+            double ref = 0, ref_x = 0, m = 0;
+            for (int64_t c = 0; c < cols; c++) {
+                double wv = wf[r * cols + c];
+                ref += wv * xq[j * cols + c];
+                ref_x += wv * x[j * cols + c];
+                m += (wv * x[j * cols + c]) * (wv * x[j * cols + c]);
+            }
+            float v = y[j * ldy + r];
+            if (!isfinite(v)) {
+                print_error("matmul %s %s: non-finite Y[%lld][%lld]\n", k->isa, tf_dtype_name(t), (long long)j,
+                            (long long)r);
+                fail();
+            }
+            num += (v - ref) * (v - ref);
+            den += ref * ref;
+            num_x += (v - ref_x) * (v - ref_x);
+            mag += m;
+        }
+        for (int64_t r = rows; r < ldy; r++) assert_true(y[j * ldy + r] == CANARY);
+    }
+    double nmse = num / den, act_err = num_x / mag;
+    sum->err += num_x;
+    sum->mag += mag;
+    if (nmse > 1e-9 || act_err > MM_CASE_ACT_BOUND) {
+        print_error("matmul %s %s rows %lld cols %lld tok %lld threads %d: nmse %g (bound 1e-9), error vs f32 "
+                    "activations %g (bound %g)\n",
+                    k->isa, tf_dtype_name(t), (long long)rows, (long long)cols, (long long)tok, tf_pool_size(pool),
+                    nmse, act_err, MM_CASE_ACT_BOUND);
+        fail();
+    }
+    free(wf);
+    free(x);
+    free(xq);
+    free(w);
+    free(aref);
+    free(act);
+    free(y);
+}
+
+static void test_matmul(void **state) {
+    (void)state;
+    static const mm_shape shapes[] = {
+        {1, 32, 1},    {1, 256, 2},   {3, 224, 5},    {4, 33, 3},     {5, 1056, 1},  {7, 4096, 1},
+        {17, 512, 17}, {67, 256, 1},  {67, 1056, 5},  {2, 512, 64},   {13, 4096, 17}, {67, 256, 64},
+        {9, 2048, 9},  {64, 96, 33},
+    };
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x33);
+    tf_pool *pools[2];
+    tf_err err = {0};
+    assert_int_equal(tf_pool_create(&pools[0], 1, &err), TF_OK);
+    assert_int_equal(tf_pool_create(&pools[1], 2, &err), TF_OK);
+    for (int ki = 0; ki < g_n_tables; ki++)
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            act_err_sum sum = {0, 0};
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                run_matmul_case(g_tables[ki], pools[si % 2], k_types[ti], &shapes[si], &rng, &sum);
+                if (si % 3 == 0) run_matmul_case(g_tables[ki], NULL, k_types[ti], &shapes[si], &rng, &sum);
+            }
+            double e = sum.err / sum.mag;
+            if (ki == g_n_tables - 1)
+                print_message("matmul %-5s error vs f32 activations %.3g (bound %.3g)\n", tf_dtype_name(k_types[ti]),
+                              e, mm_act_bound(k_types[ti]));
+            if (e > mm_act_bound(k_types[ti])) {
+                print_error("matmul %s %s: error vs f32 activations %g > %g\n", g_tables[ki]->isa,
+                            tf_dtype_name(k_types[ti]), e, mm_act_bound(k_types[ti]));
+                fail();
+            }
+        }
+    tf_pool_free(pools[0]);
+    tf_pool_free(pools[1]);
+}
+
+/* The tiled, threaded product equals per-row reference dot products on the
+ * same activations (catches tiling/threading mistakes the NMSE could hide). */
+static void test_matmul_exact_rows(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x44);
+    tf_pool *pool;
+    tf_err err = {0};
+    assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
+    const int64_t rows = 37, cols = 512, tok = 11;
+    const tf_cpu_kernels *k = tf_cpu_kernels_get(TF_ISA_BEST);
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tf_dtype t = k_types[ti];
+        size_t ws = tf_dtype_row_size(t, cols), as = tf_act_row_size(t, cols);
+        float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * tok * cols);
+        char *w = malloc(ws * rows), *act = malloc(as * tok), *aref = malloc(as * tok);
+        float *y = malloc(sizeof(float) * rows * tok);
+        fill_gauss(&rng, wf, rows * cols, 1.0);
+        fill_gauss(&rng, x, tok * cols, 1.0);
+        for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
+        for (int64_t j = 0; j < tok; j++) tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
+        tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, rows, act);
+        for (int64_t j = 0; j < tok; j++)
+            for (int64_t r = 0; r < rows; r++) {
+                float ref = tf_ref_vec_dot(t, cols, w + r * ws, aref + j * as);
+                check_dot("matmul row", k, t, cols, y[j * rows + r], ref,
+                          dot_magnitude(t, cols, w + r * ws, aref + j * as));
+            }
+        free(wf);
+        free(x);
+        free(w);
+        free(act);
+        free(aref);
+        free(y);
+    }
+    tf_pool_free(pool);
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    setup_tables();
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_known_q8_0),
+        cmocka_unit_test(test_known_q4_0),
+        cmocka_unit_test(test_known_q4_k),
+        cmocka_unit_test(test_known_q6_k),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_kernels_vs_ref),
+        cmocka_unit_test(test_nonfinite_propagates),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_exact_rows),
+    };
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
