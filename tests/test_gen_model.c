@@ -17,6 +17,7 @@
 #include "model/forward.h"
 #include "model/gen.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 #define OK(expr)                                                                                                 \
     do {                                                                                                         \
@@ -462,6 +463,40 @@ static void test_vocab_from(void **state) {
     free(path);
 }
 
+/* The byte vocabulary (padded to 32000 like the presets) is a working SPM
+ * tokenizer: text round-trips, merges into multi-character pieces happen,
+ * unknown characters fall back to byte tokens. */
+static void test_byte_vocab_tokenizes(void **state) {
+    (void)state;
+    tf_err err = {0};
+    char *path = tmp_path();
+    tf_gen_params p = small_params();
+    p.n_vocab = 32000;
+    OK(tf_gen_model(&p, path, &err));
+    tf_gguf g;
+    OK(tf_gguf_open(&g, path, &err));
+    tf_tokenizer *tok;
+    OK(tf_tokenizer_from_gguf(&tok, &g, &err));
+    assert_int_equal(tf_tokenizer_n_vocab(tok), 32000);
+    assert_int_equal(tf_tokenizer_bos(tok), 1);
+    assert_int_equal(tf_tokenizer_eos(tok), 2);
+    const char *text = "hello world, caf\xc3\xa9 \xe2\x82\xac 42!";
+    int32_t ids[128];
+    size_t n;
+    OK(tf_tokenize(tok, text, strlen(text), true, false, ids, 128, &n, &err));
+    assert_int_equal(ids[0], 1);
+    assert_true(n > 3 && n < strlen(text)); /* some pieces merged */
+    char out[256];
+    size_t n_out;
+    OK(tf_detokenize(tok, ids + 1, n - 1, false, out, sizeof out, &n_out, &err));
+    assert_int_equal(n_out, strlen(text));
+    assert_memory_equal(out, text, n_out);
+    tf_tokenizer_free(tok);
+    tf_gguf_close(&g);
+    unlink(path);
+    free(path);
+}
+
 static void test_invalid_params(void **state) {
     (void)state;
     tf_err err = {0};
@@ -507,6 +542,7 @@ int main(void) {
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_deep_model_stays_finite),
         cmocka_unit_test(test_vocab_from),
+        cmocka_unit_test(test_byte_vocab_tokenizes),
         cmocka_unit_test(test_invalid_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

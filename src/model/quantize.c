@@ -17,6 +17,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 int32_t tf_gguf_file_type(tf_dtype type) {
     switch (type) {
@@ -69,6 +71,15 @@ typedef struct qtensor {
     const tf_gguf_tensor *src;
 } qtensor;
 
+/* The input is a read-only private file mapping: dropping the pages of rows
+ * already converted keeps the resident set at a few chunks even for inputs
+ * of many GB (a page touched again is simply re-read from the file). */
+static void release_source(const uint8_t *p, uint64_t n) {
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(pg - 1), b = ((uintptr_t)p + n + pg - 1) & ~(pg - 1);
+    (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static tf_status fill_tensor(void *ud, const tf_gguf_tensor_desc *t, int64_t row0, int64_t n_rows, void *dst,
                              tf_err *err) {
     qtensor *q = ud;
@@ -78,6 +89,7 @@ static tf_status fill_tensor(void *ud, const tf_gguf_tensor_desc *t, int64_t row
                     .src_row_size = tf_dtype_row_size(q->src->type, q->src->ne[0])};
     if (n_rows == 1 || !c->pool) convert_rows(c, 0, 1);
     else tf_pool_run(c->pool, convert_rows, c);
+    release_source(q->src->data + (uint64_t)row0 * c->job.src_row_size, (uint64_t)n_rows * c->job.src_row_size);
     return TF_OK;
 }
 
@@ -162,6 +174,8 @@ tf_status tf_quantize_file_threads(const char *in, const char *out, tf_dtype typ
         w = tf_gguf_writer_new();
         qt = calloc((size_t)(g.n_tensors ? g.n_tensors : 1), sizeof *qt);
         if (!w || !qt) st = tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", out);
+        /* output chunks of 8 MiB: the matching input rows are up to 7x larger (f32 -> q4_k) */
+        else tf_gguf_writer_set_chunk_bytes(w, (size_t)8 << 20);
     }
     if (st == TF_OK) st = add_metadata(w, &g, type, err);
     int n_fallback = 0, n_converted = 0;
