@@ -1,7 +1,8 @@
 /*
  * tfbench.c — one benchmark measurement through the public API.
  *
- *   tfbench membw                      measured memory read bandwidth (GB/s), 1 and N threads
+ *   tfbench membw [-t T]               read bandwidth (GB/s), 1 and T threads, over 1 GiB
+ *                                      (DRAM) and 16 MiB (cache-resident on this machine class)
  *   tfbench run -m MODEL [-f TEXT] -p N -n N [-t T] [--kv f16|f32] [--bw GB/s] [--label L]
  *
  * `run` prefills the first N prompt tokens of TEXT (random token ids if no
@@ -36,13 +37,14 @@ static void *bw_read(void *a_) {
     return NULL;
 }
 
-/* Best of 5 passes over a 1 GiB buffer, split across nth threads. */
-static double measure_bw(int nth) {
-    size_t bytes = (size_t)1 << 30, n = bytes / 8;
+/* Best of 5 passes over a buffer of `bytes`, split across nth threads. */
+static double measure_bw(int nth, size_t bytes) {
+    size_t n = bytes / 8;
     uint64_t *buf = malloc(bytes);
     for (size_t i = 0; i < n; i++) buf[i] = i * 2654435761u;
     double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
+    int reps = bytes >= ((size_t)1 << 30) ? 5 : 200;
+    for (int rep = 0; rep < reps; rep++) {
         pthread_t th[64];
         bw_arg args[64];
         double t0 = now();
@@ -84,7 +86,10 @@ int main(int argc, char **argv) {
         i++;
     }
     if (!strcmp(argv[1], "membw")) {
-        printf("{\"membw_1t_gbs\": %.2f, \"membw_%dt_gbs\": %.2f}\n", measure_bw(1), threads, measure_bw(threads));
+        size_t big = (size_t)1 << 30, small = (size_t)16 << 20;
+        printf("{\"dram_1t_gbs\": %.2f, \"dram_%dt_gbs\": %.2f, \"cache16m_1t_gbs\": %.2f, \"cache16m_%dt_gbs\": %.2f}\n",
+               measure_bw(1, big), threads, measure_bw(threads, big), measure_bw(1, small), threads,
+               measure_bw(threads, small));
         return 0;
     }
     if (strcmp(argv[1], "run") || !model || n_prompt < 1 || n_gen < 1) return usage();

@@ -5,7 +5,7 @@
 pass=0; fail=0; skip=0; failed=""
 for t in "$@"; do
     name=$(basename "$t")
-    out=$("$t" 2>&1); rc=$?
+    out=$(BUILD="${BUILD:-build}" "$t" 2>&1); rc=$?
     s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9][0-9]*\) test(s).*$/\1/p' | head -n 1)
     p=$(printf '%s\n' "$out" | grep -c '^\[       OK \]')
     s=${s:-0}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# make bench — the engine-core benchmarks. Results: bench/results/latest.jsonl (one JSON
+# object per measurement) and bench/results/latest.txt (machine description + bandwidth).
+# Summarized in docs/BENCHMARKS.md. Needs ../shared (the model and texts); generated
+# models are written to bench/results/tmp/ (ignored by git).
+set -eu
+B=${BUILD:-build}
+TF=$B/triforce
+BENCH=$B/tfbench
+SH=${TF_SHARED_DIR:-../shared}
+T=${THREADS:-2}
+OUT=bench/results
+TMP=$OUT/tmp
+mkdir -p "$TMP"
+S260=$SH/models/stories260K/stories260K.gguf
+TEXT=$SH/text/war_and_peace.txt
+VOCAB=$SH/vocab/ggml-vocab-llama-spm.gguf
+for f in "$S260" "$TEXT" "$VOCAB"; do
+    [ -f "$f" ] || { echo "bench: skipped: $f not found"; exit 0; }
+done
+J=$OUT/latest.jsonl
+: > "$J"
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+    echo "memory: $(free -g | awk '/Mem:/ {print $2}') GiB"
+    echo "caches: $(lscpu | grep -E 'L2|L3' | tr -s ' ' | tr '\n' ';')"
+    echo "compiler: $(${CC:-cc} --version | head -n 1)"
+    echo "threads: $T"
+} > "$OUT/latest.txt"
+BW=$($BENCH membw -t "$T")
+echo "bandwidth: $BW" >> "$OUT/latest.txt"
+cat "$OUT/latest.txt"
+DRAM=$(echo "$BW" | sed 's/.*"dram_'"$T"'t_gbs": \([0-9.]*\).*/\1/')
+
+run() { # label model prompt gen kv [text]
+    if [ -n "${6:-}" ]; then f="-f $6"; else f=""; fi
+    $BENCH run -m "$2" $f -p "$3" -n "$4" -t "$T" --kv "$5" --bw "$DRAM" --label "$1" | tee -a "$J"
+}
+
+# stories260K at long prompts (the KV cache dominates), both KV types
+for p in 16384 65536; do
+    for kv in f16 f32; do run "stories260K-${p}-$kv" "$S260" $p 128 $kv "$TEXT"; done
+done
+
+# Llama-68M's shape (F32, F16) at 1K and 16K context
+for ty in f32 f16; do
+    m=$TMP/llama68m-$ty.gguf
+    [ -f "$m" ] || $TF gen-model "$m" --preset llama-68m --type $ty --vocab-from "$VOCAB" 2>/dev/null
+    for p in 1024 16384; do run "llama68m-$ty-$p" "$m" $p 128 f16 "$TEXT"; done
+done
+
+# ~24M parameters, 32000 vocabulary: decode at a short context, every weight type
+for ty in f32 f16 q8_0 q4_0; do
+    m=$TMP/tiny24m-$ty.gguf
+    [ -f "$m" ] || $TF gen-model "$m" --preset tiny-24m --type $ty --vocab-from "$VOCAB" 2>/dev/null
+    run "tiny24m-$ty" "$m" 16 256 f16 "$TEXT"
+done
+echo "results: $J"

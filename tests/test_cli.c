@@ -1,0 +1,180 @@
+/*
+ * test_cli.c — the `triforce` command line end to end: bad input gives a
+ * clear message and a non-zero exit; info / tokenize / quantize / gen-model /
+ * generate work; perplexity equals an independent float64 computation of the
+ * same convention (windows of CTX, BOS first, second half scored).
+ */
+#include "testutil.h"
+
+#include "ref_forward.h"
+#include "triforce.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char g_out[1 << 16];
+
+/* Run `triforce ARGS` (stdout + stderr captured into g_out); returns the exit status. */
+static int tf_run(const char *args) {
+    const char *b = getenv("BUILD");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s/triforce %s 2>&1", b ? b : "build", args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
+    g_out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+#define EXPECT(args, code, substr)                                                        \
+    do {                                                                                  \
+        int rc_ = tf_run(args);                                                           \
+        if (rc_ != (code) || !strstr(g_out, substr)) {                                    \
+            print_error("triforce %s: exit %d (want %d), output:\n%s\n(wanted '%s')\n", args, rc_, code, \
+                        g_out, substr);                                                   \
+            fail();                                                                       \
+        }                                                                                 \
+    } while (0)
+
+static void test_bad_input(void **state) {
+    (void)state;
+    EXPECT("", 2, "usage");
+    EXPECT("frobnicate", 2, "unknown command 'frobnicate'");
+    EXPECT("generate -p hi", 2, "-m MODEL is required");
+    EXPECT("generate -m x.gguf -p hi --bogus", 2, "unknown option '--bogus'");
+    EXPECT("generate -m x.gguf -p hi -n -5", 2, "-n-predict '-5'");
+    EXPECT("generate -m x.gguf -p hi -t 0", 2, "--threads '0'");
+    EXPECT("generate -m x.gguf -p hi --temp nan", 2, "--temp 'nan'");
+    EXPECT("generate -m x.gguf -p hi --top-p 2", 2, "--top-p '2'");
+    EXPECT("generate -m x.gguf -p hi -c 12abc", 2, "--ctx-size '12abc'");
+    EXPECT("generate -m x.gguf -p hi --kv-type q4", 2, "--kv-type 'q4'");
+    EXPECT("generate -m x.gguf -p hi -f y.txt", 2, "exactly one of -p TEXT or -f FILE");
+    EXPECT("generate -m /nonexistent/m.gguf -p hi", 1, "/nonexistent/m.gguf: cannot open");
+    EXPECT("generate -m x.gguf -p", 2, "needs a value");
+    EXPECT("quantize a.gguf b.gguf q9_9", 2, "type 'q9_9'");
+    EXPECT("info", 2, "give one model file");
+    EXPECT("generate --help", 0, "--top-k");
+    EXPECT("gen-model --help", 0, "llama2-7b-128k");
+}
+
+static void test_with_stories(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
+    char model[512], args[2048];
+    snprintf(model, sizeof model, "%s", path_s);
+    TU_REQUIRE_SHARED(path_t, "text/moby-dick.txt");
+    char text[512];
+    snprintf(text, sizeof text, "%s", path_t);
+    snprintf(args, sizeof args, "info %s", model);
+    EXPECT(args, 0, "n_head_kv:       4 (grouped-query attention)");
+    assert_non_null(strstr(g_out, "KV bytes/token:  640 (f16), 1280 (f32)"));
+    snprintf(args, sizeof args, "tokenize -m %s -p \"Once upon a time\" --ids", model);
+    EXPECT(args, 0, "1, 403, 407, 261, 378");
+    snprintf(args, sizeof args, "generate -m %s -f %s -c 100 -n 4", model, text);
+    EXPECT(args, 1, "longer than the context of 100");
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 30", model);
+    EXPECT(args, 0, "there was a little girl named Lily");
+    assert_non_null(strstr(g_out, "prefill: 5 tokens in"));
+    assert_non_null(strstr(g_out, "| decode: 29 tokens in"));
+    /* quantize, then run the quantized model */
+    char q8[512];
+    snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
+    snprintf(args, sizeof args, "quantize %s %s q8_0", model, q8);
+    EXPECT(args, 0, "wrote");
+    snprintf(args, sizeof args, "info %s", q8);
+    EXPECT(args, 0, "q8_0");
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8", q8);
+    EXPECT(args, 0, "Once upon a time");
+    unlink(q8);
+}
+
+/* perplexity == exp(mean NLL) of the float64 reference over the same windows */
+static void test_perplexity_matches_reference(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
+    char model[512];
+    snprintf(model, sizeof model, "%s", path_s);
+    TU_REQUIRE_SHARED(path_t, "text/pride_and_prejudice.txt");
+    /* a 1500-byte slice as the text */
+    FILE *f = fopen(path_t, "rb");
+    char buf[1600];
+    size_t n = fread(buf, 1, 1500, f);
+    fclose(f);
+    const char *tmp = tu_tmp_path(".txt");
+    char txt[512];
+    snprintf(txt, sizeof txt, "%s", tmp);
+    f = fopen(txt, "wb");
+    fwrite(buf, 1, n, f);
+    fclose(f);
+    const int ctx = 64;
+    char args[2048];
+    snprintf(args, sizeof args, "perplexity -m %s -f %s -c %d --kv-type f32", model, txt, ctx);
+    EXPECT(args, 0, "PPL = ");
+    double got = atof(strstr(g_out, "PPL = ") + 6);
+    /* independent computation */
+    tf_model *m;
+    char err[512];
+    assert_int_equal(tf_model_load_file(&m, model, NULL, err, sizeof err), TF_OK);
+    int32_t toks[2048];
+    size_t nt;
+    assert_int_equal(tf_model_tokenize(m, buf, n, true, false, toks, 2048, &nt), TF_OK);
+    double nll = 0;
+    long cnt = 0;
+    for (size_t c = 0; c < nt / ctx; c++) {
+        int32_t w[64];
+        memcpy(w, toks + c * ctx, sizeof w);
+        w[0] = tf_model_bos(m);
+        double *lg = ref_forward(m, w, ctx);
+        for (int j = ctx / 2; j < ctx - 1; j++) {
+            const double *l = lg + (size_t)j * m->hp.n_vocab;
+            double mx = -INFINITY, s = 0;
+            for (int v = 0; v < m->hp.n_vocab; v++) mx = fmax(mx, l[v]);
+            for (int v = 0; v < m->hp.n_vocab; v++) s += exp(l[v] - mx);
+            nll -= l[toks[c * ctx + j + 1]] - mx - log(s);
+            cnt++;
+        }
+        free(lg);
+    }
+    double want = exp(nll / cnt);
+    if (fabs(got - want) > 1e-3 * want) {
+        print_error("perplexity %.4f, reference %.4f\n", got, want);
+        fail();
+    }
+    /* the last line has exactly 4 decimals */
+    const char *last = strstr(g_out, "PPL = ");
+    const char *dot = strchr(last, '.');
+    assert_non_null(dot);
+    assert_true(dot[5] == '\n' || dot[5] == '\0');
+    tf_model_close(m);
+    unlink(txt);
+}
+
+static void test_gen_model_cli(void **state) {
+    (void)state;
+    char out[512], args[2048];
+    snprintf(out, sizeof out, "%s", tu_tmp_path(".gguf"));
+    snprintf(args, sizeof args, "gen-model %s --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 "
+             "--n-vocab 300 --rope-scaling yarn --rope-factor 8 --rope-orig-ctx 512 --type q8_0", out);
+    EXPECT(args, 0, "wrote");
+    snprintf(args, sizeof args, "info %s", out);
+    EXPECT(args, 0, "scaling yarn, factor 8, original context 512");
+    assert_non_null(strstr(g_out, "n_head_kv:       2"));
+    snprintf(args, sizeof args, "gen-model %s --preset nope", out);
+    EXPECT(args, 2, "unknown preset 'nope'");
+    unlink(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_with_stories),
+        cmocka_unit_test(test_perplexity_matches_reference),
+        cmocka_unit_test(test_gen_model_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
