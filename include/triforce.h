@@ -62,6 +62,12 @@ typedef struct tf_model_params {
     void *log_user_data;
     tf_log_level log_level;
     bool vocab_only;       /* load only the tokenizer (vocab-only GGUF files) */
+    /* Loading progress in bytes of weights read into memory (the file is
+     * mapped; pages are read ahead so the first tokens do not stall on page
+     * faults). Return false to cancel: the load fails with TF_ERR_CANCELLED.
+     * NULL: pages are left to be faulted in on first use. */
+    tf_progress_fn progress;
+    void *progress_user_data;
 } tf_model_params;
 
 tf_model_params tf_model_default_params(void);

@@ -198,6 +198,67 @@ static void test_side_by_side(void **state) {
     unlink(pb);
 }
 
+typedef struct prog { int calls; uint64_t last_done, last_total; int cancel_at; } prog;
+
+static bool on_progress(void *ud, uint64_t done, uint64_t total) {
+    prog *p = ud;
+    p->calls++;
+    assert_true(done <= total);
+    assert_true(done >= p->last_done);
+    p->last_done = done;
+    p->last_total = total;
+    return p->cancel_at == 0 || p->calls < p->cancel_at;
+}
+
+/* Loading and prefill report progress to the end and can be cancelled; a
+ * cancelled prefill keeps what it evaluated and the context stays usable. */
+static void test_progress_and_cancel(void **state) {
+    (void)state;
+    gen_case c = {"prog", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+    char path[512];
+    snprintf(path, sizeof path, "%s", gen(&c, 21));
+    tf_model_params mp = tf_model_default_params();
+    prog lp = {0};
+    mp.progress = on_progress;
+    mp.progress_user_data = &lp;
+    tf_model *m;
+    char err[512];
+    assert_int_equal(tf_model_load_file(&m, path, &mp, err, sizeof err), TF_OK);
+    assert_true(lp.calls >= 1);
+    assert_true(lp.last_done == lp.last_total && lp.last_total > 0);
+    tf_model *m2 = (tf_model *)1;
+    prog cancel = {.cancel_at = 1};
+    mp.progress_user_data = &cancel;
+    assert_int_equal(tf_model_load_file(&m2, path, &mp, err, sizeof err), TF_ERR_CANCELLED);
+    assert_null(m2);
+    assert_non_null(strstr(err, "cancelled"));
+
+    prog pp = {.cancel_at = 2};
+    tf_context_params cp = tf_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_batch = 8;
+    cp.progress = on_progress;
+    cp.progress_user_data = &pp;
+    tf_context *ctx;
+    assert_int_equal(tf_context_init(&ctx, m, &cp, err, sizeof err), TF_OK);
+    int32_t toks[40];
+    for (int i = 0; i < 40; i++) toks[i] = (i * 7) % 300;
+    assert_int_equal(tf_context_eval(ctx, toks, 40, NULL), TF_ERR_CANCELLED);
+    assert_int_equal(tf_context_n_past(ctx), 16); /* two batches of 8 done */
+    assert_non_null(strstr(tf_context_error(ctx), "cancelled"));
+    pp.cancel_at = 0;
+    pp.last_done = 0; /* progress counts per call */
+    assert_int_equal(tf_context_eval(ctx, toks + 16, 24, NULL), TF_OK);
+    assert_int_equal(tf_context_n_past(ctx), 40);
+    /* too long for the context: nothing appended */
+    assert_int_equal(tf_context_eval(ctx, toks, 25, NULL), TF_ERR_RANGE);
+    assert_int_equal(tf_context_n_past(ctx), 40);
+    assert_non_null(strstr(tf_context_error(ctx), "do not fit"));
+    tf_context_free(ctx);
+    tf_model_close(m);
+    unlink(path);
+}
+
 /* The scaling metadata written by the generator is read back as written. */
 static void test_rope_metadata(void **state) {
     (void)state;
@@ -357,6 +418,7 @@ int main(void) {
         cmocka_unit_test(test_logits_vs_reference),
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_side_by_side),
+        cmocka_unit_test(test_progress_and_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,13 @@ tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_pa
         return err.status;
     }
     tf_status st = p.vocab_only ? tf_model_load_vocab(out, path, &err) : tf_model_load(out, path, &lg, &err);
+    if (st == TF_OK && !p.vocab_only && p.progress) {
+        st = tf_model_prefault(*out, p.progress, p.progress_user_data, &err);
+        if (st != TF_OK) {
+            tf_model_free(*out);
+            *out = NULL;
+        }
+    }
     if (st != TF_OK) copy_err(&err, errbuf, errbuf_size);
     return st;
 }

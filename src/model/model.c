@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct loader {
     tf_model *m;
@@ -271,6 +272,24 @@ tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, 
 fail:
     tf_model_free(m);
     return st;
+}
+
+tf_status tf_model_prefault(const tf_model *m, tf_progress_fn progress, void *ud, tf_err *err) {
+    const uint8_t *base = m->gguf.base + m->gguf.data_offset;
+    uint64_t total = m->gguf.size > m->gguf.data_offset ? m->gguf.size - m->gguf.data_offset : 0;
+    const uint64_t step = 64u << 20, page = 4096;
+    volatile uint8_t sink = 0;
+    madvise((void *)((uintptr_t)base & ~(uintptr_t)(page - 1)), (size_t)total, MADV_WILLNEED);
+    for (uint64_t done = 0; done < total;) {
+        uint64_t end = done + step < total ? done + step : total;
+        for (uint64_t off = done; off < end; off += page) sink ^= base[off];
+        done = end;
+        if (progress && !progress(ud, done, total))
+            return tf_errf(err, TF_ERR_CANCELLED, "%s: loading cancelled after %llu of %llu bytes", m->path,
+                           (unsigned long long)done, (unsigned long long)total);
+    }
+    (void)sink;
+    return TF_OK;
 }
 
 tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err) {

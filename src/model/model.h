@@ -88,6 +88,10 @@ typedef struct tf_model {
  * against the llama architecture; failures name the file, key or tensor and
  * what was expected. *out is NULL on failure. */
 tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, tf_err *err);
+/* Read every weight page of a loaded model into memory, reporting bytes done /
+ * total to progress (which may cancel: TF_ERR_CANCELLED). */
+tf_status tf_model_prefault(const tf_model *m, tf_progress_fn progress, void *ud, tf_err *err);
+
 /* Load only the tokenizer of a GGUF file (vocab-only files, `tokenize`). */
 tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err);
 void tf_model_free(tf_model *m);

@@ -62,6 +62,14 @@ static void utf8_flush(utf8_out *u) {
     u->n_held = 0;
 }
 
+static bool load_progress(void *ud, uint64_t done, uint64_t total) {
+    (void)ud;
+    if (total < (256u << 20)) return true; /* small models load instantly */
+    fprintf(stderr, "\rloading: %.0f of %.0f MiB", (double)done / (1 << 20), (double)total / (1 << 20));
+    if (done == total) fprintf(stderr, "\n");
+    return true;
+}
+
 static const char *k_usage = "-m MODEL (-p TEXT | -f FILE) [options]";
 
 int cmd_generate(int argc, char **argv) {
@@ -78,6 +86,7 @@ int cmd_generate(int argc, char **argv) {
     tf_model_params mp = tf_model_default_params();
     mp.log_fn = cli_log;
     mp.log_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_WARN;
+    mp.progress = load_progress;
     char err[1024];
     tf_model *model;
     if (tf_model_load_file(&model, o.model, &mp, err, sizeof err) != TF_OK) {
