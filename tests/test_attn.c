@@ -36,7 +36,7 @@ static void run_case(const shape *sh, tf_dtype type, tf_isa isa, tf_pool *pool, 
     for (size_t i = 0; i < (size_t)sh->n_q * ldo + 16; i++) out[i] = CANARY;
     tf_attn_args a = {.q = q, .ldq = q_dim, .kv = &kv, .layer = 1, .n_q = sh->n_q, .kv_len = len,
                       .n_head = sh->n_head, .scale = 1.0f / sqrtf((float)sh->hd), .out = out, .ldo = ldo};
-    void *scratch = tf_alloc(tf_attn_scratch_size(tf_pool_size(pool), sh->n_q, sh->n_head, sh->hd));
+    void *scratch = tf_alloc(tf_attn_scratch_size(tf_pool_size(pool), sh->n_q, sh->n_head, sh->hd, sh->n_slots));
     tf_cpu_attn(pool, isa, &a, scratch);
     a.out = ref;
     tf_ref_attn(&a);
@@ -113,10 +113,58 @@ static void test_kv_store_read(void **state) {
     }
 }
 
+/* Rows of a batch of up to 16 equal, bit for bit, the same rows computed one
+ * at a time, on 1 or 2 threads (what greedy speculative decoding needs). */
+static void test_batch_invariance(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() + 2);
+    tf_err err = {0};
+    tf_pool *pools[2];
+    assert_int_equal(tf_pool_create(&pools[0], 1, &err), TF_OK);
+    assert_int_equal(tf_pool_create(&pools[1], 2, &err), TF_OK);
+    const int n_slots = 3000, hd = 8, n_head = 8, n_head_kv = 4, n_q = 11;
+    for (int t = 0; t < 2; t++) {
+        tf_kv_cache kv;
+        assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, t ? TF_DTYPE_F16 : TF_DTYPE_F32, &err), TF_OK);
+        float *k = malloc(sizeof(float) * n_slots * n_head_kv * hd), *v = malloc(sizeof(float) * n_slots * n_head_kv * hd);
+        tu_fill_uniform(&rng, k, (size_t)n_slots * n_head_kv * hd, -3, 3);
+        tu_fill_uniform(&rng, v, (size_t)n_slots * n_head_kv * hd, -1, 1);
+        tf_kv_store(&kv, 0, 0, n_slots, k, v, n_head_kv * hd);
+        kv.n_used = n_slots;
+        float q[11 * 64], out_b[11 * 64], out_1[64];
+        tu_fill_uniform(&rng, q, sizeof q / sizeof q[0], -2, 2);
+        int32_t len[11];
+        for (int i = 0; i < n_q; i++) len[i] = 2043 + i;             /* rows straddle the split at 2048 */
+        void *scratch = tf_alloc(tf_attn_scratch_size(2, n_q, n_head, hd, n_slots));
+        for (int pi = 0; pi < 2; pi++) {
+            tf_attn_args a = {.q = q, .ldq = n_head * hd, .kv = &kv, .layer = 0, .n_q = n_q, .kv_len = len,
+                              .n_head = n_head, .scale = 0.35f, .out = out_b, .ldo = n_head * hd};
+            tf_cpu_attn(pools[pi], TF_ISA_BEST, &a, scratch);
+            for (int i = 0; i < n_q; i++) {
+                tf_attn_args a1 = a;
+                a1.q = q + i * n_head * hd;
+                a1.n_q = 1;
+                a1.kv_len = &len[i];
+                a1.out = out_1;
+                tf_cpu_attn(pools[1 - pi], TF_ISA_BEST, &a1, scratch);
+                assert_memory_equal(out_1, out_b + i * n_head * hd, sizeof(float) * n_head * hd);
+            }
+        }
+        tf_free(scratch);
+        free(k);
+        free(v);
+        tf_kv_free(&kv);
+    }
+    tf_pool_free(pools[0]);
+    tf_pool_free(pools[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kv_store_read),
         cmocka_unit_test(test_attn_vs_reference),
+        cmocka_unit_test(test_batch_invariance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

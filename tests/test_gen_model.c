@@ -173,7 +173,7 @@ static void check_logits(const char *path, int n) {
     tf_model *m;
     OK(tf_model_load(&m, path, NULL, &err));
     tf_fwd f;
-    OK(tf_fwd_init(&f, m, n, n, NULL, TF_ISA_BEST, &err));
+    OK(tf_fwd_init(&f, m, n, n, 64, NULL, TF_ISA_BEST, &err));
     tf_kv_cache kv;
     OK(tf_kv_init(&kv, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, 64, TF_DTYPE_F32, &err));
     int32_t tok[16], pos[16];

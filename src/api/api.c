@@ -156,7 +156,7 @@ tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_
         st = tf_kv_init(&c->kv, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
                         p->kv_type == TF_KV_F16 ? TF_DTYPE_F16 : TF_DTYPE_F32, &err);
     if (st == TF_OK)
-        st = tf_fwd_init(&c->fwd, m, p->n_batch, p->logits_all ? p->n_batch : 1, c->pool, isa, &err);
+        st = tf_fwd_init(&c->fwd, m, p->n_batch, p->logits_all ? p->n_batch : 1, c->kv.n_slots, c->pool, isa, &err);
     if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))
         st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");
     if (st != TF_OK) {

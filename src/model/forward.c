@@ -29,8 +29,8 @@ static size_t act_bytes(const tf_tensor *t, int32_t n) {
     return (size_t)n * tf_act_row_size((tf_dtype)t->type, t->ne[0]);
 }
 
-tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, tf_pool *pool, tf_isa isa,
-                      tf_err *err) {
+tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
+                      tf_pool *pool, tf_isa isa, tf_err *err) {
     memset(f, 0, sizeof *f);
     const tf_hparams *hp = &m->hp;
     if (n_batch < 1 || n_logits < 0 || n_logits > n_batch)
@@ -61,7 +61,7 @@ tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_l
         {(void **)&f->up, nb * hp->n_ff * 4},       {(void **)&f->rope_cos, nb * (hp->n_rot / 2) * 4},
         {(void **)&f->rope_sin, nb * (hp->n_rot / 2) * 4}, {(void **)&f->kv_len, nb * 4},
         {&f->act_buf, act},
-        {&f->attn_scratch, tf_attn_scratch_size(tf_pool_size(pool), n_batch, hp->n_head, hp->head_dim)},
+        {&f->attn_scratch, tf_attn_scratch_size(tf_pool_size(pool), n_batch, hp->n_head, hp->head_dim, n_kv_max)},
         {(void **)&f->logits, (size_t)(n_logits > 0 ? n_logits : 1) * hp->n_vocab * 4},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {

@@ -39,8 +39,9 @@ typedef struct tf_fwd {
     size_t bytes;                 /* total reserved */
 } tf_fwd;
 
-tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, tf_pool *pool, tf_isa isa,
-                      tf_err *err);
+/* n_kv_max: the most slots any cache used with this scratch will hold. */
+tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
+                      tf_pool *pool, tf_isa isa, tf_err *err);
 void tf_fwd_free(tf_fwd *f);
 
 /* Run n tokens (1 <= n <= n_batch). Their K/V go to slots [slot0, slot0+n)

@@ -12,9 +12,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define QTILE 16      /* query positions per item in prefill */
-#define MAX_SPLIT 64  /* key splits per (head, tile) in decode */
-#define MIN_SPLIT_KEYS 512
+#define QTILE 16        /* query positions per item in prefill */
+#define SPLIT_KEYS 1024 /* decode / verification: keys per split, at fixed slot boundaries */
 
 typedef struct plan {
     const tf_attn_args *a;
@@ -38,8 +37,9 @@ static size_t part_floats(int32_t n_q, int32_t n_head, int32_t hd, int n_split) 
     return (size_t)n_split * n_qt * QTILE * n_head * (hd + 2);
 }
 
-size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim) {
-    size_t a = part_floats(n_q_max, n_head, head_dim, 1), b = part_floats(QTILE, n_head, head_dim, MAX_SPLIT);
+size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max) {
+    int max_split = (n_kv_max + SPLIT_KEYS - 1) / SPLIT_KEYS;
+    size_t a = part_floats(n_q_max, n_head, head_dim, 1), b = part_floats(QTILE, n_head, head_dim, max_split);
     return sizeof(float) * (a > b ? a : b) + (size_t)n_threads * thread_scratch_bytes(n_head, head_dim) + 256;
 }
 
@@ -131,18 +131,20 @@ void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch
     int32_t kmax = 0;
     for (int i = 0; i < a->n_q; i++) kmax = a->kv_len[i] > kmax ? a->kv_len[i] : kmax;
     p.n_qt = (a->n_q + QTILE - 1) / QTILE;
-    p.n_split = 1;
+    /* Batches of at most QTILE rows (decode, verification of drafted tokens)
+     * split the keys at fixed slot boundaries, so a row's result depends only
+     * on its own data and visible length: bitwise the same whether it is
+     * computed alone or with other rows, on any number of threads. Prefill
+     * (larger batches) is parallel over query tiles instead. */
     if (a->n_q <= QTILE) {
-        /* decode / short verification batches: split the keys so every thread has work */
-        int want = (4 * nth + kv->n_head_kv - 1) / kv->n_head_kv;
-        int by_len = (kmax + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
-        p.n_split = want < by_len ? want : by_len;
-        if (p.n_split > MAX_SPLIT) p.n_split = MAX_SPLIT;
+        p.split_len = SPLIT_KEYS;
+        p.n_split = (kmax + SPLIT_KEYS - 1) / SPLIT_KEYS;
         if (p.n_split < 1) p.n_split = 1;
+    } else {
+        p.n_split = 1;
+        p.split_len = (kmax + 63) / 64 * 64;
+        if (p.split_len == 0) p.split_len = 64;
     }
-    int32_t per = (kmax + p.n_split - 1) / p.n_split;
-    p.split_len = (per + 63) / 64 * 64;
-    if (p.split_len == 0) p.split_len = 64;
     p.n_items = (int64_t)kv->n_head_kv * p.n_qt * p.n_split;
     uintptr_t base = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     p.part = (float *)base;

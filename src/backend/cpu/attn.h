@@ -6,6 +6,10 @@
  * over the visible slots s < kv_len[i]. Flash-attention style: key tiles with
  * an online softmax, so memory is O(tile), never O(n_q * n_kv). Work is split
  * over (KV head, query tile, key range) items and merged exactly.
+ *
+ * Batch invariance: for batches of up to 16 rows (decode and speculative
+ * verification) every row's output is bitwise identical to computing that
+ * row alone, on any thread count — greedy speculative decoding relies on it.
  */
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
@@ -27,8 +31,9 @@ typedef struct tf_attn_args {
     int64_t ldo;
 } tf_attn_args;
 
-/* Scratch bytes tf_cpu_attn needs for up to n_q_max rows with n_threads. */
-size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim);
+/* Scratch bytes tf_cpu_attn needs for up to n_q_max rows and n_kv_max visible
+ * slots with n_threads. */
+size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max);
 
 /* Fast path on the pool with the given ISA (capped to the CPU's). */
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch);
