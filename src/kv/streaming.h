@@ -1,0 +1,65 @@
+/*
+ * streaming.h — the StreamingLLM cache C_q of the draft level: S attention-sink
+ * tokens plus a ring of recent tokens, updated in place.
+ *
+ * Token t of the sequence (0-based) lives in sink slot t when t < S, else in
+ * ring slot (t - S) mod R, where R = W + slack: the ring keeps `slack` tokens
+ * beyond the window W so that rolling back up to `slack` tokens loses nothing
+ * and copies nothing (the head just moves back).
+ *
+ * Keys are stored before RoPE. A query at sequence index P sees the sinks
+ * t < min(S, P) and the window t in [max(S, P - W), P), at *logical*
+ * positions: sinks 0..S'-1, the window S'..S'+n_w-1, the query S'+n_w — so the
+ * draft never sees a position beyond S + W however long the sequence gets.
+ * tf_scache_view() writes the visible tokens, rotated at their logical
+ * positions, into a contiguous tf_kv_cache in logical order; the shared
+ * forward pass then runs on it like on any other cache, and the new tokens'
+ * unrotated keys come back through the forward's capture buffers
+ * (tf_scache_append). A batch of n tokens sees the window as of the batch's
+ * first token plus the batch's own earlier tokens (drafting feeds one token
+ * per call, which is exactly StreamingLLM).
+ */
+#ifndef TF_KV_STREAMING_H
+#define TF_KV_STREAMING_H
+
+#include "kv/kv.h"
+
+typedef struct tf_scache {
+    int32_t n_layer, n_head_kv, head_dim, kv_dim;
+    int32_t sinks;   /* S */
+    int32_t window;  /* W */
+    int32_t ring;    /* R = W + slack */
+    int32_t n_batch; /* most tokens per call */
+    float *k, *v;    /* [n_layer][S + R][kv_dim], keys unrotated */
+    int64_t n_seen;  /* tokens appended (sequence length) */
+    int64_t n_high;  /* highest n_seen ever reached: bounds the lossless rollback depth */
+    tf_kv_cache view;/* attention view: S + W + n_batch slots */
+    float *tmp_k, *tmp_v; /* [S + W][kv_dim] */
+    float *cos_t, *sin_t; /* RoPE table for logical positions [S + W + n_batch][n_rot/2] */
+    int32_t n_rot;
+} tf_scache;
+
+/* freq/mscale: the draft model's RoPE (tf_model rope_freq / rope_mscale). */
+tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
+                         const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
+                         int32_t n_batch, tf_dtype view_type, tf_err *err);
+void tf_scache_free(tf_scache *c);
+
+/* Build the attention view for a call whose first token has sequence index
+ * c->n_seen. Returns the number of visible slots (the slot where the call's
+ * tokens go) and writes the logical position of the call's first token to
+ * *pos0 (the call's tokens take pos0, pos0 + 1, ...). */
+int32_t tf_scache_view(tf_scache *c, int32_t *pos0);
+
+/* Append n tokens' unrotated keys and values, [n_layer][ld_rows][kv_dim]
+ * (the forward's cap_k / cap_v with ld_rows = its n_batch). */
+void tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows);
+
+/* Roll back to n tokens (n <= n_seen). Returns TF_ERR_RANGE if the ring no
+ * longer holds the window this needs (deeper than the slack). */
+tf_status tf_scache_truncate(tf_scache *c, int64_t n, tf_err *err);
+
+/* Sequence index held by sink / window slot i of the current view (tests). */
+int64_t tf_scache_view_token(const tf_scache *c, int32_t i);
+
+#endif
