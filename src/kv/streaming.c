@@ -65,6 +65,7 @@ static void visible(const tf_scache *c, int64_t P, int64_t *s_end, int64_t *w_lo
     *s_end = P < c->sinks ? P : c->sinks;
     int64_t lo = P - c->window;
     *w_lo = lo > c->sinks ? lo : c->sinks;
+    if (*w_lo < c->floor) *w_lo = c->floor;
     if (*w_lo > P) *w_lo = P;
 }
 
@@ -110,6 +111,13 @@ void tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, i
     }
     c->n_seen += n;
     if (c->n_seen > c->n_high) c->n_high = c->n_seen;
+}
+
+void tf_scache_skip(tf_scache *c, int64_t n) {
+    if (n <= c->n_seen) return;
+    c->n_seen = n;
+    if (n > c->n_high) c->n_high = n;
+    c->floor = n;
 }
 
 tf_status tf_scache_truncate(tf_scache *c, int64_t n, tf_err *err) {

@@ -33,6 +33,7 @@ typedef struct tf_scache {
     float *k, *v;    /* [n_layer][S + R][kv_dim], keys unrotated */
     int64_t n_seen;  /* tokens appended (sequence length) */
     int64_t n_high;  /* highest n_seen ever reached: bounds the lossless rollback depth */
+    int64_t floor;   /* tokens below this (and >= S) were skipped, never stored */
     tf_kv_cache view;/* attention view: S + W + n_batch slots */
     float *tmp_k, *tmp_v; /* [S + W][kv_dim] */
     float *cos_t, *sin_t; /* RoPE table for logical positions [S + W + n_batch][n_rot/2] */
@@ -54,6 +55,10 @@ int32_t tf_scache_view(tf_scache *c, int32_t *pos0);
 /* Append n tokens' unrotated keys and values, [n_layer][ld_rows][kv_dim]
  * (the forward's cap_k / cap_v with ld_rows = its n_batch). */
 void tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows);
+
+/* Skip to sequence length n >= n_seen without storing the tokens between
+ * (prefill of a long prompt stores the sinks and only the last W tokens). */
+void tf_scache_skip(tf_scache *c, int64_t n);
 
 /* Roll back to n tokens (n <= n_seen). Returns TF_ERR_RANGE if the ring no
  * longer holds the window this needs (deeper than the slack). */

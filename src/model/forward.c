@@ -130,8 +130,10 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
             memcpy(f->cap_v + (size_t)il * f->n_batch * kv_dim, f->v, sizeof(float) * (size_t)n * kv_dim);
         }
         tf_op_rope(f->q, n, q_dim, hp->n_head, (int)hd, hp->n_rot, f->rope_cos, f->rope_sin);
-        if (f->cap_q && f->cap_q_row >= 0 && f->cap_q_row < n)
-            memcpy(f->cap_q + (size_t)il * q_dim, f->q + (size_t)f->cap_q_row * q_dim, sizeof(float) * q_dim);
+        if (f->cap_q)
+            for (int32_t r = f->cap_q_row; r < n && r - f->cap_q_row < f->cap_q_max; r++)
+                memcpy(f->cap_q + ((size_t)il * f->cap_q_max + (size_t)(r - f->cap_q_row)) * q_dim,
+                       f->q + (size_t)r * q_dim, sizeof(float) * q_dim);
         tf_op_rope(f->k, n, kv_dim, hp->n_head_kv, (int)hd, hp->n_rot, f->rope_cos, f->rope_sin);
         tf_kv_store(kv, il, slot0, n, f->k, f->v, kv_dim);
         tf_attn_args aa = {.q = f->q, .ldq = q_dim, .kv = kv, .layer = il, .n_q = n, .kv_len = len,

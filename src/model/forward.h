@@ -38,13 +38,13 @@ typedef struct tf_fwd {
     float *logits;                /* [n_logits][n_vocab] */
     size_t bytes;                 /* total reserved */
     /* Optional captures, set by the caller (NULL: off), filled by tf_forward:
-     *   cap_q:  [n_layer][n_head*head_dim]  post-RoPE query of row cap_q_row
-     *           (retrieval-cache scoring);
+     *   cap_q:  [n_layer][cap_q_max][n_head*head_dim]  post-RoPE queries of
+     *           rows [cap_q_row, cap_q_row + cap_q_max) (retrieval scoring);
      *   cap_k, cap_v: [n_layer][n_batch][n_head_kv*head_dim]  pre-RoPE keys
      *           and values of every row (the streaming cache stores keys
      *           unrotated and rotates them by slot position). */
     float *cap_q;
-    int32_t cap_q_row;
+    int32_t cap_q_row, cap_q_max;
     float *cap_k, *cap_v;
 } tf_fwd;
 

@@ -1,0 +1,482 @@
+/*
+ * spec.c — the level hierarchy of spec.h.
+ *
+ * Invariant between steps: seq[0, n_seq) is the emitted text; every level's
+ * cache holds a prefix of it that excludes at least the newest token, so the
+ * next pass of any level starts by feeding what it has not seen (>= 1 token)
+ * and its logits give the distribution of the next position.
+ *
+ * extend(level i, want): appends >= want candidate tokens to seq, each
+ * distributed exactly as level i's model given the prefix, and leaves level
+ * i's distribution for every appended position in its ring — the level above
+ * needs them as its q. Rejected candidates are rolled back in every level
+ * below that saw them; rolling back copies nothing.
+ */
+#include "spec/spec.h"
+
+#include "core/mem.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *const k_mode_names[] = {"ar", "spec", "retrieval", "streaming", "triforce"};
+
+const char *tf_spec_mode_name(tf_spec_mode mode) {
+    return (unsigned)mode < 5 ? k_mode_names[mode] : "unknown";
+}
+
+bool tf_spec_mode_from_name(const char *name, tf_spec_mode *out) {
+    for (int i = 0; i < 5; i++)
+        if (strcmp(name, k_mode_names[i]) == 0) {
+            *out = (tf_spec_mode)i;
+            return true;
+        }
+    return false;
+}
+
+static tf_dist *dist_at(tf_spec *s, spec_level *L, int64_t pos) { return &L->dist[pos % s->dmax]; }
+
+static void dist_copy(tf_dist *dst, const tf_dist *src) {
+    dst->n = src->n;
+    memcpy(dst->id, src->id, sizeof(int32_t) * (size_t)src->n);
+    memcpy(dst->p, src->p, sizeof(float) * (size_t)src->n);
+}
+
+/* ---- per-level cache operations ---- */
+
+/* Where the level's next token goes and how the pass is positioned. */
+static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n, int32_t logits_from) {
+    spec_level *L = &s->lv[i];
+    int64_t c = L->n_cached;
+    tf_status st = TF_OK;
+    switch (L->kind) {
+    case LEVEL_FULL: {
+        for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
+        st = tf_forward(&L->fwd, &s->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
+        if (st == TF_OK && s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
+        s->kv_p.n_used = (int32_t)(c + n);
+        break;
+    }
+    case LEVEL_RETRIEVAL: {
+        int32_t slot0 = L->r_sel + (int32_t)(c - L->r_base);
+        if (slot0 + n > L->view.n_slots)
+            return tf_errf(&s->err, TF_ERR_INTERNAL, "retrieval view full (%d + %d > %d slots)", slot0, n,
+                           L->view.n_slots);
+        for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
+        st = tf_forward(&L->fwd, &L->view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
+        L->view.n_used = slot0 + n;
+        break;
+    }
+    case LEVEL_STREAMING: {
+        if (L->sc.n_seen != c) return tf_errf(&s->err, TF_ERR_INTERNAL, "streaming cache out of step");
+        int32_t pos0;
+        int32_t slot0 = tf_scache_view(&L->sc, &pos0);
+        for (int32_t j = 0; j < n; j++) L->pos[j] = pos0 + j;
+        st = tf_forward(&L->fwd, &L->sc.view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
+        if (st == TF_OK) tf_scache_append(&L->sc, L->fwd.cap_k, L->fwd.cap_v, n, L->fwd.n_batch);
+        break;
+    }
+    }
+    if (st == TF_OK) L->n_cached = c + n;
+    return st;
+}
+
+static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
+    spec_level *L = &s->lv[i];
+    if (n >= L->n_cached) return TF_OK;
+    switch (L->kind) {
+    case LEVEL_FULL:
+        tf_kv_truncate(&s->kv_p, (int32_t)n);
+        if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, (int32_t)n);
+        break;
+    case LEVEL_RETRIEVAL:
+        if (n < L->r_base) return tf_errf(&s->err, TF_ERR_INTERNAL, "retrieval rollback below its base");
+        L->view.n_used = L->r_sel + (int32_t)(n - L->r_base);
+        break;
+    case LEVEL_STREAMING:
+        TF_TRY(tf_scache_truncate(&L->sc, n, &s->err));
+        break;
+    }
+    L->n_cached = n;
+    return TF_OK;
+}
+
+/* Feed seq[n_cached, upto) to level i and store its distributions for the
+ * positions [need_from, upto] (need_from - 1 >= n_cached). */
+static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) {
+    spec_level *L = &s->lv[i];
+    int64_t c = L->n_cached;
+    int32_t n = (int32_t)(upto - c);
+    if (n < 1 || need_from - 1 < c)
+        return tf_errf(&s->err, TF_ERR_INTERNAL, "level %d fed %d tokens, dist from %lld, cached %lld", i, n,
+                       (long long)need_from, (long long)c);
+    if (n > L->fwd.n_batch)
+        return tf_errf(&s->err, TF_ERR_INTERNAL, "level %d: %d tokens exceed its batch of %d", i, n, L->fwd.n_batch);
+    int32_t from = (int32_t)(need_from - 1 - c);
+    double t0 = now_s();
+    if (i == 0 && s->q_cap) {
+        L->fwd.cap_q = s->q_cap;
+        L->fwd.cap_q_row = 0;
+        L->fwd.cap_q_max = s->q_cap_rows;
+    }
+    L->last_feed = c;
+    TF_TRY(level_forward(s, i, s->seq + c, n, from));
+    const int32_t V = L->m->hp.n_vocab;
+    for (int32_t r = from; r < n; r++) {
+        tf_sampling_dist(&s->samp, L->fwd.logits + (size_t)(r - from) * V);
+        dist_copy(dist_at(s, L, c + r + 1), &s->samp.dist);
+    }
+    L->st.passes++;
+    L->st.rows += n;
+    L->st.seconds += now_s() - t0;
+    return TF_OK;
+}
+
+/* Rebuild C_r from the newest target query and C_p's current contents. */
+static tf_status rebuild_retrieval(tf_spec *s, spec_level *L) {
+    double t0 = now_s();
+    TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
+    L->r_base = s->lv[0].n_cached;
+    L->r_sel = s->rc.n_sel;
+    L->view.n_used = L->r_sel;
+    L->n_cached = L->r_base;
+    L->st.rebuilds++;
+    L->st.seconds += now_s() - t0;
+    s->passes_since_rebuild = 0;
+    return TF_OK;
+}
+
+/* Keep the query of the newest token in C_p (captured row `row` of the last
+ * target pass) for the next retrieval rebuild. */
+static void save_last_query(tf_spec *s, int32_t row) {
+    const tf_hparams *hp = &s->target->hp;
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim;
+    if (row < 0 || row >= s->q_cap_rows) return;
+    for (int il = 0; il < hp->n_layer; il++)
+        memcpy(s->q_last + (size_t)il * q_dim, s->q_cap + ((size_t)il * s->q_cap_rows + (size_t)row) * q_dim,
+               sizeof(float) * q_dim);
+}
+
+static void push(tf_spec *s, int32_t tok) { s->seq[s->n_seq++] = tok; }
+
+static tf_status extend(tf_spec *s, int i, int want, int *added_out);
+
+static tf_status truncate_below(tf_spec *s, int i, int64_t n) {
+    for (int j = i; j < s->n_levels; j++) TF_TRY(level_truncate(s, j, n));
+    return TF_OK;
+}
+
+static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
+    spec_level *L = &s->lv[i];
+    int added = 0;
+    *added_out = 0;
+    if (i == s->n_levels - 1) {
+        /* bottom level: sample autoregressively */
+        for (int t = 0; t < want; t++) {
+            if (s->n_seq >= s->cfg.n_ctx)
+                break;
+            TF_TRY(level_feed(s, i, s->n_seq, s->n_seq));
+            push(s, tf_dist_sample(dist_at(s, L, s->n_seq), &s->rng));
+            added++;
+        }
+        *added_out = added;
+        return TF_OK;
+    }
+    spec_level *lower = &s->lv[i + 1];
+    while (added < want) {
+        int64_t base = s->n_seq;
+        int room = (int)(s->cfg.n_ctx - base); /* keep the sequence within the context */
+        int ask = L->gamma < room - 1 ? L->gamma : room - 1;
+        int k = 0;
+        if (ask > 0) TF_TRY(extend(s, i + 1, ask, &k));
+        if (k > room - 1) { /* the lower level overshot the context: drop the excess */
+            s->n_seq = base + room - 1;
+            TF_TRY(truncate_below(s, i + 1, s->n_seq));
+            k = room - 1;
+        }
+        TF_TRY(level_feed(s, i, base + k, base));
+        int acc = 0;
+        int32_t next = -1;
+        for (; acc < k; acc++) {
+            int32_t out;
+            if (!tf_verify_token(&s->ver, dist_at(s, L, base + acc), dist_at(s, lower, base + acc),
+                                 s->seq[base + acc], &s->rng, &out)) {
+                next = out;
+                break;
+            }
+        }
+        if (acc == k) next = tf_dist_sample(dist_at(s, L, base + k), &s->rng);
+        L->st.verified += k;
+        L->st.accepted += acc;
+        if (k > 0) lower->accept_ewma = 0.8f * lower->accept_ewma + 0.2f * (float)acc / (float)k;
+        s->n_seq = base + acc;
+        push(s, next);
+        /* this level keeps the accepted candidates; the levels below roll back */
+        TF_TRY(truncate_below(s, i, base + acc));
+        added += acc + 1;
+        if (s->n_seq >= s->cfg.n_ctx) break;
+    }
+    *added_out = added;
+    return TF_OK;
+}
+
+tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out) {
+    tf_err_clear(&s->err);
+    *n_out = 0;
+    if (s->n_seq >= s->cfg.n_ctx)
+        return tf_errf(&s->err, TF_ERR_RANGE, "the context of %d tokens is full", s->cfg.n_ctx);
+    for (int i = 1; i < s->n_levels; i++) {
+        spec_level *L = &s->lv[i];
+        if (L->kind != LEVEL_RETRIEVAL) continue;
+        /* rebuild on the stride, when acceptance drops, or when the view is about to fill */
+        int32_t need = L->r_sel + (int32_t)(s->lv[0].n_cached - L->r_base) + s->cfg.gamma2 + s->cfg.gamma1 + 4;
+        if (s->passes_since_rebuild >= s->cfg.rebuild_stride || L->accept_ewma < s->cfg.rebuild_accept ||
+            need > L->view.n_slots) {
+            TF_TRY(rebuild_retrieval(s, L));
+            L->accept_ewma = 1.0f;
+        }
+    }
+    int64_t start = s->n_seq;
+    int added;
+    TF_TRY(extend(s, 0, 1, &added));
+    s->passes_since_rebuild++;
+    if (s->q_cap) save_last_query(s, (int32_t)(s->lv[0].n_cached - 1 - s->lv[0].last_feed));
+    int32_t n = (int32_t)(s->n_seq - start);
+    if (n > cap) n = cap;
+    memcpy(out, s->seq + start, sizeof(int32_t) * (size_t)n);
+    s->n_emitted = s->n_seq;
+    *n_out = n;
+    return TF_OK;
+}
+
+/* ---- set-up ---- */
+
+/* Most rows a target pass feeds: the newest emitted token plus the candidates
+ * of the level below (a middle level can overshoot gamma2 by gamma1). */
+static int32_t max_target_rows(const tf_spec_cfg *c) {
+    bool three = c->mode == TF_SPEC_TRIFORCE || c->mode == TF_SPEC_STREAMING;
+    return 1 + c->gamma2 + (three ? c->gamma1 : 0);
+}
+
+static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const tf_model *draft, tf_err *err) {
+    if ((unsigned)c->mode > TF_SPEC_TRIFORCE) return tf_errf(err, TF_ERR_INVALID_ARG, "unknown mode %d", c->mode);
+    bool needs_draft = c->mode == TF_SPEC_DRAFT || c->mode == TF_SPEC_STREAMING || c->mode == TF_SPEC_TRIFORCE;
+    if (needs_draft && !draft)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "mode %s needs a draft model (-md DRAFT)", tf_spec_mode_name(c->mode));
+    if (c->gamma1 < 1 || c->gamma1 > 16 || c->gamma2 < 1 || c->gamma2 > 15)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "gamma1 %d / gamma2 %d: expected 1..16 / 1..15", c->gamma1, c->gamma2);
+    if (max_target_rows(c) > 16)
+        return tf_errf(err, TF_ERR_INVALID_ARG,
+                       "gamma2 %d + gamma1 %d: a target pass would verify %d tokens; at most 15 keep verification "
+                       "bitwise identical to decoding one token at a time",
+                       c->gamma2, c->gamma1, max_target_rows(c) - 1);
+    if (c->sinks < 0 || c->window < 1)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "sinks %d / window %d: expected >= 0 / >= 1", c->sinks, c->window);
+    if (c->rebuild_stride < 1)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "rebuild stride %d: expected >= 1", c->rebuild_stride);
+    if (c->n_ctx < 2) return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected >= 2", c->n_ctx);
+    if (draft && needs_draft) {
+        if (draft->hp.n_vocab != target->hp.n_vocab)
+            return tf_errf(err, TF_ERR_INVALID_ARG,
+                           "draft %s has %d tokens but the target %s has %d: the vocabularies must be the same",
+                           draft->path, draft->hp.n_vocab, target->path, target->hp.n_vocab);
+        if (draft->tok && target->tok)
+            for (int32_t t = 0; t < target->hp.n_vocab; t++)
+                if (strcmp(tf_token_text(draft->tok, t), tf_token_text(target->tok, t)) != 0)
+                    return tf_errf(err, TF_ERR_INVALID_ARG,
+                                   "draft %s and target %s differ at token %d ('%s' vs '%s'): the vocabularies must "
+                                   "be the same",
+                                   draft->path, target->path, t, tf_token_text(draft->tok, t),
+                                   tf_token_text(target->tok, t));
+    }
+    return TF_OK;
+}
+
+static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf_model *m, int32_t rows,
+                            tf_err *err) {
+    const tf_spec_cfg *c = &s->cfg;
+    L->kind = kind;
+    L->m = m;
+    L->accept_ewma = 1.0f;
+    int32_t n_batch = rows, n_kv = c->n_ctx;
+    if (kind == LEVEL_FULL) {
+        n_batch = c->n_batch > rows ? c->n_batch : rows;
+    } else if (kind == LEVEL_RETRIEVAL) {
+        n_batch = rows + 2;
+        TF_TRY(tf_rcache_view_init(&L->view, &s->rc, &s->kv_p, 256 + 4 * rows, err));
+        n_kv = L->view.n_slots;
+    } else {
+        n_batch = rows + 2 > 64 ? rows + 2 : 64;
+        TF_TRY(tf_scache_init(&L->sc, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot, m->rope_freq,
+                              m->rope_mscale, c->sinks, c->window, 2 * rows + 8, n_batch, c->kv_type, err));
+        n_kv = L->sc.view.n_slots;
+    }
+    TF_TRY(tf_fwd_init(&L->fwd, m, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, s->pool, c->isa, err));
+    if (kind == LEVEL_STREAMING) {
+        size_t cap = (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
+        L->fwd.cap_k = tf_alloc(sizeof(float) * cap);
+        L->fwd.cap_v = tf_alloc(sizeof(float) * cap);
+        if (!L->fwd.cap_k || !L->fwd.cap_v) return tf_errf(err, TF_ERR_NOMEM, "streaming level: out of memory");
+    }
+    L->pos = tf_alloc(sizeof(int32_t) * (size_t)n_batch);
+    L->dist = calloc((size_t)s->dmax, sizeof *L->dist);
+    if (!L->pos || !L->dist) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
+    L->n_dist = s->dmax;
+    for (int32_t d = 0; d < s->dmax; d++) {
+        L->dist[d].id = tf_alloc(sizeof(int32_t) * (size_t)m->hp.n_vocab);
+        L->dist[d].p = tf_alloc(sizeof(float) * (size_t)m->hp.n_vocab);
+        if (!L->dist[d].id || !L->dist[d].p) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
+    }
+    return TF_OK;
+}
+
+static void level_free(spec_level *L) {
+    if (L->fwd.cap_k) tf_free(L->fwd.cap_k);
+    if (L->fwd.cap_v) tf_free(L->fwd.cap_v);
+    tf_fwd_free(&L->fwd);
+    if (L->kind == LEVEL_RETRIEVAL) tf_kv_free(&L->view);
+    if (L->kind == LEVEL_STREAMING) tf_scache_free(&L->sc);
+    tf_free(L->pos);
+    if (L->dist) {
+        for (int32_t d = 0; d < L->n_dist; d++) {
+            tf_free(L->dist[d].id);
+            tf_free(L->dist[d].p);
+        }
+        free(L->dist);
+    }
+    memset(L, 0, sizeof *L);
+}
+
+tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft, const tf_spec_cfg *cfg,
+                       tf_pool *pool, tf_err *err) {
+    memset(s, 0, sizeof *s);
+    TF_TRY(check_cfg(cfg, target, draft, err));
+    s->cfg = *cfg;
+    s->target = target;
+    s->draft = draft;
+    s->pool = pool;
+    int32_t rows = max_target_rows(cfg);
+    s->dmax = rows + 8; /* positions alive at once: a target pass's candidates and its bonus */
+    const tf_hparams *hp = &target->hp;
+    tf_status st = tf_kv_init(&s->kv_p, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx, cfg->kv_type, err);
+    level_kind kinds[TF_SPEC_MAX_LEVELS];
+    const tf_model *models[TF_SPEC_MAX_LEVELS];
+    int n = 0;
+    kinds[n] = LEVEL_FULL, models[n++] = target;
+    switch (cfg->mode) {
+    case TF_SPEC_AR: break;
+    case TF_SPEC_DRAFT: kinds[n] = LEVEL_STREAMING, models[n++] = draft; break;
+    case TF_SPEC_RETRIEVAL: kinds[n] = LEVEL_RETRIEVAL, models[n++] = target; break;
+    case TF_SPEC_STREAMING:
+        kinds[n] = LEVEL_STREAMING, models[n++] = target;
+        kinds[n] = LEVEL_STREAMING, models[n++] = draft;
+        break;
+    case TF_SPEC_TRIFORCE:
+        kinds[n] = LEVEL_RETRIEVAL, models[n++] = target;
+        kinds[n] = LEVEL_STREAMING, models[n++] = draft;
+        break;
+    }
+    s->n_levels = n;
+    for (int i = 0; i < n && st == TF_OK; i++)
+        if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
+            tf_rcache_params rp = tf_rcache_default_params();
+            rp.chunk = cfg->chunk;
+            rp.budget = cfg->budget;
+            rp.recent = cfg->recent;
+            st = tf_rcache_init(&s->rc, &s->kv_p, &rp, pool, err);
+            s->has_rc = st == TF_OK;
+        }
+    for (int i = 0; i < n && st == TF_OK; i++) st = level_init(s, &s->lv[i], kinds[i], models[i], rows, err);
+    s->lv[0].gamma = cfg->gamma2;
+    if (n == 3) s->lv[1].gamma = cfg->gamma1;
+    if (st == TF_OK) st = tf_sampling_init(&s->samp, &cfg->sampling, hp->n_vocab, err);
+    if (st == TF_OK) st = tf_verifier_init(&s->ver, hp->n_vocab, err);
+    tf_rng_seed(&s->rng, cfg->sampling.seed ^ 0x7f4a7c159e3779b9ull);
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim;
+    s->q_cap_rows = rows + 2;
+    s->seq = tf_alloc(sizeof(int32_t) * (size_t)cfg->n_ctx);
+    if (s->has_rc) {
+        s->q_cap = tf_calloc(sizeof(float) * (size_t)hp->n_layer * (size_t)s->q_cap_rows * q_dim);
+        s->q_last = tf_calloc(sizeof(float) * (size_t)hp->n_layer * q_dim);
+    }
+    if (st == TF_OK && (!s->seq || (s->has_rc && (!s->q_cap || !s->q_last))))
+        st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
+    if (st != TF_OK) tf_spec_free(s);
+    return st;
+}
+
+void tf_spec_free(tf_spec *s) {
+    for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++) level_free(&s->lv[i]);
+    if (s->has_rc) tf_rcache_free(&s->rc);
+    tf_kv_free(&s->kv_p);
+    tf_sampling_free(&s->samp);
+    tf_verifier_free(&s->ver);
+    tf_free(s->seq);
+    tf_free(s->q_cap);
+    tf_free(s->q_last);
+    memset(s, 0, sizeof *s);
+}
+
+/* Feed seq[n_cached, upto) to level i in batches, computing no logits. */
+static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn progress, void *ud, int64_t *done,
+                            int64_t total) {
+    spec_level *L = &s->lv[i];
+    while (L->n_cached < upto) {
+        int32_t nb = (int32_t)(upto - L->n_cached < L->fwd.n_batch ? upto - L->n_cached : L->fwd.n_batch);
+        double t0 = now_s();
+        if (i == 0 && s->q_cap && L->n_cached + nb == upto) { /* the prompt's newest query */
+            L->fwd.cap_q = s->q_cap;
+            L->fwd.cap_q_row = nb - 1;
+            L->fwd.cap_q_max = 1;
+        }
+        TF_TRY(level_forward(s, i, s->seq + L->n_cached, nb, nb));
+        L->fwd.cap_q = NULL;
+        L->st.seconds += now_s() - t0;
+        *done += nb;
+        if (progress && !progress(ud, (uint64_t)*done, (uint64_t)total))
+            return tf_errf(&s->err, TF_ERR_CANCELLED, "prefill cancelled after %lld tokens", (long long)*done);
+    }
+    return TF_OK;
+}
+
+tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progress_fn progress, void *ud) {
+    tf_err_clear(&s->err);
+    const int32_t V = s->target->hp.n_vocab;
+    if (n < 1 || n >= s->cfg.n_ctx)
+        return tf_errf(&s->err, TF_ERR_RANGE, "prompt of %d tokens: expected 1..%d for a context of %d", n,
+                       s->cfg.n_ctx - 1, s->cfg.n_ctx);
+    if (s->n_seq != 0) return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill: the decoder already holds a sequence");
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prompt token %d at index %d is out of range (0..%d)",
+                           tokens[i], i, V - 1);
+    memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
+    s->n_seq = s->n_emitted = n;
+    int64_t P = n - 1, done = 0, total = P;
+    for (int i = 1; i < s->n_levels; i++)
+        if (s->lv[i].kind == LEVEL_STREAMING) total += P < s->cfg.sinks + s->cfg.window ? P : s->cfg.sinks + s->cfg.window;
+    TF_TRY(feed_quiet(s, 0, P, progress, ud, &done, total));
+    if (s->q_cap) save_last_query(s, 0);
+    for (int i = 1; i < s->n_levels; i++) {
+        spec_level *L = &s->lv[i];
+        if (L->kind == LEVEL_RETRIEVAL) {
+            TF_TRY(rebuild_retrieval(s, L));
+        } else {
+            int64_t S = s->cfg.sinks, W = s->cfg.window;
+            TF_TRY(feed_quiet(s, i, P < S ? P : S, progress, ud, &done, total));
+            if (P > S + W) {
+                tf_scache_skip(&L->sc, P - W);
+                L->n_cached = P - W;
+            }
+            TF_TRY(feed_quiet(s, i, P, progress, ud, &done, total));
+        }
+    }
+    return TF_OK;
+}

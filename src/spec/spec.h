@@ -1,0 +1,119 @@
+/*
+ * spec.h — decoding policies: autoregressive, draft-model speculation,
+ * retrieval self-speculation, streaming self-speculation and TriForce, all as
+ * one hierarchy of levels over the shared forward pass.
+ *
+ * A level is (weights, KV view, the sampling transform). Level 0 is always the
+ * target over its full cache C_p; it alone decides what is emitted. Below it:
+ *   spec       [C_p] <- draft model over a StreamingLLM cache C_q
+ *   retrieval  [C_p] <- target weights over the retrieval cache C_r
+ *   streaming  [C_p] <- target weights over a StreamingLLM cache <- draft over C_q
+ *   triforce   [C_p] <- target weights over C_r <- draft over C_q
+ *   ar         [C_p]
+ * The bottom level samples candidates autoregressively; every other level
+ * verifies the candidates of the level below with exact speculative sampling
+ * (accept with min(1, p/q), else draw from normalize(max(p - q, 0)) and stop;
+ * bonus token when all are accepted), so each level's output is distributed
+ * exactly as its own model, and the target's output exactly as the target.
+ * Level 0 verifies gamma2 candidates per pass; a middle level gamma1.
+ */
+#ifndef TF_SPEC_SPEC_H
+#define TF_SPEC_SPEC_H
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "kv/kv.h"
+#include "kv/retrieval.h"
+#include "kv/streaming.h"
+#include "model/forward.h"
+#include "sampling/sampling.h"
+#include "sampling/verify.h"
+
+typedef enum tf_spec_mode {
+    TF_SPEC_AR = 0,
+    TF_SPEC_DRAFT = 1,     /* "spec" */
+    TF_SPEC_RETRIEVAL = 2,
+    TF_SPEC_STREAMING = 3,
+    TF_SPEC_TRIFORCE = 4,
+} tf_spec_mode;
+
+typedef struct tf_spec_cfg {
+    tf_spec_mode mode;
+    int32_t gamma1, gamma2;   /* candidates per middle pass / per target pass */
+    int32_t budget, chunk, recent; /* C_r */
+    int32_t rebuild_stride;   /* rebuild C_r every R target passes */
+    float rebuild_accept;     /* ... and when the middle level's rolling acceptance falls below this */
+    int32_t sinks, window;    /* C_q */
+    int32_t n_ctx, n_batch;
+    tf_dtype kv_type;
+    tf_isa isa;
+    tf_sampling_cfg sampling;
+} tf_spec_cfg;
+
+typedef enum level_kind { LEVEL_FULL, LEVEL_RETRIEVAL, LEVEL_STREAMING } level_kind;
+
+typedef struct tf_level_stats {
+    int64_t passes;    /* forward passes */
+    int64_t rows;      /* tokens through the forward */
+    int64_t verified;  /* candidates this level judged */
+    int64_t accepted;  /* of which accepted */
+    int64_t rebuilds;  /* retrieval cache rebuilds */
+    double seconds;    /* time in this level's forward passes and cache work */
+} tf_level_stats;
+
+typedef struct spec_level {
+    level_kind kind;
+    const tf_model *m;
+    tf_fwd fwd;
+    tf_kv_cache view;    /* RETRIEVAL: gathered slots [0, r_sel) then this round's tokens */
+    tf_scache sc;        /* STREAMING */
+    int64_t n_cached;    /* tokens of the working sequence this level's cache holds */
+    int64_t r_base;      /* RETRIEVAL: sequence tokens the gathered part stands for */
+    int32_t r_sel;
+    int32_t gamma;       /* candidates asked of the level below per verification */
+    tf_dist *dist;       /* ring of per-position distributions */
+    int32_t n_dist;
+    int32_t *pos;        /* [n_batch] positions scratch */
+    int64_t last_feed;   /* n_cached before the latest pass */
+    float accept_ewma;   /* rolling acceptance of this level's candidates (by the level above) */
+    tf_level_stats st;
+} spec_level;
+
+#define TF_SPEC_MAX_LEVELS 3
+
+typedef struct tf_spec {
+    tf_spec_cfg cfg;
+    const tf_model *target, *draft;
+    tf_pool *pool;            /* not owned */
+    int n_levels;
+    spec_level lv[TF_SPEC_MAX_LEVELS];
+    tf_kv_cache kv_p;         /* C_p */
+    tf_rcache rc;             /* chunk sums over C_p (when a retrieval level exists) */
+    bool has_rc;
+    int32_t *seq;             /* working sequence [n_ctx] */
+    int64_t n_seq, n_emitted;
+    int32_t dmax;             /* distribution ring size */
+    tf_sampling samp;         /* the transform, shared by all levels */
+    tf_verifier ver;
+    tf_rng rng;
+    float *q_cap;             /* [n_layer][rows][q_dim] target queries of the last pass */
+    int32_t q_cap_rows;
+    float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p */
+    int32_t passes_since_rebuild;
+    tf_err err;
+} tf_spec;
+
+tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft, const tf_spec_cfg *cfg,
+                       tf_pool *pool, tf_err *err);
+void tf_spec_free(tf_spec *s);
+
+/* Prefill the prompt (n >= 1 tokens) into every level; progress may cancel. */
+tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progress_fn progress, void *ud);
+
+/* One step: emits >= 1 tokens (at most cap) into out, *n_out their count. */
+tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out);
+
+const char *tf_spec_mode_name(tf_spec_mode mode);
+bool tf_spec_mode_from_name(const char *name, tf_spec_mode *out);
+
+#endif

@@ -1,0 +1,212 @@
+/*
+ * test_spec.c — every decoding mode is lossless under greedy decoding: its
+ * output equals the autoregressive greedy output token for token, across
+ * gamma1 / gamma2, budgets below / equal to / beyond the generated length,
+ * chunk sizes, short and long prompts, MHA and GQA targets, and drafts that
+ * always agree (the target itself), never agree (an unrelated random model
+ * with the same vocabulary) and the real pair (stories260K F32 and its Q8_0).
+ */
+#include "testutil.h"
+
+#include "model/gen.h"
+#include "model/quantize.h"
+#include "spec/spec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct run_cfg {
+    tf_spec_mode mode;
+    int g1, g2, budget, chunk, stride, sinks, window;
+} run_cfg;
+
+static tf_pool *g_pool;
+
+/* Greedy-generate n tokens after the prompt; returns the tokens in out. */
+static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const int32_t *prompt, int np, int n,
+                int32_t *out, tf_level_stats *st_out) {
+    tf_spec_cfg c = {
+        .mode = rc->mode, .gamma1 = rc->g1, .gamma2 = rc->g2, .budget = rc->budget, .chunk = rc->chunk,
+        .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .sinks = rc->sinks,
+        .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
+        .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
+    };
+    tf_spec s;
+    tf_err err = {0};
+    if (tf_spec_init(&s, t, d, &c, g_pool, &err) != TF_OK) {
+        print_error("init (%s): %s\n", tf_spec_mode_name(rc->mode), err.msg);
+        fail();
+    }
+    if (tf_spec_prefill(&s, prompt, np, NULL, NULL) != TF_OK) {
+        print_error("prefill: %s\n", s.err.msg);
+        fail();
+    }
+    int got = 0;
+    while (got < n) {
+        int32_t buf[64];
+        int32_t k;
+        if (tf_spec_step(&s, buf, 64, &k) != TF_OK) {
+            print_error("step (%s): %s\n", tf_spec_mode_name(rc->mode), s.err.msg);
+            fail();
+        }
+        assert_true(k >= 1);
+        for (int i = 0; i < k && got < n; i++) out[got++] = buf[i];
+    }
+    if (st_out)
+        for (int i = 0; i < s.n_levels; i++) st_out[i] = s.lv[i].st;
+    tf_spec_free(&s);
+}
+
+static void expect_same(const tf_model *t, const tf_model *d, const run_cfg *rc, const int32_t *prompt, int np,
+                        int n, const int32_t *ref, const char *label) {
+    int32_t out[512];
+    run(t, d, rc, prompt, np, n, out, NULL);
+    for (int i = 0; i < n; i++)
+        if (out[i] != ref[i]) {
+            print_error("%s: mode %s g1 %d g2 %d budget %d chunk %d: token %d is %d, autoregressive gives %d\n", label,
+                        tf_spec_mode_name(rc->mode), rc->g1, rc->g2, rc->budget, rc->chunk, i, out[i], ref[i]);
+            fail();
+        }
+}
+
+/* Every mode and a sweep of settings against the autoregressive reference. */
+static void sweep(const tf_model *t, const tf_model *d, const int32_t *prompt, int np, int n, const char *label) {
+    int32_t ref[512];
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32};
+    run(t, NULL, &ar, prompt, np, n, ref, NULL);
+    static const run_cfg cfgs[] = {
+        {TF_SPEC_DRAFT, 1, 1, 64, 8, 4, 4, 32},       {TF_SPEC_DRAFT, 1, 4, 64, 8, 4, 4, 32},
+        {TF_SPEC_DRAFT, 1, 8, 64, 8, 4, 0, 16},       {TF_SPEC_RETRIEVAL, 1, 3, 48, 8, 4, 4, 32},
+        {TF_SPEC_RETRIEVAL, 1, 6, 40, 1, 2, 4, 32},   {TF_SPEC_RETRIEVAL, 1, 5, 512, 16, 8, 4, 32},
+        {TF_SPEC_STREAMING, 2, 4, 64, 8, 4, 4, 32},   {TF_SPEC_STREAMING, 1, 8, 64, 8, 4, 16, 64},
+        {TF_SPEC_TRIFORCE, 1, 1, 48, 8, 4, 4, 32},    {TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32},
+        {TF_SPEC_TRIFORCE, 4, 8, 64, 1, 3, 4, 32},    {TF_SPEC_TRIFORCE, 3, 5, 512, 16, 100, 4, 32},
+        {TF_SPEC_TRIFORCE, 8, 7, 80, 8, 1, 2, 8},     {TF_SPEC_TRIFORCE, 2, 3, 48, 16, 5, 16, 240},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) expect_same(t, d, &cfgs[i], prompt, np, n, ref, label);
+}
+
+static const char *gen_model(int n_embd, int n_head, int n_head_kv, const char *vocab, uint64_t seed) {
+    static char path[2][512];
+    static int which;
+    char *p = path[which++ & 1];
+    snprintf(p, 512, "%s", tu_tmp_path(".gguf"));
+    tf_gen_params g = tf_gen_params_default();
+    g.n_embd = n_embd;
+    g.n_layer = 2;
+    g.n_head = n_head;
+    g.n_head_kv = n_head_kv;
+    g.n_ff = 2 * n_embd;
+    g.n_ctx_train = 2048;
+    g.vocab_from = vocab;
+    g.seed = seed;
+    g.n_threads = 1;
+    tf_err err = {0};
+    if (tf_gen_model(&g, p, &err) != TF_OK) {
+        print_error("gen: %s\n", err.msg);
+        fail();
+    }
+    return p;
+}
+
+static tf_model *load(const char *path) {
+    tf_model *m;
+    tf_err err = {0};
+    if (tf_model_load(&m, path, NULL, &err) != TF_OK) {
+        print_error("load: %s\n", err.msg);
+        fail();
+    }
+    return m;
+}
+
+static int prompt_from_text(const tf_model *m, const char *rel, int want, int32_t *out) {
+    const char *path = tu_shared_path(rel);
+    FILE *f = fopen(path, "rb");
+    static char buf[200000];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    size_t nt;
+    static int32_t toks[200000];
+    tf_tokenize(m->tok, buf, n, true, false, toks, 200000, &nt, NULL);
+    if ((int)nt < want) want = (int)nt;
+    memcpy(out, toks, sizeof(int32_t) * (size_t)want);
+    return want;
+}
+
+/* The real pair: stories260K F32 target, its Q8_0 quantization as draft; also
+ * the target itself as a draft (always agrees) and a random model (never). */
+static void test_greedy_equality_stories(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(sp, "models/stories260K/stories260K.gguf");
+    char target_path[512];
+    snprintf(target_path, sizeof target_path, "%s", sp);
+    TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
+    (void)tp;
+    char q8[512];
+    snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
+    tf_err err = {0};
+    assert_int_equal(tf_quantize_file(target_path, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_OK);
+    tf_model *t = load(target_path), *dq = load(q8);
+    const char *rnd = gen_model(64, 4, 4, target_path, 99);
+    tf_model *dr = load(rnd);
+    static int32_t prompt[2048];
+    int np = prompt_from_text(t, "text/moby-dick.txt", 600, prompt);
+    sweep(t, dq, prompt, np, 120, "stories/q8 draft, 600-token prompt");
+    sweep(t, t, prompt, 40, 100, "stories/self draft, short prompt");
+    sweep(t, dr, prompt, np, 80, "stories/random draft");
+    tf_model_free(t);
+    tf_model_free(dq);
+    tf_model_free(dr);
+    unlink(q8);
+    unlink(rnd);
+}
+
+/* Generated MHA and GQA targets with byte vocabularies; random drafts. */
+static void test_greedy_equality_generated(void **state) {
+    (void)state;
+    const char *pt = gen_model(64, 4, 4, NULL, 5);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    const char *pd = gen_model(32, 2, 1, NULL, 6);
+    tf_model *t = load(tpath), *d = load(pd);
+    int32_t prompt[900];
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    for (int i = 0; i < 900; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+    sweep(t, d, prompt, 900, 60, "mha target, long prompt");
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(tpath);
+    const char *pg = gen_model(64, 8, 2, NULL, 7);
+    snprintf(tpath, sizeof tpath, "%s", pg);
+    t = load(tpath);
+    d = load(pd);
+    sweep(t, d, prompt, 30, 60, "gqa target, short prompt");
+    sweep(t, t, prompt, 300, 60, "gqa target, self draft");
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(tpath);
+    unlink(pd);
+}
+
+static int setup(void **state) {
+    (void)state;
+    tf_err err = {0};
+    return tf_pool_create(&g_pool, 2, &err) == TF_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    tf_pool_free(g_pool);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_equality_generated),
+        cmocka_unit_test(test_greedy_equality_stories),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
