@@ -154,6 +154,21 @@ static void test_greedy_equality_stories(void **state) {
     static int32_t prompt[2048];
     int np = prompt_from_text(t, "text/moby-dick.txt", 600, prompt);
     sweep(t, dq, prompt, np, 120, "stories/q8 draft, 600-token prompt");
+    /* the drafts really are used: the Q8_0 draft and the retrieval level are
+     * accepted most of the time, the unrelated random model almost never */
+    int32_t out[200];
+    tf_level_stats st[3];
+    run_cfg tri = {TF_SPEC_TRIFORCE, 2, 6, 256, 8, 8, 16, 240};
+    run(t, dq, &tri, prompt, np, 120, out, st);
+    print_message("triforce, q8 draft: target accepts %lld/%lld, middle accepts %lld/%lld\n",
+                  (long long)st[0].accepted, (long long)st[0].verified, (long long)st[1].accepted,
+                  (long long)st[1].verified);
+    assert_true(st[0].verified > 0 && st[0].accepted * 2 > st[0].verified);
+    assert_true(st[1].verified > 0 && st[1].accepted * 2 > st[1].verified);
+    run(t, dr, &tri, prompt, np, 60, out, st);
+    print_message("triforce, random draft: middle accepts %lld/%lld\n", (long long)st[1].accepted,
+                  (long long)st[1].verified);
+    assert_true(st[1].accepted * 4 < st[1].verified);
     sweep(t, t, prompt, 40, 100, "stories/self draft, short prompt");
     sweep(t, dr, prompt, np, 80, "stories/random draft");
     tf_model_free(t);
