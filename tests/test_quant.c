@@ -83,6 +83,8 @@ static void test_tables(void **state) {
             assert_non_null(g_tables[i]->vec_dot[t]);
             assert_non_null(g_tables[i]->dequantize[t]);
             assert_non_null(g_tables[i]->vec_dot_tile[t]);
+            assert_true(g_tables[i]->tile_rows[t] >= 1 && g_tables[i]->tile_rows[t] <= TF_TILE_ROWS_MAX);
+            assert_true(g_tables[i]->tile_toks[t] >= 1 && g_tables[i]->tile_toks[t] <= TF_TILE_TOKS_MAX);
         }
     print_message("kernel tables on this CPU: %d, best %s\n", g_n_tables, best->isa);
 
@@ -340,8 +342,8 @@ static void test_kernels_vs_ref(void **state) {
     (void)state;
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x22);
-    enum { NR = 4, NT = 4 };
-    static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05};
+    enum { NR = TF_TILE_ROWS_MAX, NT = TF_TILE_TOKS_MAX };
+    static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0};
     for (int ti = 0; ti < N_TYPES; ti++) {
         tf_dtype t = k_types[ti];
         int64_t lens[8];
@@ -392,11 +394,11 @@ static void test_kernels_vs_ref(void **state) {
                 }
                 free(y);
                 /* single dot products */
-                for (int r = 0; r < NR; r++)
+                for (int r = 0; r < NT; r++)
                     check_dot("vec_dot", k, t, n, k->vec_dot[t](n, w + r * ws, a + r * as), ref[r][r], mag[r][r]);
                 /* every tile shape; out has ldo = NR + 1 with canaries in the spare column */
-                for (int nr = 1; nr <= NR; nr++)
-                    for (int nt = 1; nt <= NT; nt++) {
+                for (int nr = 1; nr <= k->tile_rows[t]; nr++)
+                    for (int nt = 1; nt <= k->tile_toks[t]; nt++) {
                         const int ldo = NR + 1;
                         float out[NT * (NR + 1) + 4];
                         for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = CANARY;

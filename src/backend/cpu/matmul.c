@@ -30,8 +30,10 @@
 #define MM_PAUSE() ((void)0)
 #endif
 
-/* Bytes of 4 weight rows that one column chunk may span (prefill only). */
-#define MM_L1_WEIGHT_BYTES (24 * 1024)
+/* Bytes of a group of weight rows that one column chunk may span (prefill only). */
+#define MM_L1_WEIGHT_BYTES (16 * 1024)
+/* Pauses (about 40 ns each) a thread spins at the barrier before yielding. */
+#define MM_SPIN_BEFORE_YIELD 2000
 /* Column chunks are multiples of this many elements (every block size divides it). */
 #define MM_COL_QUANTUM TF_QK_K
 
@@ -50,6 +52,7 @@ typedef struct {
     size_t a_row;        /* bytes per activation row */
     int64_t act_block;   /* elements per activation block */
     int64_t col_chunk;   /* columns per chunk (n_cols when unsplit) */
+    int tile_rows, tile_toks; /* tile shape of the kernel table for wtype */
     atomic_int arrived;  /* threads past phase 1 */
 } mm_job;
 
@@ -73,8 +76,10 @@ static void mm_barrier(mm_job *j, int nth) {
     atomic_fetch_add_explicit(&j->arrived, 1, memory_order_acq_rel);
     int spins = 0;
     while (atomic_load_explicit(&j->arrived, memory_order_acquire) < nth) {
-        MM_PAUSE();
-        if (++spins > (1 << 14)) { sched_yield(); spins = 0; }
+        /* the other threads are microseconds away unless the machine is
+         * oversubscribed: then give the core to them */
+        if (++spins < MM_SPIN_BEFORE_YIELD) MM_PAUSE();
+        else sched_yield();
     }
 }
 
@@ -84,21 +89,21 @@ static void mm_block(const mm_job *j, int64_t r0, int64_t r1, int64_t t0, int64_
                      int accumulate) {
     size_t w_off = tf_dtype_row_size(j->wtype, c0);
     size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c0) : (size_t)c0 * sizeof(float);
-    for (int64_t r = r0; r < r1; r += TF_TILE_MAX) {
-        int nr = r1 - r < TF_TILE_MAX ? (int)(r1 - r) : TF_TILE_MAX;
+    for (int64_t r = r0; r < r1; r += j->tile_rows) {
+        int nr = r1 - r < j->tile_rows ? (int)(r1 - r) : j->tile_rows;
         const char *w = j->W + (size_t)r * j->w_row + w_off;
-        for (int64_t t = t0; t < t1; t += TF_TILE_MAX) {
-            int nt = t1 - t < TF_TILE_MAX ? (int)(t1 - t) : TF_TILE_MAX;
+        for (int64_t t = t0; t < t1; t += j->tile_toks) {
+            int nt = t1 - t < j->tile_toks ? (int)(t1 - t) : j->tile_toks;
             const char *a = j->act + (size_t)t * j->a_row + a_off;
             float *y = j->Y + t * j->ldy + r;
             if (!accumulate) {
                 j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, y, j->ldy);
                 continue;
             }
-            float part[TF_TILE_MAX * TF_TILE_MAX];
-            j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, part, TF_TILE_MAX);
+            float part[TF_TILE_TOKS_MAX * TF_TILE_ROWS_MAX];
+            j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, part, TF_TILE_ROWS_MAX);
             for (int tt = 0; tt < nt; tt++)
-                for (int rr = 0; rr < nr; rr++) y[tt * j->ldy + rr] += part[tt * TF_TILE_MAX + rr];
+                for (int rr = 0; rr < nr; rr++) y[tt * j->ldy + rr] += part[tt * TF_TILE_ROWS_MAX + rr];
         }
     }
 }
@@ -109,15 +114,15 @@ static void mm_task(void *arg, int ith, int nth) {
         mm_convert(j, ith, nth);
         if (nth > 1) mm_barrier(j, nth);
     }
-    /* Split groups of 4 rows across threads; with fewer groups than threads
-     * split the tokens instead. */
-    int64_t r0 = 0, r1 = j->n_rows, t0 = 0, t1 = j->n_tok;
+    /* Split groups of tile_rows rows across threads; with fewer groups than
+     * threads split the tokens instead. */
+    int64_t r0 = 0, r1 = j->n_rows, t0 = 0, t1 = j->n_tok, g = j->tile_rows;
     long lo, hi;
-    int64_t n_groups = (j->n_rows + TF_TILE_MAX - 1) / TF_TILE_MAX;
+    int64_t n_groups = (j->n_rows + g - 1) / g;
     if (n_groups >= nth || j->n_tok < nth) {
         tf_split_range((long)n_groups, ith, nth, &lo, &hi);
-        r0 = lo * TF_TILE_MAX;
-        r1 = hi * TF_TILE_MAX < j->n_rows ? hi * TF_TILE_MAX : j->n_rows;
+        r0 = lo * g;
+        r1 = hi * g < j->n_rows ? hi * g : j->n_rows;
     } else {
         tf_split_range((long)j->n_tok, ith, nth, &lo, &hi);
         t0 = lo;
@@ -128,9 +133,9 @@ static void mm_task(void *arg, int ith, int nth) {
         mm_block(j, r0, r1, t0, t1, 0, j->n_cols, 0);
         return;
     }
-    /* Column-chunked: per group of 4 rows, every chunk against every token. */
-    for (int64_t r = r0; r < r1; r += TF_TILE_MAX) {
-        int64_t re = r + TF_TILE_MAX < r1 ? r + TF_TILE_MAX : r1;
+    /* Column-chunked: per group of rows, every chunk against every token. */
+    for (int64_t r = r0; r < r1; r += g) {
+        int64_t re = r + g < r1 ? r + g : r1;
         for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
             int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
             mm_block(j, r, re, t0, t1, c, nc, c > 0);
@@ -138,13 +143,15 @@ static void mm_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Columns per chunk for a prefill of n_tok tokens: all of them unless 4
- * weight rows exceed MM_L1_WEIGHT_BYTES and the rows are float (quantized
- * rows are small and their tiles pay per call for the block scales). */
-static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_t w_row) {
+/* Columns per chunk for a prefill of n_tok tokens: all of them unless a
+ * group of `rows` weight rows exceeds MM_L1_WEIGHT_BYTES and the rows are
+ * float (quantized rows are small and their tiles pay per call for the block
+ * scales). */
+static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_t w_row, int rows, int toks) {
     int is_float = wtype == TF_DTYPE_F32 || wtype == TF_DTYPE_F16 || wtype == TF_DTYPE_BF16;
-    if (n_tok <= TF_TILE_MAX || !is_float || TF_TILE_MAX * w_row <= MM_L1_WEIGHT_BYTES) return n_cols;
-    int64_t n_chunks = (int64_t)((TF_TILE_MAX * w_row + MM_L1_WEIGHT_BYTES - 1) / MM_L1_WEIGHT_BYTES);
+    size_t group = (size_t)rows * w_row;
+    if (n_tok <= toks || !is_float || group <= MM_L1_WEIGHT_BYTES) return n_cols;
+    int64_t n_chunks = (int64_t)((group + MM_L1_WEIGHT_BYTES - 1) / MM_L1_WEIGHT_BYTES);
     int64_t chunk = (n_cols + n_chunks - 1) / n_chunks;
     chunk = (chunk + MM_COL_QUANTUM - 1) / MM_COL_QUANTUM * MM_COL_QUANTUM;
     return chunk < n_cols ? chunk : n_cols;
@@ -154,6 +161,8 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
                    int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy, void *act_buf) {
     if (n_rows <= 0 || n_tok <= 0) return;
     TF_ASSERT(ldy >= n_rows && k->vec_dot_tile[wtype] && k->act_quantize[wtype]);
+    TF_ASSERT(k->tile_rows[wtype] >= 1 && k->tile_rows[wtype] <= TF_TILE_ROWS_MAX && k->tile_toks[wtype] >= 1 &&
+              k->tile_toks[wtype] <= TF_TILE_TOKS_MAX);
     mm_job j = {
         .k = k,
         .tile = k->vec_dot_tile[wtype],
@@ -166,6 +175,8 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         .X = X,
         .Y = Y,
         .ldy = ldy,
+        .tile_rows = k->tile_rows[wtype],
+        .tile_toks = k->tile_toks[wtype],
     };
     TF_ASSERT(j.w_row > 0 || n_cols == 0);
     atomic_init(&j.arrived, 0);
@@ -182,6 +193,6 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         for (int64_t t = 0; t < n_tok; t++) memset(Y + t * ldy, 0, (size_t)n_rows * sizeof(float));
         return;
     }
-    j.col_chunk = mm_col_chunk(wtype, n_cols, n_tok, j.w_row);
+    j.col_chunk = mm_col_chunk(wtype, n_cols, n_tok, j.w_row, j.tile_rows, j.tile_toks);
     tf_pool_run(pool, mm_task, &j);
 }

@@ -48,13 +48,16 @@ typedef void (*tf_act_quantize_fn)(const float *x, void *y, int64_t n);
 typedef float (*tf_vec_dot_fn)(int64_t n, const void *w, const void *act);
 typedef void (*tf_dequant_fn)(const void *x, float *y, int64_t n);
 
-/* Largest tile of one vec_dot_tile call, in weight rows and in tokens. */
-#define TF_TILE_MAX 4
+/* Largest tile of one vec_dot_tile call, in weight rows and in tokens; each
+ * table gives the tile shape that suits each type (tile_rows, tile_toks). */
+#define TF_TILE_ROWS_MAX 8
+#define TF_TILE_TOKS_MAX 4
 
 /* A tile of dot products: out[t * ldo + r] = w_r . act_t for r < nr,
- * t < nt (1 <= nr, nt <= TF_TILE_MAX), where w_r starts w_stride * r bytes
- * after w and act_t act_stride * t bytes after act; n elements each. Each
- * weight row is loaded once per call and reused across the nt tokens. */
+ * t < nt (1 <= nr <= tile_rows[type], 1 <= nt <= tile_toks[type] of the
+ * table), where w_r starts w_stride * r bytes after w and act_t act_stride * t
+ * bytes after act; n elements each. Each weight row is loaded once per call
+ * and reused across the nt tokens. */
 typedef void (*tf_vec_dot_tile_fn)(int64_t n, const void *w, size_t w_stride, int nr, const void *act,
                                    size_t act_stride, int nt, float *out, int64_t ldo);
 
@@ -64,6 +67,8 @@ typedef struct tf_cpu_kernels {
     tf_vec_dot_fn vec_dot[TF_DTYPE_COUNT];          /* indexed by weight type */
     tf_dequant_fn dequantize[TF_DTYPE_COUNT];       /* indexed by weight type */
     tf_vec_dot_tile_fn vec_dot_tile[TF_DTYPE_COUNT]; /* indexed by weight type */
+    uint8_t tile_rows[TF_DTYPE_COUNT]; /* rows per vec_dot_tile call, <= TF_TILE_ROWS_MAX */
+    uint8_t tile_toks[TF_DTYPE_COUNT]; /* tokens per vec_dot_tile call, <= TF_TILE_TOKS_MAX */
 } tf_cpu_kernels;
 
 typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_BEST = 99 } tf_isa;

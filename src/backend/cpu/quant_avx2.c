@@ -21,6 +21,7 @@
 #include "core/fp16.h"
 
 #define TF_AI static inline __attribute__((always_inline))
+#define AVX2_TILE_R 4 /* rows per register tile */
 #define AVX2_TILE_T 2 /* tokens per register tile */
 
 static float f16(uint16_t h) { return tf_f16_to_f32(h); }
@@ -30,6 +31,25 @@ TF_AI float hsum_ps(__m256 v) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+/* [sum(a), sum(b), sum(c), sum(d)] */
+TF_AI __m128 hsum4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* out[t * ldo + r] = sum of the lanes of acc[r][t]. */
+TF_AI void store_sums(int R, int T, __m256 acc[AVX2_TILE_R][AVX2_TILE_T], float *out, int64_t ldo) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        if (R == 4) {
+            _mm_storeu_ps(out + t * ldo, hsum4_ps(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+            continue;
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) out[t * ldo + r] = hsum_ps(acc[r][t]);
+    }
 }
 
 TF_AI int hsum_epi32(__m256i v) {
@@ -73,7 +93,7 @@ TF_AI float load_w1(int kind, const char *row, int64_t i) {
 
 TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
                         float *out, int64_t ldo) {
-    __m256 acc[TF_TILE_MAX][AVX2_TILE_T];
+    __m256 acc[AVX2_TILE_R][AVX2_TILE_T];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -128,14 +148,14 @@ TF_AI __m256i load_q4_0(const tf_block_q4_0 *b) {
 
 TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
                      float *out, int64_t ldo) {
-    __m256 acc[TF_TILE_MAX][AVX2_TILE_T];
+    __m256 acc[AVX2_TILE_R][AVX2_TILE_T];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / 32; ib++) {
-        __m256i wq[TF_TILE_MAX], wabs[TF_TILE_MAX];
-        float wd[TF_TILE_MAX];
+        __m256i wq[AVX2_TILE_R], wabs[AVX2_TILE_R];
+        float wd[AVX2_TILE_R];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             if (kind == K0_Q8_0) {
@@ -165,10 +185,7 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
             }
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) out[t * ldo + r] = hsum_ps(acc[r][t]);
+    store_sums(R, T, acc, out, ldo);
 }
 
 /* ---- Q4_K / Q6_K weights against Q8_K activations ------------------------------ */
@@ -240,8 +257,8 @@ TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
 
 TF_AI void kq_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
                      float *out, int64_t ldo) {
-    __m256 acc[TF_TILE_MAX][AVX2_TILE_T];
-    kq_row rows[TF_TILE_MAX];
+    __m256 acc[AVX2_TILE_R][AVX2_TILE_T];
+    kq_row rows[AVX2_TILE_R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -272,10 +289,7 @@ TF_AI void kq_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
             }
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) out[t * ldo + r] = hsum_ps(acc[r][t]);
+    store_sums(R, T, acc, out, ldo);
 }
 
 /* ---- tile entry points --------------------------------------------------------- */

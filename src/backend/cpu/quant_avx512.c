@@ -47,6 +47,30 @@ TF_AI __m512i dpbusd_plain(__m512i u, __m512i s) {
 
 static float f16(uint16_t h) { return tf_f16_to_f32(h); }
 
+/* [sum(a), sum(b), sum(c), sum(d)]: four horizontal sums in 14 operations
+ * (fold 512 -> 128 bits across the four vectors, then within 128 bits). */
+TF_AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 z = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    z = _mm512_add_ps(z, _mm512_permute_ps(z, 0xB1));
+    z = _mm512_add_ps(z, _mm512_permute_ps(z, 0x4E));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), z));
+}
+
+/* out[t * ldo + r] = sum of the lanes of acc[r][t]. */
+TF_AI void store_sums(int R, int T, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX], float *out, int64_t ldo) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        if (R == 4) {
+            _mm_storeu_ps(out + t * ldo, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+            continue;
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+    }
+}
+
 /* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
 
 enum { KF_F32, KF_F16, KF_BF16 };
@@ -62,39 +86,39 @@ TF_AI __m512 load_w16(int kind, const char *row, int64_t i, __mmask16 m, int mas
 
 TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
                         float *out, int64_t ldo) {
-    __m512 acc[TF_TILE_MAX][TF_TILE_MAX];
-#pragma GCC unroll 4
+    __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX];
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 av[TF_TILE_MAX];
+        __m512 av[TF_TILE_TOKS_MAX];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) av[t] = _mm512_loadu_ps((const float *)(a + t * as) + i);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             __m512 wv = load_w16(kind, w + r * ws, i, 0, 0);
+            /* keep wv in a register: GCC would otherwise fold the load into
+             * each of the T FMAs, which runs at half speed */
+            __asm__("" : "+v"(wv));
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(wv, av[t], acc[r][t]);
         }
     }
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        __m512 av[TF_TILE_MAX];
+        __m512 av[TF_TILE_TOKS_MAX];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) av[t] = _mm512_maskz_loadu_ps(m, (const float *)(a + t * as) + i);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             __m512 wv = load_w16(kind, w + r * ws, i, m, 1);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(wv, av[t], acc[r][t]);
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+    store_sums(R, T, acc, out, ldo);
 }
 
 /* 1 x 1 dot with four independent accumulators (a single chain of FMAs would
@@ -152,10 +176,10 @@ TF_AI __m512i load_q4_0_pair(const tf_block_q4_0 *b, int two) {
 
 /* One step (two blocks, or the last single block) of the Q8_0/Q4_0 tile. */
 TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const char *w, size_t ws, const char *a,
-                   size_t as, __m512 acc[TF_TILE_MAX][TF_TILE_MAX]) {
-    __m512i wq[TF_TILE_MAX], wx[TF_TILE_MAX];
-    __mmask64 wneg[TF_TILE_MAX];
-    __m512 wd[TF_TILE_MAX];
+                   size_t as, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX]) {
+    __m512i wq[4], wx[4];
+    __mmask64 wneg[4];
+    __m512 wd[4];
     const __m512i zero = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
@@ -206,7 +230,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
 
 TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
                      size_t as, float *out, int64_t ldo) {
-    __m512 acc[TF_TILE_MAX][TF_TILE_MAX];
+    __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -214,10 +238,7 @@ TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
     int64_t nb = n / 32, ib = 0;
     for (; ib + 2 <= nb; ib += 2) q0_step(kind, vnni, R, T, ib, 1, w, ws, a, as, acc);
     if (ib < nb) q0_step(kind, vnni, R, T, ib, 0, w, ws, a, as, acc);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+    store_sums(R, T, acc, out, ldo);
 }
 
 /* ---- Q4_K / Q6_K weights against Q8_K activations ------------------------------ */
@@ -294,8 +315,8 @@ TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
 
 TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
                      size_t as, float *out, int64_t ldo) {
-    __m512 acc[TF_TILE_MAX][TF_TILE_MAX];
-    kq_row rows[TF_TILE_MAX];
+    __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX];
+    kq_row rows[4];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -328,17 +349,16 @@ TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
             }
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+    store_sums(R, T, acc, out, ldo);
 }
 
 /* ---- tile entry points --------------------------------------------------------- */
 
-/* The tile contract of tf_vec_dot_tile_fn: 4-row kernels when nr == 4,
- * otherwise one row at a time; nt picks the token count. `fam` selects the
- * kernel family (0 float, 1 Q8_0/Q4_0, 2 K-quants), `kind` its format. */
+/* The tile contract of tf_vec_dot_tile_fn. Float formats (fam 0) take up to
+ * 8 rows x 3 tokens (24 accumulators: each activation vector loaded serves 8
+ * FMAs), integer formats up to 4 x 4; other row counts run as a 4-row
+ * kernel plus 1-row kernels. `fam` selects the kernel family (0 float,
+ * 1 Q8_0/Q4_0, 2 K-quants), `kind` its format. */
 TF_AI void run_kernel(int fam, int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws,
                       const char *a, size_t as, float *out, int64_t ldo) {
     if (fam == 0) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
@@ -346,26 +366,32 @@ TF_AI void run_kernel(int fam, int kind, int vnni, int R, int T, int64_t n, cons
     else kq_kernel(kind, vnni, R, T, n, w, ws, a, as, out, ldo);
 }
 
+TF_AI void run_rows(int fam, int kind, int vnni, int R, int nt, int64_t n, const char *w, size_t ws, const char *a,
+                    size_t as, float *out, int64_t ldo) {
+    switch (nt) {
+    case 1: run_kernel(fam, kind, vnni, R, 1, n, w, ws, a, as, out, ldo); return;
+    case 2: run_kernel(fam, kind, vnni, R, 2, n, w, ws, a, as, out, ldo); return;
+    case 3: run_kernel(fam, kind, vnni, R, 3, n, w, ws, a, as, out, ldo); return;
+    default: run_kernel(fam, kind, vnni, R, 4, n, w, ws, a, as, out, ldo); return;
+    }
+}
+
 TF_AI void tile_dispatch(int fam, int kind, int vnni, int64_t n, const void *vw, size_t ws, int nr, const void *va,
                          size_t as, int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
-    if (nr == 4) {
+    int r = 0;
+    if (fam == 0 && nr == 8) {
         switch (nt) {
-        case 1: run_kernel(fam, kind, vnni, 4, 1, n, w, ws, a, as, out, ldo); return;
-        case 2: run_kernel(fam, kind, vnni, 4, 2, n, w, ws, a, as, out, ldo); return;
-        case 3: run_kernel(fam, kind, vnni, 4, 3, n, w, ws, a, as, out, ldo); return;
-        default: run_kernel(fam, kind, vnni, 4, 4, n, w, ws, a, as, out, ldo); return;
+        case 1: run_kernel(fam, kind, vnni, 8, 1, n, w, ws, a, as, out, ldo); return;
+        case 2: run_kernel(fam, kind, vnni, 8, 2, n, w, ws, a, as, out, ldo); return;
+        default: run_kernel(fam, kind, vnni, 8, 3, n, w, ws, a, as, out, ldo); return;
         }
     }
-    for (int r = 0; r < nr; r++) {
-        const char *wr = w + r * ws;
-        switch (nt) {
-        case 1: run_kernel(fam, kind, vnni, 1, 1, n, wr, ws, a, as, out + r, ldo); break;
-        case 2: run_kernel(fam, kind, vnni, 1, 2, n, wr, ws, a, as, out + r, ldo); break;
-        case 3: run_kernel(fam, kind, vnni, 1, 3, n, wr, ws, a, as, out + r, ldo); break;
-        default: run_kernel(fam, kind, vnni, 1, 4, n, wr, ws, a, as, out + r, ldo); break;
-        }
+    if (nr >= 4) {
+        run_rows(fam, kind, vnni, 4, nt, n, w, ws, a, as, out, ldo);
+        r = 4;
     }
+    for (; r < nr; r++) run_rows(fam, kind, vnni, 1, nt, n, w + r * ws, ws, a, as, out + r, ldo);
 }
 
 void tf_avx512_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,

@@ -90,6 +90,10 @@ static const tf_cpu_kernels k_scalar = {
     .vec_dot_tile = {[TF_DTYPE_F32] = ref_tile_f32, [TF_DTYPE_F16] = ref_tile_f16, [TF_DTYPE_BF16] = ref_tile_bf16,
                      [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0,
                      [TF_DTYPE_Q4_K] = ref_tile_q4_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k},
+    .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+    .tile_toks = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
 };
 
 static const tf_cpu_kernels k_avx2 = {
@@ -110,6 +114,10 @@ static const tf_cpu_kernels k_avx2 = {
                      [TF_DTYPE_BF16] = tf_avx2_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx2_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx2_tile_q4_0, [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k,
                      [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k},
+    .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+    .tile_toks = {[TF_DTYPE_F32] = 2, [TF_DTYPE_F16] = 2, [TF_DTYPE_BF16] = 2, [TF_DTYPE_Q8_0] = 2,
+                  [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q6_K] = 2},
 };
 
 static const tf_cpu_kernels k_avx512 = {
@@ -130,6 +138,10 @@ static const tf_cpu_kernels k_avx512 = {
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512_tile_q4_0, [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k,
                      [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k},
+    .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+    .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
 };
 
 static const tf_cpu_kernels k_avx512_vnni = {
@@ -150,6 +162,10 @@ static const tf_cpu_kernels k_avx512_vnni = {
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512vnni_tile_q4_0, [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k,
                      [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k},
+    .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+    .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
 };
 
 /* ---- run-time choice ------------------------------------------------------------ */
