@@ -179,6 +179,71 @@ tf_status tf_sampler_init(tf_sampler **out, const tf_model *model, const tf_samp
 void tf_sampler_free(tf_sampler *s);
 int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
 
+
+/* ------------------------------------------------------------------------ */
+/* Speculative decoding (TriForce and its ablations)                        */
+
+typedef enum tf_decode_mode {
+    TF_MODE_AR = 0,        /* autoregressive baseline */
+    TF_MODE_SPEC = 1,      /* draft model over a StreamingLLM cache drafts for the target */
+    TF_MODE_RETRIEVAL = 2, /* target weights over the retrieval cache draft for the target */
+    TF_MODE_STREAMING = 3, /* draft -> target over a StreamingLLM cache -> target */
+    TF_MODE_TRIFORCE = 4,  /* draft -> target over the retrieval cache -> target */
+} tf_decode_mode;
+
+const char *tf_decode_mode_name(tf_decode_mode mode);
+bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
+
+typedef struct tf_decoder tf_decoder;
+
+typedef struct tf_decoder_params {
+    tf_decode_mode mode;
+    int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
+    int32_t gamma2;         /* candidate tokens per target pass */
+    int32_t budget;         /* retrieval cache tokens (B) */
+    int32_t chunk;          /* retrieval chunk size (c) */
+    int32_t recent;         /* retrieval: most recent tokens always kept */
+    int32_t rebuild_stride; /* rebuild the retrieval cache every R target passes */
+    float rebuild_accept;   /* ... and when the middle level's rolling acceptance drops below this */
+    int32_t sinks, window;  /* StreamingLLM cache: attention sinks + recent window */
+    int32_t n_ctx;          /* context (prompt + generation) */
+    int32_t n_batch;        /* prefill batch */
+    int32_t n_threads;      /* 0: all CPUs */
+    tf_kv_type kv_type;
+    int isa;                /* as in tf_context_params */
+    tf_sampler_params sampling;
+    tf_progress_fn progress; /* prefill progress; may cancel */
+    void *progress_user_data;
+} tf_decoder_params;
+
+tf_decoder_params tf_decoder_default_params(void);
+
+/* draft may be NULL for ar and retrieval; the other modes need one whose
+ * vocabulary equals the target's. */
+tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
+                          const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
+void tf_decoder_free(tf_decoder *dec);
+const char *tf_decoder_error(const tf_decoder *dec);
+
+/* Prefill the prompt (1 <= n < n_ctx). */
+tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
+/* Emit >= 1 tokens (at most cap; cap >= 32 always suffices) into out. */
+tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
+
+typedef struct tf_level_info {
+    const char *name;  /* "target", "middle", "draft" */
+    const char *cache; /* "full", "retrieval", "streaming" */
+    int64_t passes;    /* forward passes */
+    int64_t tokens;    /* tokens through the forward */
+    int64_t verified;  /* candidates of the level below judged by this level */
+    int64_t accepted;  /* of which accepted */
+    int64_t rebuilds;  /* retrieval cache rebuilds */
+    double seconds;    /* time in this level */
+} tf_level_info;
+
+int tf_decoder_n_levels(const tf_decoder *dec);
+void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
+
 #ifdef __cplusplus
 }
 #endif

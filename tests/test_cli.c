@@ -60,12 +60,15 @@ static void test_bad_input(void **state) {
     EXPECT("info", 2, "give one model file");
     EXPECT("generate --help", 0, "--top-k");
     EXPECT("gen-model --help", 0, "llama2-7b-128k");
+    EXPECT("generate -m x.gguf -p hi --mode triforce", 2, "needs a draft model: -md DRAFT.gguf");
+    EXPECT("generate -m x.gguf -p hi --mode fast", 2, "--mode 'fast'");
+    EXPECT("generate -m x.gguf -p hi --gamma2 0", 2, "--gamma2 '0'");
 }
 
 static void test_with_stories(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
-    char model[512], args[2048];
+    char model[512], args[4096];
     snprintf(model, sizeof model, "%s", path_s);
     TU_REQUIRE_SHARED(path_t, "text/moby-dick.txt");
     char text[512];
@@ -80,7 +83,7 @@ static void test_with_stories(void **state) {
     snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 30", model);
     EXPECT(args, 0, "there was a little girl named Lily");
     assert_non_null(strstr(g_out, "prefill: 5 tokens in"));
-    assert_non_null(strstr(g_out, "| decode: 29 tokens in"));
+    assert_non_null(strstr(g_out, "| decode: 30 tokens in"));
     /* quantize, then run the quantized model */
     char q8[512];
     snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
@@ -90,6 +93,44 @@ static void test_with_stories(void **state) {
     EXPECT(args, 0, "q8_0");
     snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8", q8);
     EXPECT(args, 0, "Once upon a time");
+    /* triforce with the Q8_0 draft: identical greedy output, statistics as JSON */
+    char js[512];
+    snprintf(js, sizeof js, "%s", tu_tmp_path(".json"));
+    /* a prompt of about 1300 tokens: the first 2200 bytes of the text */
+    char slice[512];
+    snprintf(slice, sizeof slice, "%s", tu_tmp_path(".txt"));
+    {
+        FILE *in = fopen(text, "rb"), *outf = fopen(slice, "wb");
+        char b[2200];
+        size_t got = fread(b, 1, sizeof b, in);
+        fwrite(b, 1, got, outf);
+        fclose(in);
+        fclose(outf);
+    }
+    snprintf(args, sizeof args,
+             "generate -m %s -md %s -f %s -n 48 --temp 0 --budget 256 --window 64 --compare --stats-json %s", model,
+             q8, slice, js);
+    EXPECT(args, 0, "outputs identical");
+    assert_non_null(strstr(g_out, "middle (retrieval cache)"));
+    FILE *jf = fopen(js, "r");
+    assert_non_null(jf);
+    char jbuf[4096];
+    size_t jn = fread(jbuf, 1, sizeof jbuf - 1, jf);
+    jbuf[jn] = '\0';
+    fclose(jf);
+    assert_non_null(strstr(jbuf, "\"mode\": \"triforce\""));
+    assert_non_null(strstr(jbuf, "\"identical\": true"));
+    unlink(js);
+    unlink(slice);
+    /* a draft with another vocabulary is refused */
+    TU_REQUIRE_SHARED(vp, "vocab/ggml-vocab-llama-spm.gguf");
+    char other[512];
+    snprintf(other, sizeof other, "%s", tu_tmp_path(".gguf"));
+    snprintf(args, sizeof args, "gen-model %s --n-embd 32 --n-layer 1 --n-head 2 --n-ff 64 --vocab-from %s", other, vp);
+    EXPECT(args, 0, "wrote");
+    snprintf(args, sizeof args, "generate -m %s -md %s -p hello -n 4", model, other);
+    EXPECT(args, 1, "vocabularies must be the same");
+    unlink(other);
     unlink(q8);
 }
 

@@ -51,6 +51,22 @@ static const opt_def k_opts[] = {
     {NULL, "--ids", OPT_FLAG, O(ids), NULL, "print token ids on one line (default: id and piece per line)",
      CMD_TOKENIZE, 0, 0},
     {NULL, "--no-bos", OPT_FLAG, O(no_bos), NULL, "do not add the BOS token", CMD_TOKENIZE | CMD_GENERATE, 0, 0},
+    {"-md", "--model-draft", OPT_STR, O(draft), "FILE", "draft model (same vocabulary as -m); makes triforce the default mode",
+     CMD_GENERATE, 0, 0},
+    {NULL, "--mode", OPT_STR, O(mode), "MODE",
+     "ar | spec | retrieval | streaming | triforce (default: triforce with -md, else ar)", CMD_GENERATE, 0, 0},
+    {NULL, "--gamma1", OPT_INT, O(gamma1), "N", "draft tokens per middle-level pass (default 2)", CMD_GENERATE, 1, 16},
+    {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass (default 6)", CMD_GENERATE, 1, 15},
+    {NULL, "--budget", OPT_INT, O(budget), "N", "retrieval cache tokens (default 4096)", CMD_GENERATE, 1, 1 << 28},
+    {NULL, "--chunk", OPT_INT, O(chunk), "N", "retrieval chunk size (default 8)", CMD_GENERATE, 1, 64},
+    {NULL, "--rebuild-stride", OPT_INT, O(rebuild_stride), "N", "rebuild the retrieval cache every N target passes (default 16)",
+     CMD_GENERATE, 1, 1 << 30},
+    {NULL, "--sinks", OPT_INT, O(sinks), "N", "StreamingLLM attention sinks (default 16)", CMD_GENERATE, 0, 1 << 20},
+    {NULL, "--window", OPT_INT, O(window), "N", "StreamingLLM window (default 240)", CMD_GENERATE, 1, 1 << 24},
+    {NULL, "--stats-json", OPT_STR, O(stats_json), "FILE", "write timings and per-level statistics as JSON",
+     CMD_GENERATE, 0, 0},
+    {NULL, "--compare", OPT_FLAG, O(compare), NULL,
+     "also run ar on the same input; print the speedup and whether the outputs are identical", CMD_GENERATE, 0, 0},
     {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512", ALL_RUN, 0,
      3},
     {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_INFO | CMD_QUANTIZE, 0, 0},
@@ -131,6 +147,13 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->min_p = 0.05f;
     o->kv_type = "f16";
     o->gen_seed = 1;
+    o->gamma1 = 2;
+    o->gamma2 = 6;
+    o->budget = 4096;
+    o->chunk = 8;
+    o->rebuild_stride = 16;
+    o->sinks = 16;
+    o->window = 240;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -34,6 +34,10 @@ typedef struct cli_opts {
     const char *kv_type;
     bool ids, no_bos, ignore_eos, verbose, no_warmup;
     int isa;
+    /* speculative decoding */
+    const char *draft, *mode, *stats_json;
+    int gamma1, gamma2, budget, chunk, rebuild_stride, sinks, window;
+    bool compare;
     /* gen-model */
     const char *preset, *vocab_from, *wtype, *rope_scaling;
     int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, ctx_train, orig_ctx;

@@ -72,12 +72,146 @@ static bool load_progress(void *ud, uint64_t done, uint64_t total) {
 
 static const char *k_usage = "-m MODEL (-p TEXT | -f FILE) [options]";
 
+/* One generation with the decoder: prefill, then steps until n_predict tokens
+ * (or an end-of-generation token); streams text when `stream`. */
+typedef struct gen_result {
+    int32_t *toks;
+    int n;
+    double t_prefill, t_decode;
+    int n_levels;
+    tf_level_info lv[4];
+} gen_result;
+
+static int run_one(const cli_opts *o, const tf_model *model, const tf_model *draft, tf_decoder_params dp,
+                   const int32_t *prompt, size_t n_prompt, bool stream, gen_result *res) {
+    char err[1024];
+    tf_decoder *dec;
+    progress_state ps = {0};
+    if (stream) {
+        dp.progress = show_progress;
+        dp.progress_user_data = &ps;
+    }
+    if (tf_decoder_init(&dec, model, draft, &dp, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce: %s\n", err);
+        return 1;
+    }
+    res->toks = malloc(sizeof(int32_t) * (size_t)(o->n_predict + 64));
+    res->n = 0;
+    ps.t0 = cli_now();
+    double t0 = ps.t0;
+    if (tf_decoder_prefill(dec, prompt, (int32_t)n_prompt) != TF_OK) {
+        fprintf(stderr, "\ntriforce: %s\n", tf_decoder_error(dec));
+        tf_decoder_free(dec);
+        return 1;
+    }
+    double t1 = cli_now();
+    utf8_out out = {0};
+    bool done = false;
+    int rc = 0;
+    while (!done && res->n < o->n_predict) {
+        int32_t buf[64], k;
+        tf_status st = tf_decoder_step(dec, buf, 64, &k);
+        if (st == TF_ERR_RANGE) {
+            fprintf(stderr, "\ntriforce: context full after %zu + %d tokens (raise -c)\n", n_prompt, res->n);
+            break;
+        }
+        if (st != TF_OK) {
+            fprintf(stderr, "\ntriforce: %s\n", tf_decoder_error(dec));
+            rc = 1;
+            break;
+        }
+        for (int32_t i = 0; i < k && res->n < o->n_predict; i++) {
+            res->toks[res->n++] = buf[i];
+            if (!o->ignore_eos && tf_model_is_eog(model, buf[i])) {
+                done = true;
+                break;
+            }
+            if (stream) {
+                char piece[256];
+                int32_t np = tf_model_token_to_piece(model, buf[i], false, piece, sizeof piece);
+                if (np > (int32_t)sizeof piece) np = 0;
+                utf8_write(&out, piece, np > 0 ? np : 0);
+            }
+        }
+    }
+    if (stream) {
+        utf8_flush(&out);
+        printf("\n");
+        fflush(stdout);
+    }
+    res->t_prefill = t1 - t0;
+    res->t_decode = cli_now() - t1;
+    res->n_levels = tf_decoder_n_levels(dec);
+    for (int i = 0; i < res->n_levels && i < 4; i++) tf_decoder_level(dec, i, &res->lv[i]);
+    tf_decoder_free(dec);
+    return rc;
+}
+
+static void print_levels(const gen_result *r) {
+    double total = 0;
+    for (int i = 0; i < r->n_levels; i++) total += r->lv[i].seconds;
+    for (int i = 0; i < r->n_levels; i++) {
+        const tf_level_info *L = &r->lv[i];
+        fprintf(stderr, "  %-6s (%s cache): %lld passes, %lld tokens", L->name, L->cache, (long long)L->passes,
+                (long long)L->tokens);
+        if (L->verified > 0)
+            fprintf(stderr, ", accepted %lld of %lld candidates (%.1f%%)", (long long)L->accepted,
+                    (long long)L->verified, 100.0 * (double)L->accepted / (double)L->verified);
+        if (L->rebuilds) fprintf(stderr, ", %lld rebuilds", (long long)L->rebuilds);
+        fprintf(stderr, ", %.0f%% of level time\n", total > 0 ? 100.0 * L->seconds / total : 0.0);
+    }
+    if (r->n_levels > 1 && r->lv[0].passes > 0)
+        fprintf(stderr, "  mean tokens per target pass: %.2f\n", (double)r->n / (double)r->lv[0].passes);
+}
+
+static void write_json(const char *path, const cli_opts *o, const char *mode, size_t n_prompt, const gen_result *r,
+                       const gen_result *ar, int identical) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "triforce: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f, "{\n  \"mode\": \"%s\",\n  \"prompt_tokens\": %zu,\n  \"generated_tokens\": %d,\n", mode, n_prompt, r->n);
+    fprintf(f, "  \"prefill_s\": %.6f,\n  \"decode_s\": %.6f,\n  \"decode_tok_s\": %.3f,\n", r->t_prefill, r->t_decode,
+            r->t_decode > 0 ? r->n / r->t_decode : 0.0);
+    fprintf(f, "  \"temp\": %g,\n  \"gamma1\": %d,\n  \"gamma2\": %d,\n  \"budget\": %d,\n  \"chunk\": %d,\n", o->temp,
+            o->gamma1, o->gamma2, o->budget, o->chunk);
+    fprintf(f, "  \"rebuild_stride\": %d,\n  \"sinks\": %d,\n  \"window\": %d,\n", o->rebuild_stride, o->sinks,
+            o->window);
+    if (ar)
+        fprintf(f, "  \"ar_decode_s\": %.6f,\n  \"speedup\": %.4f,\n  \"identical\": %s,\n", ar->t_decode,
+                r->t_decode > 0 ? (ar->t_decode / ar->n) / (r->t_decode / r->n) : 0.0,
+                identical < 0 ? "null" : identical ? "true" : "false");
+    fprintf(f, "  \"levels\": [\n");
+    for (int i = 0; i < r->n_levels; i++) {
+        const tf_level_info *L = &r->lv[i];
+        fprintf(f,
+                "    {\"name\": \"%s\", \"cache\": \"%s\", \"passes\": %lld, \"tokens\": %lld, \"verified\": %lld, "
+                "\"accepted\": %lld, \"acceptance\": %.4f, \"rebuilds\": %lld, \"seconds\": %.6f}%s\n",
+                L->name, L->cache, (long long)L->passes, (long long)L->tokens, (long long)L->verified,
+                (long long)L->accepted, L->verified ? (double)L->accepted / (double)L->verified : 0.0,
+                (long long)L->rebuilds, L->seconds, i + 1 < r->n_levels ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    fclose(f);
+}
+
 int cmd_generate(int argc, char **argv) {
     cli_opts o;
     int r = cli_parse(&o, CMD_GENERATE, "generate", k_usage, 0, argc, argv);
     if (r) return r > 0 ? 0 : 2;
     if (!o.model) {
         fprintf(stderr, "triforce generate: -m MODEL is required (see --help)\n");
+        return 2;
+    }
+    tf_decode_mode mode = o.draft ? TF_MODE_TRIFORCE : TF_MODE_AR;
+    if (o.mode && !tf_decode_mode_from_name(o.mode, &mode)) {
+        fprintf(stderr, "triforce generate: --mode '%s': expected ar, spec, retrieval, streaming or triforce\n",
+                o.mode);
+        return 2;
+    }
+    if ((mode == TF_MODE_SPEC || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) && !o.draft) {
+        fprintf(stderr, "triforce generate: --mode %s needs a draft model: -md DRAFT.gguf\n", tf_decode_mode_name(mode));
         return 2;
     }
     size_t text_len;
@@ -88,18 +222,20 @@ int cmd_generate(int argc, char **argv) {
     mp.log_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_WARN;
     mp.progress = load_progress;
     char err[1024];
-    tf_model *model;
+    tf_model *model = NULL, *draft = NULL;
+    int rc = 1;
+    int32_t *toks = NULL;
+    gen_result res = {0}, ar = {0};
     if (tf_model_load_file(&model, o.model, &mp, err, sizeof err) != TF_OK) {
         fprintf(stderr, "triforce: %s\n", err);
-        free(text);
-        return 1;
+        goto done;
+    }
+    if (o.draft && tf_model_load_file(&draft, o.draft, &mp, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce: %s\n", err);
+        goto done;
     }
     tf_model_info info;
     tf_model_get_info(model, &info);
-    int rc = 1;
-    tf_context *ctx = NULL;
-    tf_sampler *smp = NULL;
-    int32_t *toks = NULL;
     if (!info.has_tokenizer) {
         fprintf(stderr, "triforce: %s has no tokenizer; generate needs one\n", o.model);
         goto done;
@@ -114,91 +250,73 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce: the prompt is empty (and no BOS token is added)\n");
         goto done;
     }
-    tf_context_params cp = tf_context_default_params();
-    cp.n_threads = o.n_threads;
-    cp.n_batch = o.n_batch;
-    cp.kv_type = strcmp(o.kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
-    cp.isa = o.isa;
-    int64_t need = (int64_t)n_tok + o.n_predict;
+    tf_decoder_params dp = tf_decoder_default_params();
+    dp.mode = mode;
+    dp.gamma1 = o.gamma1;
+    dp.gamma2 = o.gamma2;
+    dp.budget = o.budget;
+    dp.chunk = o.chunk;
+    dp.recent = 2 * o.chunk > 16 ? 2 * o.chunk : 16;
+    dp.rebuild_stride = o.rebuild_stride;
+    dp.sinks = o.sinks;
+    dp.window = o.window;
+    dp.n_threads = o.n_threads;
+    dp.n_batch = o.n_batch;
+    dp.kv_type = strcmp(o.kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    dp.isa = o.isa;
+    uint64_t seed = o.seed >= 0 ? (uint64_t)o.seed : (uint64_t)time(NULL);
+    dp.sampling = (tf_sampler_params){.temp = o.temp, .top_k = o.top_k, .top_p = o.top_p, .min_p = o.min_p,
+                                      .seed = seed};
+    int64_t need = (int64_t)n_tok + o.n_predict + 1;
     if (o.n_ctx > 0) {
         if ((int64_t)n_tok >= o.n_ctx) {
             fprintf(stderr, "triforce: the prompt is %zu tokens, longer than the context of %d (-c); raise -c\n",
                     n_tok, o.n_ctx);
             goto done;
         }
-        cp.n_ctx = o.n_ctx;
+        dp.n_ctx = o.n_ctx;
     } else {
-        cp.n_ctx = (int32_t)(need > (1 << 28) ? (1 << 28) : need);
+        dp.n_ctx = (int32_t)(need > (1 << 28) ? (1 << 28) : need);
     }
-    if (cp.n_ctx > info.n_ctx_train)
-        fprintf(stderr, "triforce: warning: context %d is longer than the model's trained context of %d\n", cp.n_ctx,
+    if (dp.n_ctx > info.n_ctx_train)
+        fprintf(stderr, "triforce: warning: context %d is longer than the model's trained context of %d\n", dp.n_ctx,
                 info.n_ctx_train);
-    progress_state ps = {0};
-    cp.progress = show_progress;
-    cp.progress_user_data = &ps;
-    if (tf_context_init(&ctx, model, &cp, err, sizeof err) != TF_OK) {
-        fprintf(stderr, "triforce: %s\n", err);
-        goto done;
-    }
-    uint64_t seed = o.seed >= 0 ? (uint64_t)o.seed : (uint64_t)time(NULL);
-    tf_sampler_params sp = {.temp = o.temp, .top_k = o.top_k, .top_p = o.top_p, .min_p = o.min_p, .seed = seed};
-    if (tf_sampler_init(&smp, model, &sp, err, sizeof err) != TF_OK) {
-        fprintf(stderr, "triforce: %s\n", err);
-        goto done;
-    }
     fprintf(stderr,
-            "triforce generate: model %s (%s, %.1fM params), prompt %zu tokens, n_predict %d, n_ctx %d, "
-            "threads %d, batch %d, kv %s, temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu\n",
-            o.model, info.name, (double)info.n_params / 1e6, n_tok, o.n_predict, cp.n_ctx,
-            o.n_threads ? o.n_threads : 0, cp.n_batch, o.kv_type, o.temp, o.top_k, o.top_p, o.min_p,
-            (unsigned long long)seed);
-    /* echo the prompt, then stream the continuation */
+            "triforce generate: model %s (%s, %.1fM params)%s%s, mode %s, prompt %zu tokens, n_predict %d, n_ctx %d, "
+            "threads %d, kv %s, temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu",
+            o.model, info.name, (double)info.n_params / 1e6, draft ? ", draft " : "", draft ? o.draft : "",
+            tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads, o.kv_type, o.temp, o.top_k,
+            o.top_p, o.min_p, (unsigned long long)seed);
+    if (mode != TF_MODE_AR)
+        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, sinks %d, window %d",
+                o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.sinks, o.window);
+    fprintf(stderr, "\n");
     fwrite(text, 1, text_len, stdout);
     fflush(stdout);
-    ps.t0 = cli_now();
-    double t0 = ps.t0;
-    if (tf_context_eval(ctx, toks, (int32_t)n_tok, NULL) != TF_OK) {
-        fprintf(stderr, "\ntriforce: %s\n", tf_context_error(ctx));
-        goto done;
+    if (run_one(&o, model, draft, dp, toks, n_tok, true, &res) != 0) goto done;
+    fprintf(stderr,
+            "prefill: %zu tokens in %.2f s (%.1f tok/s) | decode: %d tokens in %.2f s (%.1f tok/s, %.2f ms/tok)\n",
+            n_tok, res.t_prefill, res.t_prefill > 0 ? (double)n_tok / res.t_prefill : 0.0, res.n, res.t_decode,
+            res.t_decode > 0 ? res.n / res.t_decode : 0.0, res.n ? 1e3 * res.t_decode / res.n : 0.0);
+    if (mode != TF_MODE_AR) print_levels(&res);
+    int identical = -1;
+    if (o.compare) {
+        dp.mode = TF_MODE_AR;
+        if (run_one(&o, model, NULL, dp, toks, n_tok, false, &ar) != 0) goto done;
+        double ms_ar = ar.n ? 1e3 * ar.t_decode / ar.n : 0, ms = res.n ? 1e3 * res.t_decode / res.n : 0;
+        int same = ar.n == res.n && memcmp(ar.toks, res.toks, sizeof(int32_t) * (size_t)res.n) == 0;
+        if (o.temp <= 0) identical = same;
+        fprintf(stderr, "compare: ar %.2f ms/tok, %s %.2f ms/tok: speedup %.2fx; outputs %s\n", ms_ar,
+                tf_decode_mode_name(mode), ms, ms > 0 ? ms_ar / ms : 0.0,
+                o.temp <= 0 ? (same ? "identical" : "DIFFERENT")
+                            : (same ? "identical (sampled)" : "differ (sampled: equal in distribution, not token for token)"));
     }
-    double t1 = cli_now();
-    utf8_out out = {0};
-    int n_gen = 0, n_eval = 0;
-    double t_decode = 0;
-    const float *logits = tf_context_logits(ctx);
-    while (n_gen < o.n_predict) {
-        int32_t tok = tf_sampler_sample(smp, logits);
-        n_gen++;
-        if (!o.ignore_eos && tf_model_is_eog(model, tok)) break;
-        char piece[256];
-        int32_t np = tf_model_token_to_piece(model, tok, false, piece, sizeof piece);
-        if (np > (int32_t)sizeof piece) np = 0; /* absurdly long piece: skip rather than truncate mid-UTF-8 */
-        utf8_write(&out, piece, np > 0 ? np : 0);
-        if (n_gen >= o.n_predict) break;
-        if (tf_context_n_past(ctx) >= tf_context_n_ctx(ctx)) {
-            fprintf(stderr, "\ntriforce: context full after %d tokens (raise -c)\n", tf_context_n_past(ctx));
-            break;
-        }
-        double ta = cli_now();
-        if (tf_context_eval(ctx, &tok, 1, NULL) != TF_OK) {
-            fprintf(stderr, "\ntriforce: %s\n", tf_context_error(ctx));
-            goto done;
-        }
-        t_decode += cli_now() - ta;
-        n_eval++;
-        logits = tf_context_logits(ctx);
-    }
-    utf8_flush(&out);
-    printf("\n");
-    fflush(stdout);
-    double tp = t1 - t0;
-    fprintf(stderr, "prefill: %zu tokens in %.2f s (%.1f tok/s) | decode: %d tokens in %.2f s (%.1f tok/s, %.2f ms/tok)\n",
-            n_tok, tp, tp > 0 ? (double)n_tok / tp : 0.0, n_eval, t_decode,
-            t_decode > 0 ? n_eval / t_decode : 0.0, n_eval ? 1e3 * t_decode / n_eval : 0.0);
-    rc = 0;
+    if (o.stats_json) write_json(o.stats_json, &o, tf_decode_mode_name(mode), n_tok, &res, o.compare ? &ar : NULL, identical);
+    rc = identical == 0 ? 1 : 0;
 done:
-    tf_sampler_free(smp);
-    tf_context_free(ctx);
+    free(res.toks);
+    free(ar.toks);
+    tf_model_close(draft);
     tf_model_close(model);
     free(toks);
     free(text);

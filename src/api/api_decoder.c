@@ -1,0 +1,115 @@
+/* api_decoder.c — the public speculative-decoding API over src/spec. */
+#include "triforce.h"
+
+#include "core/threads.h"
+#include "model/model.h"
+#include "spec/spec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tf_decoder {
+    tf_spec s;
+    tf_pool *pool;
+    tf_decoder_params params;
+};
+
+_Static_assert((int)TF_MODE_TRIFORCE == (int)TF_SPEC_TRIFORCE && (int)TF_MODE_SPEC == (int)TF_SPEC_DRAFT,
+               "public and internal mode numbers agree");
+
+const char *tf_decode_mode_name(tf_decode_mode mode) { return tf_spec_mode_name((tf_spec_mode)mode); }
+
+bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out) {
+    tf_spec_mode m;
+    if (!tf_spec_mode_from_name(name, &m)) return false;
+    *out = (tf_decode_mode)m;
+    return true;
+}
+
+tf_decoder_params tf_decoder_default_params(void) {
+    tf_sampler_params sp = tf_sampler_default_params();
+    return (tf_decoder_params){
+        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 4096, .chunk = 8, .recent = 16,
+        .rebuild_stride = 16, .rebuild_accept = 0.5f, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
+        .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp,
+    };
+}
+
+tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
+                          const tf_decoder_params *params, char *errbuf, size_t errbuf_size) {
+    *out = NULL;
+    tf_err err = {0};
+    tf_decoder *d = calloc(1, sizeof *d);
+    tf_status st = TF_OK;
+    if (!d) st = tf_errf(&err, TF_ERR_NOMEM, "decoder: out of memory");
+    tf_decoder_params p = params ? *params : tf_decoder_default_params();
+    if (st == TF_OK && (target->vocab_only || (draft && draft->vocab_only)))
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "a vocabulary-only model cannot decode");
+    if (st == TF_OK) {
+        if (p.n_ctx == 0) p.n_ctx = target->hp.n_ctx_train;
+        if (p.n_threads == 0) p.n_threads = tf_cpu_count();
+        if (p.n_batch < 1 || p.n_batch > 65536)
+            st = tf_errf(&err, TF_ERR_INVALID_ARG, "batch size %d: expected 1..65536", p.n_batch);
+        else if (p.n_ctx < 2 || p.n_ctx > (1 << 28))
+            st = tf_errf(&err, TF_ERR_INVALID_ARG, "context %d: expected 2..%d", p.n_ctx, 1 << 28);
+        else if (p.isa < 0 || p.isa > 3)
+            st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p.isa);
+    }
+    if (st == TF_OK) st = tf_pool_create(&d->pool, p.n_threads, &err);
+    if (st == TF_OK) {
+        tf_spec_cfg c = {
+            .mode = (tf_spec_mode)p.mode, .gamma1 = p.gamma1, .gamma2 = p.gamma2, .budget = p.budget,
+            .chunk = p.chunk, .recent = p.recent, .rebuild_stride = p.rebuild_stride,
+            .rebuild_accept = p.rebuild_accept, .sinks = p.sinks, .window = p.window, .n_ctx = p.n_ctx,
+            .n_batch = p.n_batch, .kv_type = p.kv_type == TF_KV_F32 ? TF_DTYPE_F32 : TF_DTYPE_F16,
+            .isa = p.isa == 0 ? TF_ISA_BEST : (tf_isa)(p.isa - 1),
+            .sampling = {.temp = p.sampling.temp, .top_k = p.sampling.top_k, .top_p = p.sampling.top_p,
+                         .min_p = p.sampling.min_p, .seed = p.sampling.seed},
+        };
+        st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
+    }
+    if (st != TF_OK) {
+        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
+        if (d) tf_pool_free(d->pool);
+        free(d);
+        return st;
+    }
+    d->params = p;
+    *out = d;
+    return TF_OK;
+}
+
+void tf_decoder_free(tf_decoder *d) {
+    if (!d) return;
+    tf_spec_free(&d->s);
+    tf_pool_free(d->pool);
+    free(d);
+}
+
+const char *tf_decoder_error(const tf_decoder *d) { return d->s.err.msg; }
+
+tf_status tf_decoder_prefill(tf_decoder *d, const int32_t *tokens, int32_t n) {
+    return tf_spec_prefill(&d->s, tokens, n, d->params.progress, d->params.progress_user_data);
+}
+
+tf_status tf_decoder_step(tf_decoder *d, int32_t *out, int32_t cap, int32_t *n_out) {
+    return tf_spec_step(&d->s, out, cap, n_out);
+}
+
+int tf_decoder_n_levels(const tf_decoder *d) { return d->s.n_levels; }
+
+void tf_decoder_level(const tf_decoder *d, int level, tf_level_info *o) {
+    memset(o, 0, sizeof *o);
+    if (level < 0 || level >= d->s.n_levels) return;
+    const spec_level *L = &d->s.lv[level];
+    static const char *const caches[] = {"full", "retrieval", "streaming"};
+    o->name = level == 0 ? "target" : level == d->s.n_levels - 1 ? "draft" : "middle";
+    o->cache = caches[L->kind];
+    o->passes = L->st.passes;
+    o->tokens = L->st.rows;
+    o->verified = L->st.verified;
+    o->accepted = L->st.accepted;
+    o->rebuilds = L->st.rebuilds;
+    o->seconds = L->st.seconds;
+}
