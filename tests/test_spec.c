@@ -100,6 +100,8 @@ static const char *gen_model(int n_embd, int n_head, int n_head_kv, const char *
     g.n_head_kv = n_head_kv;
     g.n_ff = 2 * n_embd;
     g.n_ctx_train = 2048;
+    g.n_vocab = 0; /* the 259-token byte vocabulary (unless copied) */
+    g.wtype = TF_DTYPE_F32;
     g.vocab_from = vocab;
     g.seed = seed;
     g.n_threads = 1;

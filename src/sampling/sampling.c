@@ -116,11 +116,12 @@ void tf_sampling_dist(tf_sampling *s, const float *logits) {
         d->n = 1; d->id[0] = 0; d->p[0] = 1.0f;
         return;
     }
-    double total = 0;
-    for (int32_t i = 0; i < n; i++) total += exp((double)z[i] - mx);
     /* candidate set: top-k (or, for top-p alone, a growing top-K until its mass covers p) */
     int32_t k = c->top_k > 0 && c->top_k < n ? c->top_k : n;
     int32_t m;
+    double total = 0;
+    if (k == n) /* the softmax is over the whole vocabulary */
+        for (int32_t i = 0; i < n; i++) total += exp((double)z[i] - mx);
     if (k == n && c->top_p < 1.0f) {
         int32_t kk = 64;
         for (;;) {
@@ -133,7 +134,7 @@ void tf_sampling_dist(tf_sampling *s, const float *logits) {
         }
     } else {
         m = top_k_select(z, n, k, d->id);
-        if (m < n) { /* softmax over the kept set only */
+        if (k < n) { /* softmax over the kept set only */
             total = 0;
             for (int32_t i = 0; i < m; i++) total += exp((double)z[d->id[i]] - mx);
         }

@@ -424,6 +424,29 @@ void tf_spec_free(tf_spec *s) {
     memset(s, 0, sizeof *s);
 }
 
+void tf_spec_reset(tf_spec *s, uint64_t seed) {
+    for (int i = 0; i < s->n_levels; i++) {
+        spec_level *L = &s->lv[i];
+        if (L->kind == LEVEL_STREAMING) {
+            L->sc.n_seen = L->sc.n_high = L->sc.floor = 0;
+        } else if (L->kind == LEVEL_RETRIEVAL) {
+            L->view.n_used = 0;
+            L->r_base = 0;
+            L->r_sel = 0;
+        }
+        L->n_cached = 0;
+        L->accept_ewma = 1.0f;
+        memset(&L->st, 0, sizeof L->st);
+    }
+    tf_kv_truncate(&s->kv_p, 0);
+    if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, 0);
+    s->n_seq = s->n_emitted = 0;
+    s->passes_since_rebuild = 0;
+    s->cfg.sampling.seed = seed;
+    tf_rng_seed(&s->samp.rng, seed);
+    tf_rng_seed(&s->rng, seed ^ 0x7f4a7c159e3779b9ull);
+}
+
 /* Feed seq[n_cached, upto) to level i in batches, computing no logits. */
 static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn progress, void *ud, int64_t *done,
                             int64_t total) {

@@ -113,6 +113,10 @@ tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progr
 /* One step: emits >= 1 tokens (at most cap) into out, *n_out their count. */
 tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out);
 
+/* Forget the sequence (every cache emptied, nothing copied or freed) and
+ * reseed; statistics restart. The next call must be tf_spec_prefill. */
+void tf_spec_reset(tf_spec *s, uint64_t seed);
+
 const char *tf_spec_mode_name(tf_spec_mode mode);
 bool tf_spec_mode_from_name(const char *name, tf_spec_mode *out);
 

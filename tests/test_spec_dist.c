@@ -1,0 +1,221 @@
+/*
+ * test_spec_dist.c — sampled output of the decoding hierarchy is distributed
+ * exactly as the target's. For each mode (a draft level alone, a retrieval
+ * level alone, the streaming hierarchy, the whole TriForce hierarchy) and two
+ * sampling settings, thousands of independent generations from one prompt
+ * give the joint frequency of the first two emitted tokens; a Pearson
+ * chi-square test compares it with p(t1) p(t2 | t1) computed from the
+ * target's own logits with the same transform. False-alarm rate 1e-6 per test
+ * (exact critical values, tests/common/stats.c); fixed seeds make the suite
+ * deterministic. Negative controls: the same test on the whole hierarchy with
+ * a verifier that accepts everything, and with one that draws rejections from
+ * p instead of max(p - q, 0), must fail.
+ */
+#include "testutil.h"
+
+#include "model/gen.h"
+#include "spec/spec.h"
+#include "stats.h"
+#include "triforce.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ALPHA 1e-6
+#define N_RUNS 6000
+#define NP 40
+
+static tf_pool *g_pool;
+static char g_target[512], g_draft[512];
+
+static void gen_small(char *path, uint64_t seed, int n_embd) {
+    snprintf(path, 512, "%s", tu_tmp_path(".gguf"));
+    tf_gen_params g = tf_gen_params_default();
+    g.n_embd = n_embd;
+    g.n_layer = 1;
+    g.n_head = 2;
+    g.n_head_kv = 1;
+    g.n_ff = 2 * n_embd;
+    g.n_ctx_train = 256;
+    g.n_vocab = 0; /* the 259-token byte vocabulary (unless copied) */
+    g.wtype = TF_DTYPE_F32;
+    g.seed = seed;
+    g.n_threads = 1;
+    tf_err err = {0};
+    if (tf_gen_model(&g, path, &err) != TF_OK) {
+        print_error("gen: %s\n", err.msg);
+        fail();
+    }
+}
+
+/* Target distribution of the first two tokens: joint[i*k + j] over the
+ * candidate lists of p(t1) and of p(t2 | t1 = cand_i). Returns k (cells per side). */
+typedef struct joint {
+    int k1;
+    int32_t id1[16];
+    int k2[16];
+    int32_t id2[16][16];
+    double prob[16][16];
+} joint;
+
+static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const int32_t *prompt, joint *J) {
+    tf_sampling s;
+    tf_err err = {0};
+    assert_int_equal(tf_sampling_init(&s, cfg, m->hp.n_vocab, &err), TF_OK);
+    tf_context_params cp = tf_context_default_params();
+    cp.n_ctx = NP + 4;
+    cp.n_threads = 1;
+    cp.kv_type = TF_KV_F32;
+    tf_context *ctx;
+    char eb[256];
+    assert_int_equal(tf_context_init(&ctx, m, &cp, eb, sizeof eb), TF_OK);
+    assert_int_equal(tf_context_eval(ctx, prompt, NP, NULL), TF_OK);
+    tf_sampling_dist(&s, tf_context_logits(ctx));
+    assert_true(s.dist.n <= 16);
+    J->k1 = s.dist.n;
+    double p1[16];
+    for (int i = 0; i < J->k1; i++) {
+        J->id1[i] = s.dist.id[i];
+        p1[i] = s.dist.p[i];
+    }
+    for (int i = 0; i < J->k1; i++) {
+        assert_int_equal(tf_context_truncate(ctx, NP), TF_OK);
+        assert_int_equal(tf_context_eval(ctx, &J->id1[i], 1, NULL), TF_OK);
+        tf_sampling_dist(&s, tf_context_logits(ctx));
+        assert_true(s.dist.n <= 16);
+        J->k2[i] = s.dist.n;
+        for (int j = 0; j < s.dist.n; j++) {
+            J->id2[i][j] = s.dist.id[j];
+            J->prob[i][j] = p1[i] * s.dist.p[j];
+        }
+    }
+    tf_context_free(ctx);
+    tf_sampling_free(&s);
+}
+
+/* Run N generations of the mode and return the chi-square verdict. */
+static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_mode vmode, const joint *J,
+                       const int32_t *prompt) {
+    tf_model *t, *d;
+    tf_err err = {0};
+    assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
+    assert_int_equal(tf_model_load(&d, g_draft, NULL, &err), TF_OK);
+    tf_spec_cfg c = {.mode = mode, .gamma1 = 2, .gamma2 = 3, .budget = 16, .chunk = 4, .recent = 4,
+                     .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = NP + 32,
+                     .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg};
+    tf_spec s;
+    assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL ? NULL : d, &c, g_pool, &err), TF_OK);
+    s.ver.mode = vmode;
+    /* cells: every (i, j) of the target's support, plus one "elsewhere" cell */
+    static long long obs[16 * 16 + 1];
+    static double prob[16 * 16 + 1];
+    memset(obs, 0, sizeof obs);
+    int n_cells = 16 * 16 + 1;
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) prob[i * 16 + j] = i < J->k1 && j < J->k2[i] ? J->prob[i][j] : 0.0;
+    prob[16 * 16] = 0.0;
+    for (int r = 0; r < N_RUNS; r++) {
+        tf_spec_reset(&s, 1000003ull * (uint64_t)r + 17);
+        assert_int_equal(tf_spec_prefill(&s, prompt, NP, NULL, NULL), TF_OK);
+        int32_t out[64], n = 0, k;
+        while (n < 2) {
+            assert_int_equal(tf_spec_step(&s, out + n, 32, &k), TF_OK);
+            n += k;
+        }
+        int cell = 16 * 16;
+        for (int i = 0; i < J->k1; i++)
+            if (J->id1[i] == out[0])
+                for (int j = 0; j < J->k2[i]; j++)
+                    if (J->id2[i][j] == out[1]) cell = i * 16 + j;
+        obs[cell]++;
+    }
+    tf_spec_free(&s);
+    tf_model_free(t);
+    tf_model_free(d);
+    return tu_chi2_gof(obs, prob, n_cells, ALPHA);
+}
+
+static void check(const char *what, tf_spec_mode mode, const tf_sampling_cfg *cfg, const int32_t *prompt) {
+    tf_model *t;
+    tf_err err = {0};
+    assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
+    joint J;
+    target_joint(t, cfg, prompt, &J);
+    tf_model_free(t);
+    tu_gof g = run_mode(mode, cfg, TF_VERIFY_EXACT, &J, prompt);
+    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld\n", what, g.chi2, g.crit, g.df,
+                  g.off_support);
+    assert_true(g.df >= 3);
+    assert_true(g.off_support == 0);
+    assert_true(g.chi2 < g.crit);
+}
+
+static void check_broken(const char *what, tf_verify_mode vmode, const tf_sampling_cfg *cfg, const int32_t *prompt) {
+    tf_model *t;
+    tf_err err = {0};
+    assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
+    joint J;
+    target_joint(t, cfg, prompt, &J);
+    tf_model_free(t);
+    tu_gof g = run_mode(TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt);
+    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld (negative control)\n", what, g.chi2, g.crit,
+                  g.df, g.off_support);
+    assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
+}
+
+static void make_prompt(int32_t *prompt) {
+    tf_rng rng;
+    tf_rng_seed(&rng, 4242);
+    for (int i = 0; i < NP; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+}
+
+static void test_distribution_t1(void **state) {
+    (void)state;
+    int32_t prompt[NP];
+    make_prompt(prompt);
+    tf_sampling_cfg cfg = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 0};
+    check("spec (draft level), T=1 top-k 4", TF_SPEC_DRAFT, &cfg, prompt);
+    check("retrieval (middle level), T=1 top-k 4", TF_SPEC_RETRIEVAL, &cfg, prompt);
+    check("streaming hierarchy, T=1 top-k 4", TF_SPEC_STREAMING, &cfg, prompt);
+    check("triforce hierarchy, T=1 top-k 4", TF_SPEC_TRIFORCE, &cfg, prompt);
+    check_broken("triforce, accept-all verifier", TF_VERIFY_BROKEN_ACCEPT_ALL, &cfg, prompt);
+    check_broken("triforce, residual-from-p verifier", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
+}
+
+static void test_distribution_t06_top_p(void **state) {
+    (void)state;
+    int32_t prompt[NP];
+    make_prompt(prompt);
+    tf_sampling_cfg cfg = {.temp = 0.6f, .top_k = 6, .top_p = 0.9f, .min_p = 0.0f, .seed = 0};
+    check("triforce hierarchy, T=0.6 top-p 0.9", TF_SPEC_TRIFORCE, &cfg, prompt);
+    check("spec (draft level), T=0.6 top-p 0.9", TF_SPEC_DRAFT, &cfg, prompt);
+    check_broken("triforce, residual-from-p, T=0.6", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
+}
+
+static int setup(void **state) {
+    (void)state;
+    tf_err err = {0};
+    if (tf_pool_create(&g_pool, 1, &err) != TF_OK) return -1;
+    gen_small(g_target, 11, 32);
+    gen_small(g_draft, 12, 16);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    tf_pool_free(g_pool);
+    unlink(g_target);
+    unlink(g_draft);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_distribution_t1),
+        cmocka_unit_test(test_distribution_t06_top_p),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
