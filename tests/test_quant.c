@@ -242,13 +242,13 @@ static void test_known_q6_k(void **state) {
 /* Relative RMS error of dequantize(quantize(x)) at several magnitudes, for
  * plain Gaussian data and for Gaussian data with outliers (fill_gauss).
  * Measured (plain / outliers): f16 2.0e-4 / 2.0e-4, bf16 1.6e-3 / 1.6e-3,
- * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_k 7.7e-2 / 0.102,
+ * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_k 7.2e-2 / 0.095,
  * q6_k 1.9e-2 / 2.8e-2; the bounds add about 20 %. */
 static void test_roundtrip(void **state) {
     (void)state;
     static const struct { tf_dtype t; double plain, outliers; } bounds[] = {
         {TF_DTYPE_F32, 0.0, 0.0},       {TF_DTYPE_F16, 2.5e-4, 2.5e-4},  {TF_DTYPE_BF16, 2e-3, 2e-3},
-        {TF_DTYPE_Q8_0, 6.5e-3, 0.011}, {TF_DTYPE_Q4_0, 0.10, 0.17},     {TF_DTYPE_Q4_K, 0.09, 0.12},
+        {TF_DTYPE_Q8_0, 6.5e-3, 0.011}, {TF_DTYPE_Q4_0, 0.10, 0.17},     {TF_DTYPE_Q4_K, 0.085, 0.115},
         {TF_DTYPE_Q6_K, 0.023, 0.033},
     };
     static const double scales[] = {1e-2, 1.0, 300.0};

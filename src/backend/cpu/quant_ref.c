@@ -131,10 +131,52 @@ static void quantize_q4_0(const float *x, tf_block_q4_0 *y, int64_t nb) {
     }
 }
 
-/* Q4_K without a scale search: each sub-block's range [min(x, 0), max(x)]
- * is mapped onto 0..15; the per-sub-block scales and mins are then quantized
- * to 6 bits against the super-block scales d and dmin, and the quants are
- * recomputed with the scales actually stored. */
+/* Squared error of x ~ s * q - m over one 32-element sub-block, q the
+ * nearest level in 0..15. */
+static double q4k_err(const float *x, float s, float m) {
+    double e = 0.0;
+    for (int l = 0; l < 32; l++) {
+        int q = s > 0.0f ? clampi((int)nearbyintf((x[l] + m) / s), 0, 15) : 0;
+        double r = (double)s * q - m - x[l];
+        e += r * r;
+    }
+    return e;
+}
+
+/* Refines one sub-block's (scale, min) from the range fit by alternating
+ * least squares: assign quants, refit x ~ s q - m (m >= 0), keep the fit
+ * while the error drops. */
+static void q4k_fit(const float *x, float *scale, float *min) {
+    float s = *scale, m = *min;
+    double err = q4k_err(x, s, m);
+    for (int it = 0; it < 6 && s > 0.0f; it++) {
+        double sq = 0, sqq = 0, sx = 0, sqx = 0;
+        for (int l = 0; l < 32; l++) {
+            int q = clampi((int)nearbyintf((x[l] + m) / s), 0, 15);
+            sq += q;
+            sqq += (double)q * q;
+            sx += x[l];
+            sqx += (double)q * x[l];
+        }
+        double det = 32.0 * sqq - sq * sq;
+        if (det <= 0.0) break;
+        double ns = (32.0 * sqx - sq * sx) / det, nm = (ns * sq - sx) / 32.0;
+        if (nm < 0.0) { nm = 0.0; ns = sqq > 0.0 ? sqx / sqq : 0.0; }
+        if (!(ns > 0.0)) break;
+        double e = q4k_err(x, (float)ns, (float)nm);
+        if (e >= err) break;
+        err = e;
+        s = (float)ns;
+        m = (float)nm;
+    }
+    *scale = s;
+    *min = m;
+}
+
+/* Q4_K: each sub-block's range [min(x, 0), max(x)] is mapped onto 0..15 and
+ * refined by least squares (q4k_fit); the per-sub-block scales and mins are
+ * then quantized to 6 bits against the super-block scales d and dmin, and
+ * the quants are recomputed with the scales actually stored. */
 static void quantize_q4_k(const float *x, tf_block_q4_k *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
         float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
@@ -144,6 +186,17 @@ static void quantize_q4_k(const float *x, tf_block_q4_k *y, int64_t nb) {
             for (int l = 0; l < 32; l++) { lo = fminf(lo, xs[l]); hi = fmaxf(hi, xs[l]); }
             min[j] = -lo;
             scale[j] = (hi - lo) / 15.0f;
+            /* start from the full range and from ranges clipped by 10 and 20 %; keep the best fit */
+            float best_s = scale[j], best_m = min[j];
+            double best_e = INFINITY;
+            for (int c = 0; c < 3; c++) {
+                float cs = scale[j] * (1.0f - 0.1f * (float)c), cm = min[j] * (1.0f - 0.1f * (float)c);
+                q4k_fit(xs, &cs, &cm);
+                double e = q4k_err(xs, cs, cm);
+                if (e < best_e) { best_e = e; best_s = cs; best_m = cm; }
+            }
+            scale[j] = best_s;
+            min[j] = best_m;
             max_scale = fmaxf(max_scale, scale[j]);
             max_min = fmaxf(max_min, min[j]);
         }
