@@ -5,7 +5,9 @@
  * One pool job per call, in two phases separated by a spin barrier:
  *   1. the activations X are converted to act(wtype) into act_buf, the
  *      blocks of all tokens split evenly across the threads (F32 activations
- *      are used in place: no copy, no barrier);
+ *      are used in place: no copy, no barrier). Small activations (decode)
+ *      are instead converted by every thread into its own stack buffer, so
+ *      decode never waits at a barrier;
  *   2. the output rows are split across the threads in groups of 4, each
  *      thread walking its rows 4 at a time and, for each group, every token
  *      4 at a time, so a group of weight rows is read from memory once and
@@ -33,7 +35,11 @@
 /* Bytes of a group of weight rows that one column chunk may span (prefill only). */
 #define MM_L1_WEIGHT_BYTES (16 * 1024)
 /* Pauses (about 40 ns each) a thread spins at the barrier before yielding. */
-#define MM_SPIN_BEFORE_YIELD 2000
+#define MM_SPIN_BEFORE_YIELD 256
+/* Activations up to this size (decode: one token of up to ~15k columns) are
+ * converted by every thread into its own stack buffer: cheaper than making
+ * the threads wait for each other at a barrier. */
+#define MM_LOCAL_ACT_BYTES (16 * 1024)
 /* Column chunks are multiples of this many elements (every block size divides it). */
 #define MM_COL_QUANTUM TF_QK_K
 
@@ -56,8 +62,8 @@ typedef struct {
     atomic_int arrived;  /* threads past phase 1 */
 } mm_job;
 
-/* Phase 1: convert this thread's share of the activation blocks. */
-static void mm_convert(mm_job *j, int ith, int nth) {
+/* Phase 1: convert this thread's share of the activation blocks into act. */
+static void mm_convert(const mm_job *j, char *act, int ith, int nth) {
     int64_t per_tok = j->n_cols / j->act_block;
     long lo, hi;
     tf_split_range((long)(per_tok * j->n_tok), ith, nth, &lo, &hi);
@@ -65,7 +71,7 @@ static void mm_convert(mm_job *j, int ith, int nth) {
     while (lo < hi) {
         int64_t t = lo / per_tok, b0 = lo % per_tok;
         int64_t b1 = hi - t * per_tok < per_tok ? hi - t * per_tok : per_tok;
-        j->quantize(j->X + t * j->n_cols + b0 * j->act_block, j->act + t * j->a_row + (size_t)b0 * blk_bytes,
+        j->quantize(j->X + t * j->n_cols + b0 * j->act_block, act + t * j->a_row + (size_t)b0 * blk_bytes,
                     (b1 - b0) * j->act_block);
         lo += b1 - b0;
     }
@@ -83,10 +89,10 @@ static void mm_barrier(mm_job *j, int nth) {
     }
 }
 
-/* Rows [r0, r1) x tokens [t0, t1), columns [c0, c0 + nc); accumulate adds the
- * result to Y instead of storing it. */
-static void mm_block(const mm_job *j, int64_t r0, int64_t r1, int64_t t0, int64_t t1, int64_t c0, int64_t nc,
-                     int accumulate) {
+/* Rows [r0, r1) x tokens [t0, t1), columns [c0, c0 + nc), activations in
+ * act; accumulate adds the result to Y instead of storing it. */
+static void mm_block(const mm_job *j, const char *act, int64_t r0, int64_t r1, int64_t t0, int64_t t1, int64_t c0,
+                     int64_t nc, int accumulate) {
     size_t w_off = tf_dtype_row_size(j->wtype, c0);
     size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c0) : (size_t)c0 * sizeof(float);
     for (int64_t r = r0; r < r1; r += j->tile_rows) {
@@ -94,7 +100,7 @@ static void mm_block(const mm_job *j, int64_t r0, int64_t r1, int64_t t0, int64_
         const char *w = j->W + (size_t)r * j->w_row + w_off;
         for (int64_t t = t0; t < t1; t += j->tile_toks) {
             int nt = t1 - t < j->tile_toks ? (int)(t1 - t) : j->tile_toks;
-            const char *a = j->act + (size_t)t * j->a_row + a_off;
+            const char *a = act + (size_t)t * j->a_row + a_off;
             float *y = j->Y + t * j->ldy + r;
             if (!accumulate) {
                 j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, y, j->ldy);
@@ -110,8 +116,14 @@ static void mm_block(const mm_job *j, int64_t r0, int64_t r1, int64_t t0, int64_
 
 static void mm_task(void *arg, int ith, int nth) {
     mm_job *j = arg;
-    if (j->quantize) {
-        mm_convert(j, ith, nth);
+    _Alignas(64) char local_act[MM_LOCAL_ACT_BYTES];
+    const char *act = j->act;
+    if (j->quantize && nth > 1 && (size_t)j->n_tok * j->a_row <= sizeof local_act) {
+        /* small activations: every thread converts all of them privately, no barrier */
+        mm_convert(j, local_act, 0, 1);
+        act = local_act;
+    } else if (j->quantize) {
+        mm_convert(j, j->act, ith, nth);
         if (nth > 1) mm_barrier(j, nth);
     }
     /* Split groups of tile_rows rows across threads; with fewer groups than
@@ -130,7 +142,7 @@ static void mm_task(void *arg, int ith, int nth) {
     }
     if (r0 >= r1 || t0 >= t1) return;
     if (j->col_chunk >= j->n_cols) {
-        mm_block(j, r0, r1, t0, t1, 0, j->n_cols, 0);
+        mm_block(j, act, r0, r1, t0, t1, 0, j->n_cols, 0);
         return;
     }
     /* Column-chunked: per group of rows, every chunk against every token. */
@@ -138,7 +150,7 @@ static void mm_task(void *arg, int ith, int nth) {
         int64_t re = r + g < r1 ? r + g : r1;
         for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
             int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
-            mm_block(j, r, re, t0, t1, c, nc, c > 0);
+            mm_block(j, act, r, re, t0, t1, c, nc, c > 0);
         }
     }
 }
