@@ -8,14 +8,16 @@
  *      are used in place: no copy, no barrier). Small activations (decode)
  *      are instead converted by every thread into its own stack buffer, so
  *      decode never waits at a barrier;
- *   2. the output rows are split across the threads in groups of 4, each
- *      thread walking its rows 4 at a time and, for each group, every token
- *      4 at a time, so a group of weight rows is read from memory once and
- *      reused from cache by all tokens. Wide float rows are also split along
- *      the columns (partial sums added into Y) so that the 4 rows in use stay
- *      in L1 while the tokens stream past them.
- * Decode (n_tok == 1) reads every weight byte exactly once, in 4 sequential
- * streams per thread. Nothing is allocated.
+ *   2. the output rows are split across the threads in groups of tile_rows
+ *      (the kernel table's tile shape for the type), each thread walking its
+ *      rows a group at a time and, for each group, every token tile_toks at
+ *      a time, so a group of weight rows is read from memory once and reused
+ *      from cache by all tokens. Wide float rows are also split along the
+ *      columns (partial sums added into Y) so that the rows in use stay in
+ *      L1 while the tokens stream past them.
+ * Decode (n_tok == 1) reads every weight byte exactly once, in tile_rows
+ * sequential streams per thread far apart (mm_gemv_spread). Nothing is
+ * allocated.
  */
 #include "backend/cpu/quant.h"
 
@@ -114,6 +116,29 @@ static void mm_block(const mm_job *j, const char *act, int64_t r0, int64_t r1, i
     }
 }
 
+/* One token against rows [r0, r1): each tile takes one row from each of
+ * tile_rows equal slices of the range, so a thread reads tile_rows
+ * sequential streams far apart (as many streams as a tile of long rows
+ * gives; adjacent short rows would share pages and defeat the hardware
+ * prefetcher). Rows past the last full slice run as ordinary tiles. */
+static void mm_gemv_spread(const mm_job *j, const char *act, float *y, int64_t r0, int64_t r1) {
+    int g = j->tile_rows;
+    int64_t per = (r1 - r0) / g;
+    if (g > 1 && per > 0) {
+        size_t slice = (size_t)per * j->w_row;
+        for (int64_t i = 0; i < per; i++) {
+            float part[TF_TILE_ROWS_MAX];
+            j->tile(j->n_cols, j->W + (size_t)(r0 + i) * j->w_row, slice, g, act, j->a_row, 1, part, 1);
+            for (int k = 0; k < g; k++) y[r0 + k * per + i] = part[k];
+        }
+        r0 += per * g;
+    }
+    for (int64_t r = r0; r < r1; r += g) {
+        int nr = r1 - r < g ? (int)(r1 - r) : g;
+        j->tile(j->n_cols, j->W + (size_t)r * j->w_row, j->w_row, nr, act, j->a_row, 1, y + r, 1);
+    }
+}
+
 static void mm_task(void *arg, int ith, int nth) {
     mm_job *j = arg;
     _Alignas(64) char local_act[MM_LOCAL_ACT_BYTES];
@@ -141,6 +166,10 @@ static void mm_task(void *arg, int ith, int nth) {
         t1 = hi;
     }
     if (r0 >= r1 || t0 >= t1) return;
+    if (t1 - t0 == 1) {
+        mm_gemv_spread(j, act + (size_t)t0 * j->a_row, j->Y + t0 * j->ldy, r0, r1);
+        return;
+    }
     if (j->col_chunk >= j->n_cols) {
         mm_block(j, act, r0, r1, t0, t1, 0, j->n_cols, 0);
         return;

@@ -75,10 +75,6 @@ TF_AI void store_sums(int R, int T, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MA
 
 enum { KF_F32, KF_F16, KF_BF16 };
 
-/* Software prefetch in 1-token float tiles when one 16-column step of the
- * tile spans at most this many bytes of weights (4 cache lines). */
-#define DECODE_PREFETCH_MAX_BYTES 256
-
 TF_AI __m512 load_w16(int kind, const char *row, int64_t i, __mmask16 m, int masked) {
     if (kind == KF_F32)
         return masked ? _mm512_maskz_loadu_ps(m, (const float *)row + i) : _mm512_loadu_ps((const float *)row + i);
@@ -96,22 +92,8 @@ TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int64_t i = 0;
-    const int esz = kind == KF_F32 ? 4 : 2;
-    /* Decode reads each weight once. With rows shorter than a page several
-     * rows of the tile share a page and the hardware prefetcher loses track:
-     * prefetch the next R rows (contiguous after these) at the rate this
-     * tile consumes its own. Measured: f16 32000 x 512 from 14 to 23 GB/s
-     * on one thread; f32 (twice the lines per step) only loses, so it is off
-     * there. */
-    const char *next = w + R * ws;
-    const int prefetch = T == 1 && R * esz * 16 <= DECODE_PREFETCH_MAX_BYTES;
     for (; i + 16 <= n; i += 16) {
         __m512 av[TF_TILE_TOKS_MAX];
-        if (prefetch) {
-            const char *p = next + i * esz * R;
-#pragma GCC unroll 8
-            for (int k = 0; k < R * esz * 16; k += 64) _mm_prefetch(p + k, _MM_HINT_T0);
-        }
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) av[t] = _mm512_loadu_ps((const float *)(a + t * as) + i);
 #pragma GCC unroll 8
