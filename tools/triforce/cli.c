@@ -1,6 +1,8 @@
 /* cli.c — option table, parser and helpers shared by the subcommands. */
 #include "cli.h"
 
+#include "core/mem.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -202,34 +204,12 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
 }
 
 char *cli_read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "triforce: %s: cannot open: %s\n", path, strerror(errno));
+    char *buf;
+    tf_err err = {0};
+    if (tf_read_file(path, &buf, len, &err) != TF_OK) {
+        fprintf(stderr, "triforce: %s\n", err.msg);
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) break;
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - 1 - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        fprintf(stderr, "triforce: %s: %s\n", path, bad ? "read error" : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 
