@@ -4,7 +4,7 @@
 # generated tokens, temperatures 0 and 0.6; every mode's decode ms/token, speedup over ar
 # and acceptance per level; then ablations at 16K. Output: bench/results/triforce.jsonl
 # (one object per run, from generate --stats-json), bench/results/triforce.md (tables),
-# docs/img/*.png (gnuplot). LENGTHS / ABLATE / N may be overridden from the environment.
+# docs/img/*.png (gnuplot). LENGTHS, TEMPS, ABLATE and N may be overridden from the environment.
 set -eu
 B=${BUILD:-build}
 TF=$B/triforce
@@ -12,6 +12,7 @@ SH=${TF_SHARED_DIR:-../shared}
 T=${THREADS:-2}
 N=${N:-256}
 LENGTHS=${LENGTHS:-"16384 32768 65536"}
+TEMPS=${TEMPS:-"0 0.6"}
 ABLATE=${ABLATE:-1}
 OUT=bench/results
 TMP=$OUT/tmp
@@ -51,7 +52,7 @@ run() { # label len temp mode [extra flags...]
 }
 
 for len in $LENGTHS; do
-    for temp in 0 0.6; do
+    for temp in $TEMPS; do
         for mode in ar spec retrieval streaming triforce; do
             run table "$len" "$temp" "$mode"
         done

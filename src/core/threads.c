@@ -2,6 +2,7 @@
 #include "core/threads.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,7 +14,12 @@
 #define TF_PAUSE() ((void)0)
 #endif
 
-#define TF_SPIN_ITERS 20000
+/* Waiting for work (workers) or for the workers (caller): spin with pause for
+ * about 0.1 ms (decode hands out jobs microseconds apart), then yield the core
+ * a while (another process may need it: spinning would starve the very thread
+ * being waited for), then sleep on the condition variable. */
+#define TF_SPIN_ITERS 2000
+#define TF_YIELD_ITERS 64
 
 typedef struct tf_worker {
     tf_pool *pool;
@@ -44,6 +50,7 @@ static void *worker_main(void *p) {
         while ((gen = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen &&
                !atomic_load(&pool->stop)) {
             if (++spins < TF_SPIN_ITERS) { TF_PAUSE(); continue; }
+            if (spins < TF_SPIN_ITERS + TF_YIELD_ITERS) { sched_yield(); continue; }
             pthread_mutex_lock(&pool->mu);
             while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
                 pthread_cond_wait(&pool->cv_start, &pool->mu);
@@ -133,6 +140,7 @@ void tf_pool_run(tf_pool *pool, tf_task_fn fn, void *arg) {
     int spins = 0;
     while (atomic_load_explicit(&pool->n_pending, memory_order_acquire) != 0) {
         if (++spins < TF_SPIN_ITERS) { TF_PAUSE(); continue; }
+        if (spins < TF_SPIN_ITERS + TF_YIELD_ITERS) { sched_yield(); continue; }
         pthread_mutex_lock(&pool->mu);
         while (atomic_load(&pool->n_pending) != 0) pthread_cond_wait(&pool->cv_done, &pool->mu);
         pthread_mutex_unlock(&pool->mu);
