@@ -136,7 +136,6 @@ static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, 
         return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor '%s' is missing (required by the llama architecture)",
                        ld->path, name);
     }
-    int want_dims = rows ? 2 : 1;
     bool shape_ok = gt->ne[0] == cols && (rows ? gt->ne[1] == rows : gt->ne[1] == 1) && gt->ne[2] == 1 &&
                     gt->ne[3] == 1;
     if (!shape_ok) {
@@ -149,7 +148,6 @@ static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, 
                        ld->path, name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
                        (long long)gt->ne[3], (long long)cols);
     }
-    (void)want_dims;
     if (!tf_dtype_supported(gt->type))
         return tf_errf(ld->err, TF_ERR_UNSUPPORTED,
                        "%s: tensor '%s' has type %s (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)", ld->path,

@@ -89,7 +89,7 @@ static void run_items(void *arg, int ith, int nth) {
 static void merge_rows(void *arg, int ith, int nth) {
     plan *p = arg;
     const tf_attn_args *a = p->a;
-    const int g = p->g, hd = p->hd, n_head_kv = a->n_head / g;
+    const int g = p->g, hd = p->hd;
     long total = (long)a->n_q * a->n_head, lo, hi;
     tf_split_range(total, ith, nth, &lo, &hi);
     for (long row = lo; row < hi; row++) {
@@ -116,7 +116,6 @@ static void merge_rows(void *arg, int ith, int nth) {
         float inv = L > 0 ? 1.0f / L : 0.0f;
         for (int d = 0; d < hd; d++) out[d] *= inv;
     }
-    (void)n_head_kv;
 }
 
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {
