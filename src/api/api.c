@@ -198,7 +198,6 @@ tf_status tf_context_eval(tf_context *c, const int32_t *tokens, int32_t n, float
         tf_status st = tf_forward(&c->fwd, &c->kv, tokens + done, c->pos, nb, c->n_past, NULL, from, &c->err);
         if (st != TF_OK) return st;
         c->n_past += nb;
-        c->kv.n_used = c->n_past;
         c->last_logits = c->fwd.logits + (size_t)(nb - 1 - from) * V;
         if (out && c->params.logits_all) memcpy(out + (size_t)done * V, c->fwd.logits, sizeof(float) * nb * V);
         done += nb;

@@ -61,7 +61,6 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
         st = tf_forward(&L->fwd, &s->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
         if (st == TF_OK && s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
-        s->kv_p.n_used = (int32_t)(c + n);
         break;
     }
     case LEVEL_RETRIEVAL: {
@@ -71,7 +70,6 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
                            L->view.n_slots);
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
         st = tf_forward(&L->fwd, &L->view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
-        L->view.n_used = slot0 + n;
         break;
     }
     case LEVEL_STREAMING: {

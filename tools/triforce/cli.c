@@ -236,3 +236,9 @@ double cli_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+bool cli_progress_percent(void *ud, uint64_t done, uint64_t total) {
+    fprintf(stderr, "\r%s: %3.0f%%", (const char *)ud, total ? 100.0 * (double)done / (double)total : 100.0);
+    if (done == total) fprintf(stderr, "\n");
+    return true;
+}

@@ -65,6 +65,9 @@ void cli_log(void *ud, tf_log_level level, const char *msg);
 
 double cli_now(void);
 
+/* Progress on stderr as "<label>: NN%"; ud is the label (const char *). Never cancels. */
+bool cli_progress_percent(void *ud, uint64_t done, uint64_t total);
+
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

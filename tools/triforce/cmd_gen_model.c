@@ -7,13 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool progress(void *ud, uint64_t done, uint64_t total) {
-    (void)ud;
-    fprintf(stderr, "\rgen-model: %3.0f%%", total ? 100.0 * (double)done / (double)total : 100.0);
-    if (done == total) fprintf(stderr, "\n");
-    return true;
-}
-
 static const char *k_usage = "OUT.gguf [--preset NAME] [shape options]";
 
 int cmd_gen_model(int argc, char **argv) {
@@ -74,7 +67,8 @@ int cmd_gen_model(int argc, char **argv) {
     p.seed = (uint64_t)o.gen_seed;
     p.n_threads = o.n_threads;
     p.log = (tf_logger){.fn = cli_log, .min_level = TF_LOG_INFO};
-    p.progress = progress;
+    p.progress = cli_progress_percent;
+    p.progress_ud = (void *)"gen-model";
     tf_err err = {0};
     double t0 = cli_now();
     if (tf_gen_model(&p, o.pos[0], &err) != TF_OK) {

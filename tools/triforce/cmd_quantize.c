@@ -6,13 +6,6 @@
 
 #include <stdio.h>
 
-static bool progress(void *ud, uint64_t done, uint64_t total) {
-    (void)ud;
-    fprintf(stderr, "\rquantize: %3.0f%%", total ? 100.0 * (double)done / (double)total : 100.0);
-    if (done == total) fprintf(stderr, "\n");
-    return true;
-}
-
 int cmd_quantize(int argc, char **argv) {
     cli_opts o;
     const char *usage = "IN.gguf OUT.gguf TYPE   (TYPE: f16, bf16, q8_0, q4_0, q4_k, q6_k)";
@@ -30,7 +23,7 @@ int cmd_quantize(int argc, char **argv) {
     tf_logger lg = {.fn = cli_log, .min_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_INFO};
     tf_err err = {0};
     double t0 = cli_now();
-    if (tf_quantize_file(o.pos[0], o.pos[1], type, &lg, progress, NULL, &err) != TF_OK) {
+    if (tf_quantize_file(o.pos[0], o.pos[1], type, &lg, cli_progress_percent, (void *)"quantize", &err) != TF_OK) {
         fprintf(stderr, "triforce: %s\n", err.msg);
         return 1;
     }
