@@ -10,7 +10,7 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-psabi -fPIC \
            -Iinclude -Isrc -Itests/common
-LDLIBS  += -lpcre2-8 -lm -lpthread
+LDLIBS  += -lcjson -lpcre2-8 -lm -lpthread
 BUILD   ?= build
 
 # Sources: every .c under src/ belongs to the library; SIMD variants are chosen at
@@ -74,7 +74,7 @@ test: $(TEST_BINS) $(BUILD)/triforce
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    LDLIBS="-fsanitize=address,undefined -lpcre2-8 -lm -lpthread" test
+	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lm -lpthread" test
 
 $(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)

@@ -380,6 +380,7 @@ tf_status tf_gguf_open(tf_gguf *g, const char *path, tf_err *err) {
 void tf_gguf_close(tf_gguf *g) {
     free_index(g);
     tf_mmap_close(&g->map);
+    if (g->release) g->release(g->release_ud);
     memset(g, 0, sizeof *g);
 }
 

@@ -71,6 +71,11 @@ typedef struct tf_gguf {
     tf_gguf_tensor *tensors;
     uint32_t alignment;
     uint64_t data_offset;
+    /* Extra resources of a GGUF assembled in memory (a Hugging Face directory:
+     * the metadata buffer, mapped shards, converted tensors), released by
+     * tf_gguf_close after the index. NULL for files. */
+    void (*release)(void *ud);
+    void *release_ud;
 } tf_gguf;
 
 /* Map and parse a file. On failure *g is left closed (safe to tf_gguf_close). */
