@@ -6,6 +6,9 @@
  */
 #include "testutil.h"
 
+#include "hf_export.h"
+#include "hf_tokjson.h"
+#include "model/model.h"
 #include "ref_forward.h"
 #include "triforce.h"
 
@@ -135,6 +138,48 @@ static void test_with_stories(void **state) {
 }
 
 /* perplexity == exp(mean NLL) of the float64 reference over the same windows */
+/* A Hugging Face directory works wherever a GGUF does, and converts to one. */
+static void test_hf_dir(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
+    char model[512], dir[512], out[512], args[4096];
+    snprintf(model, sizeof model, "%s", path_s);
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("_hf"));
+    snprintf(out, sizeof out, "%s", tu_tmp_path(".gguf"));
+    tf_model *m = NULL;
+    char err[512];
+    assert_int_equal(tf_model_load_file(&m, model, NULL, err, sizeof err), TF_OK);
+    char *tj = NULL, *tc = NULL;
+    tu_hf_opts to = {0};
+    assert_true(tu_hf_tokjson_from_gguf(&m->gguf, &to, &tj, &tc));
+    hf_export_opts ex = {.tokenizer_json = tj};
+    assert_int_equal(hf_export(m, dir, &ex), 0);
+    tf_model_close(m);
+    free(tj);
+    free(tc);
+    snprintf(args, sizeof args, "info %s", dir);
+    EXPECT(args, 0, "n_head_kv:       4 (grouped-query attention)");
+    snprintf(args, sizeof args, "tokenize -m %s -p \"Once upon a time\" --ids", dir);
+    EXPECT(args, 0, "1, 403, 407, 261, 378");
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 30", dir);
+    EXPECT(args, 0, "there was a little girl named Lily");
+    snprintf(args, sizeof args, "convert %s %s q8_0", dir, out);
+    EXPECT(args, 0, "wrote");
+    snprintf(args, sizeof args, "info %s", out);
+    EXPECT(args, 0, "q8_0");
+    snprintf(args, sizeof args, "convert %s %s", dir, out);
+    EXPECT(args, 0, "as f32");
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 30", out);
+    EXPECT(args, 0, "there was a little girl named Lily");
+    snprintf(args, sizeof args, "convert %s %s q9", dir, out);
+    EXPECT(args, 2, "type 'q9'");
+    snprintf(args, sizeof args, "convert %s %s", model, out);
+    EXPECT(args, 2, "is not a directory");
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    assert_int_equal(system(args), 0);
+    unlink(out);
+}
+
 static void test_perplexity_matches_reference(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
@@ -214,6 +259,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_with_stories),
+        cmocka_unit_test(test_hf_dir),
         cmocka_unit_test(test_perplexity_matches_reference),
         cmocka_unit_test(test_gen_model_cli),
     };

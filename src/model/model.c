@@ -5,6 +5,7 @@
 #include "model/model.h"
 
 #include "core/mem.h"
+#include "model/hf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -236,7 +237,7 @@ tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, 
     if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
     snprintf(m->path, sizeof m->path, "%s", path);
     loader ld = {.m = m, .path = path, .arch = "llama", .err = err};
-    tf_status st = tf_gguf_open(&m->gguf, path, err);
+    tf_status st = tf_hf_is_dir(path) ? tf_hf_open(&m->gguf, path, false, log, err) : tf_gguf_open(&m->gguf, path, err);
     if (st != TF_OK) goto fail;
     tf_gguf_str arch;
     st = tf_gguf_get_str(&m->gguf, "general.architecture", &arch, NULL, err);
@@ -273,18 +274,27 @@ fail:
 }
 
 tf_status tf_model_prefault(const tf_model *m, tf_progress_fn progress, void *ud, tf_err *err) {
-    const uint8_t *base = m->gguf.base + m->gguf.data_offset;
-    uint64_t total = m->gguf.size > m->gguf.data_offset ? m->gguf.size - m->gguf.data_offset : 0;
+    /* Tensor by tensor: a Hugging Face view spans several mappings and copies. */
     const uint64_t step = 64u << 20, page = 4096;
+    uint64_t total = 0, done = 0, since = 0;
+    for (uint64_t i = 0; i < m->gguf.n_tensors; i++) total += m->gguf.tensors[i].nbytes;
     volatile uint8_t sink = 0;
-    madvise((void *)((uintptr_t)base & ~(uintptr_t)(page - 1)), (size_t)total, MADV_WILLNEED);
-    for (uint64_t done = 0; done < total;) {
-        uint64_t end = done + step < total ? done + step : total;
-        for (uint64_t off = done; off < end; off += page) sink ^= base[off];
-        done = end;
-        if (progress && !progress(ud, done, total))
-            return tf_errf(err, TF_ERR_CANCELLED, "%s: loading cancelled after %llu of %llu bytes", m->path,
-                           (unsigned long long)done, (unsigned long long)total);
+    for (uint64_t i = 0; i < m->gguf.n_tensors; i++) {
+        const tf_gguf_tensor *t = &m->gguf.tensors[i];
+        if (t->nbytes && t->data)
+            madvise((void *)((uintptr_t)t->data & ~(uintptr_t)(page - 1)), (size_t)t->nbytes, MADV_WILLNEED);
+        for (uint64_t off = 0; off < t->nbytes; off += page) {
+            sink ^= t->data[off];
+            uint64_t n = t->nbytes - off < page ? t->nbytes - off : page;
+            done += n;
+            since += n;
+            if (since >= step || done == total) {
+                since = 0;
+                if (progress && !progress(ud, done, total))
+                    return tf_errf(err, TF_ERR_CANCELLED, "%s: loading cancelled after %llu of %llu bytes", m->path,
+                                   (unsigned long long)done, (unsigned long long)total);
+            }
+        }
     }
     (void)sink;
     return TF_OK;
@@ -296,7 +306,7 @@ tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err) {
     if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
     snprintf(m->path, sizeof m->path, "%s", path);
     m->vocab_only = true;
-    tf_status st = tf_gguf_open(&m->gguf, path, err);
+    tf_status st = tf_hf_is_dir(path) ? tf_hf_open(&m->gguf, path, true, NULL, err) : tf_gguf_open(&m->gguf, path, err);
     if (st == TF_OK && !tf_gguf_find_kv(&m->gguf, "tokenizer.ggml.model"))
         st = tf_errf(err, TF_ERR_FORMAT, "%s: no tokenizer metadata (tokenizer.ggml.model is missing)", path);
     if (st == TF_OK) st = tf_tokenizer_from_gguf(&m->tok, &m->gguf, err);

@@ -49,6 +49,7 @@ typedef struct qctx {
     float **f32_row;   /* [n_threads] rows of max_ne0 floats */
     uint8_t **src_row; /* [n_threads] aligned copies of one source row */
     qjob job;
+    bool release_from_map; /* the source is one private file mapping (not an assembled view) */
 } qctx;
 
 /* Pool task: rows [row0 + lo, row0 + hi) of the current job. */
@@ -89,7 +90,8 @@ static tf_status fill_tensor(void *ud, const tf_gguf_tensor_desc *t, int64_t row
                     .src_row_size = tf_dtype_row_size(q->src->type, q->src->ne[0])};
     if (n_rows == 1 || !c->pool) convert_rows(c, 0, 1);
     else tf_pool_run(c->pool, convert_rows, c);
-    release_source(q->src->data + (uint64_t)row0 * c->job.src_row_size, (uint64_t)n_rows * c->job.src_row_size);
+    if (c->release_from_map)
+        release_source(q->src->data + (uint64_t)row0 * c->job.src_row_size, (uint64_t)n_rows * c->job.src_row_size);
     return TF_OK;
 }
 
@@ -150,14 +152,14 @@ static tf_status add_metadata(tf_gguf_writer *w, const tf_gguf *g, tf_dtype type
     return TF_OK;
 }
 
-tf_status tf_quantize_file_threads(const char *in, const char *out, tf_dtype type, int n_threads,
-                                   const tf_logger *log, tf_progress_fn progress, void *ud, tf_err *err) {
+tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, int n_threads, const tf_logger *log,
+                           tf_progress_fn progress, void *ud, tf_err *err) {
     if (tf_gguf_file_type(type) < 0)
         return tf_errf(err, TF_ERR_INVALID_ARG,
                        "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)",
                        tf_dtype_name(type));
-    tf_gguf g;
-    TF_TRY(tf_gguf_open(&g, in, err));
+    const tf_gguf g = *gp;
+    const char *in = g.path;
     tf_status st = TF_OK;
     for (uint64_t i = 0; i < g.n_tensors && st == TF_OK; i++)
         if (!is_float_type(g.tensors[i].type))
@@ -170,6 +172,7 @@ tf_status tf_quantize_file_threads(const char *in, const char *out, tf_dtype typ
     qctx ctx;
     memset(&ctx, 0, sizeof ctx);
     if (st == TF_OK) st = init_ctx(&ctx, &g, n_threads, err);
+    ctx.release_from_map = g.map.data != NULL && g.release == NULL;
     if (st == TF_OK) {
         w = tf_gguf_writer_new();
         qt = calloc((size_t)(g.n_tensors ? g.n_tensors : 1), sizeof *qt);
@@ -199,6 +202,14 @@ tf_status tf_quantize_file_threads(const char *in, const char *out, tf_dtype typ
     tf_gguf_writer_free(w);
     free(qt);
     free_ctx(&ctx);
+    return st;
+}
+
+tf_status tf_quantize_file_threads(const char *in, const char *out, tf_dtype type, int n_threads,
+                                   const tf_logger *log, tf_progress_fn progress, void *ud, tf_err *err) {
+    tf_gguf g;
+    TF_TRY(tf_gguf_open(&g, in, err));
+    tf_status st = tf_quantize_gguf(&g, out, type, n_threads, log, progress, ud, err);
     tf_gguf_close(&g);
     return st;
 }

@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "format/gguf.h"
 
 #include <stdint.h>
 
@@ -32,6 +33,10 @@ int32_t tf_gguf_file_type(tf_dtype type);
  * the reader (naming `in`) and of the writer (naming `out`); `out` is only
  * replaced when everything succeeded. `in` and `out` may be the same path. */
 tf_status tf_quantize_file(const char *in, const char *out, tf_dtype type, const tf_logger *log,
+                           tf_progress_fn progress, void *ud, tf_err *err);
+/* The same from a parsed or assembled GGUF view (a Hugging Face directory:
+ * `triforce convert`); g is only read. */
+tf_status tf_quantize_gguf(const tf_gguf *g, const char *out, tf_dtype type, int n_threads, const tf_logger *log,
                            tf_progress_fn progress, void *ud, tf_err *err);
 tf_status tf_quantize_file_threads(const char *in, const char *out, tf_dtype type, int n_threads,
                                    const tf_logger *log, tf_progress_fn progress, void *ud, tf_err *err);

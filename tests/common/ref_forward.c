@@ -67,7 +67,9 @@ static void rope_freqs(const tf_model *m, double *inv, double *mscale) {
     }
 }
 
-double *ref_forward(const tf_model *m, const int32_t *tokens, int n) {
+double *ref_forward(const tf_model *m, const int32_t *tokens, int n) { return ref_forward_ex(m, tokens, n, false); }
+
+double *ref_forward_ex(const tf_model *m, const int32_t *tokens, int n, bool rotate_half) {
     const tf_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, hd = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, F = hp->n_ff;
     const int64_t V = hp->n_vocab, qd = H * hd, kvd = Hkv * hd;
@@ -96,9 +98,11 @@ double *ref_forward(const tf_model *m, const int32_t *tokens, int n) {
                 for (int h = 0; h < nh; h++)
                     for (int i = 0; i < hp->n_rot / 2; i++) {
                         double th = t * inv[i], c = cos(th) * mscale, s = sin(th) * mscale;
-                        double a = vec[h * hd + 2 * i], b = vec[h * hd + 2 * i + 1];
-                        vec[h * hd + 2 * i] = a * c - b * s;
-                        vec[h * hd + 2 * i + 1] = a * s + b * c;
+                        /* pair (2i, 2i+1) in GGUF's layout; (i, i + n_rot/2) in rotate-half */
+                        int64_t ia = rotate_half ? i : 2 * i, ib = rotate_half ? i + hp->n_rot / 2 : 2 * i + 1;
+                        double a = vec[h * hd + ia], b = vec[h * hd + ib];
+                        vec[h * hd + ia] = a * c - b * s;
+                        vec[h * hd + ib] = a * s + b * c;
                     }
             }
         }

@@ -9,7 +9,13 @@
 
 #include "model/model.h"
 
+#include <stdbool.h>
+
 /* Logits [n][n_vocab] (double) for tokens[0..n) at positions 0..n-1. Caller frees. */
 double *ref_forward(const tf_model *m, const int32_t *tokens, int n);
+/* rotate_half: RoPE rotates pairs (i, i + n_rot/2) of each head, as Hugging
+ * Face's Llama does with its own weight layout; false: adjacent pairs
+ * (2i, 2i+1), as GGUF. */
+double *ref_forward_ex(const tf_model *m, const int32_t *tokens, int n, bool rotate_half);
 
 #endif

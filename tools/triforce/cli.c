@@ -29,14 +29,14 @@ typedef struct opt_def {
 #define ALL_RUN (CMD_GENERATE | CMD_PERPLEXITY)
 
 static const opt_def k_opts[] = {
-    {"-m", "--model", OPT_STR, O(model), "FILE", "model file (GGUF)", ALL_RUN | CMD_TOKENIZE, 0, 0},
+    {"-m", "--model", OPT_STR, O(model), "PATH", "model: a GGUF file or a Hugging Face directory", ALL_RUN | CMD_TOKENIZE, 0, 0},
     {"-p", "--prompt", OPT_STR, O(prompt), "TEXT", "prompt text", CMD_GENERATE | CMD_TOKENIZE, 0, 0},
     {"-f", "--file", OPT_STR, O(file), "FILE", "read the prompt (or the text to score) from FILE",
      CMD_GENERATE | CMD_TOKENIZE | CMD_PERPLEXITY, 0, 0},
     {"-n", "--n-predict", OPT_INT, O(n_predict), "N", "tokens to generate (default 128)", CMD_GENERATE, 0, 1e8},
     {"-c", "--ctx-size", OPT_INT, O(n_ctx), "N",
      "context size in tokens (generate default: prompt + n; perplexity default 512)", ALL_RUN, 1, 1 << 28},
-    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_GEN_MODEL, 1, 1024},
+    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_GEN_MODEL | CMD_CONVERT, 1, 1024},
     {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN, 1, 65536},
     {"-s", "--seed", OPT_I64, O(seed), "N", "RNG seed (default: from the clock; printed)", CMD_GENERATE, -1,
      9.2e18},
@@ -53,7 +53,7 @@ static const opt_def k_opts[] = {
     {NULL, "--ids", OPT_FLAG, O(ids), NULL, "print token ids on one line (default: id and piece per line)",
      CMD_TOKENIZE, 0, 0},
     {NULL, "--no-bos", OPT_FLAG, O(no_bos), NULL, "do not add the BOS token", CMD_TOKENIZE | CMD_GENERATE, 0, 0},
-    {"-md", "--model-draft", OPT_STR, O(draft), "FILE", "draft model (same vocabulary as -m); makes triforce the default mode",
+    {"-md", "--model-draft", OPT_STR, O(draft), "PATH", "draft model, GGUF or HF directory (same vocabulary as -m); makes triforce the default mode",
      CMD_GENERATE, 0, 0},
     {NULL, "--mode", OPT_STR, O(mode), "MODE",
      "ar | spec | retrieval | streaming | triforce (default: triforce with -md, else ar)", CMD_GENERATE, 0, 0},
@@ -71,7 +71,7 @@ static const opt_def k_opts[] = {
      "also run ar on the same input; print the speedup and whether the outputs are identical", CMD_GENERATE, 0, 0},
     {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512", ALL_RUN, 0,
      3},
-    {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_INFO | CMD_QUANTIZE, 0, 0},
+    {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_INFO | CMD_QUANTIZE | CMD_CONVERT, 0, 0},
     /* gen-model */
     {NULL, "--preset", OPT_STR, O(preset), "NAME", "shape preset (see below)", CMD_GEN_MODEL, 0, 0},
     {NULL, "--vocab-from", OPT_STR, O(vocab_from), "FILE", "copy the tokenizer from this GGUF", CMD_GEN_MODEL, 0, 0},

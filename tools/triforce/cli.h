@@ -18,6 +18,7 @@ enum {
     CMD_PERPLEXITY = 1 << 3,
     CMD_QUANTIZE = 1 << 4,
     CMD_GEN_MODEL = 1 << 5,
+    CMD_CONVERT = 1 << 6,
 };
 
 typedef struct cli_opts {
@@ -74,5 +75,6 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_gen_model(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

@@ -1,0 +1,851 @@
+/*
+ * hf_tokenizer.c — Hugging Face tokenizer.json -> tokenizer.ggml.* keys.
+ *
+ * Steps, each validating what it reads (cJSON does the parsing):
+ *   1. tokens: model.vocab and added_tokens into one id-indexed table (ids
+ *      0..n-1, no gaps, no duplicate ids, added tokens agreeing with vocab);
+ *   2. family: normalizer + pre_tokenizer + decoder must spell exactly one of
+ *      the two supported families (SentencePiece-style or byte-level);
+ *   3. merges: both spellings ("a b" and ["a", "b"]), every part and result a
+ *      model.vocab token; a pair listed twice keeps its last rank, as HF does;
+ *   4. specials: post_processor template, then tokenizer_config.json;
+ *   5. the keys are written; on any failure none of them stay in the writer.
+ *
+ * SPM scores: HF merges the pair with the lowest merge rank; the "llama"
+ * tokenizer merges the pair whose result has the highest score. A token
+ * produced by merges of ranks r1 < r2 < ... gets score -r1, every other
+ * token a score below all merges, so both orders agree (see
+ * docs/TOKENIZER.md for the remaining corner cases).
+ */
+#include "tokenizer/hf_tokenizer.h"
+
+#include "core/mem.h"
+#include "tokenizer/tok_internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPM_SPACE "\xe2\x96\x81" /* U+2581 "▁" */
+#define MAX_MERGES (1 << 24)     /* ranks stay exact as float scores */
+
+typedef struct hf_ctx {
+    const char *name; /* tokenizer.json, for messages */
+    tf_err *err;
+    /* tokens by id: text points into the cJSON tree (NUL-terminated) */
+    int32_t n, cap;
+    const char **text; /* (cap) NULL = no token with this id (yet) */
+    uint32_t *len;     /* (cap) */
+    uint8_t *type;     /* (cap) TF_TOKTYPE_* */
+    uint8_t *in_model; /* (cap) 1 if listed in model.vocab */
+    int32_t *hslot;    /* string -> id, open addressing; -1 = empty */
+    uint32_t hmask;
+    /* merges: parts and result; drop = a later entry repeats the pair */
+    int32_t n_merges;
+    int32_t *ma, *mb, *mo;
+    uint8_t *drop;
+    /* what the file says */
+    bool spm, byte_fallback, add_space_prefix, ignore_merges;
+    const char *pre;
+    int add_bos, add_eos;           /* -1 = not known */
+    int32_t bos, eos, unk, pad;     /* -1 = none */
+} hf_ctx;
+
+/* ------------------------------------------------------------------------ */
+/* messages and JSON access                                                  */
+
+static tf_status fail(hf_ctx *c, const char *file, tf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static tf_status fail(hf_ctx *c, const char *file, tf_status st, const char *fmt, ...) {
+    char msg[TF_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tf_errf(c->err, st, "%s: %s", file ? file : c->name, msg);
+}
+
+static const char *jtype(const cJSON *v) {
+    if (!v) return "missing";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsArray(v)) return "an array";
+    return "an object";
+}
+
+/* Member key of obj (NULL if absent or obj is not an object). */
+static const cJSON *member(const cJSON *obj, const char *key) {
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
+static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
+
+/* String member (NULL when absent or null); another type is an error. */
+static tf_status get_str(hf_ctx *c, const cJSON *obj, const char *key, const char *path, const char **out) {
+    const cJSON *v = member(obj, key);
+    *out = NULL;
+    if (absent(v)) return TF_OK;
+    if (!cJSON_IsString(v))
+        return fail(c, NULL, TF_ERR_FORMAT, "%s.%s is %s (expected a string)", path, key, jtype(v));
+    *out = v->valuestring;
+    return TF_OK;
+}
+
+/* Boolean member, *out unchanged when absent or null. */
+static tf_status get_bool(hf_ctx *c, const char *file, const cJSON *obj, const char *key, const char *path, int *out) {
+    const cJSON *v = member(obj, key);
+    if (absent(v)) return TF_OK;
+    if (!cJSON_IsBool(v))
+        return fail(c, file, TF_ERR_FORMAT, "%s%s%s is %s (expected true or false)", path, *path ? "." : "", key,
+                    jtype(v));
+    *out = cJSON_IsTrue(v);
+    return TF_OK;
+}
+
+/* "type" of a component at path; NULL component -> "" (none). */
+static tf_status get_type(hf_ctx *c, const cJSON *v, const char *path, const char **out) {
+    *out = "";
+    if (absent(v)) return TF_OK;
+    if (!cJSON_IsObject(v)) return fail(c, NULL, TF_ERR_FORMAT, "%s is %s (expected an object)", path, jtype(v));
+    TF_TRY(get_str(c, v, "type", path, out));
+    if (!*out) return fail(c, NULL, TF_ERR_FORMAT, "%s.type is missing (expected a string)", path);
+    return TF_OK;
+}
+
+/* An integral JSON number in 0..INT32_MAX. */
+static bool json_id(const cJSON *v, int64_t *out) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 || v->valuedouble > INT32_MAX ||
+        v->valuedouble != floor(v->valuedouble))
+        return false;
+    *out = (int64_t)v->valuedouble;
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the token table                                                           */
+
+static uint32_t hash_str(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* Id of the token s[0..n), or -1. */
+static int32_t lookup(const hf_ctx *c, const char *s, size_t n) {
+    for (uint32_t i = hash_str(s, n) & c->hmask;; i = (i + 1) & c->hmask) {
+        int32_t id = c->hslot[i];
+        if (id < 0) return -1;
+        if (c->len[id] == n && memcmp(c->text[id], s, n) == 0) return id;
+    }
+}
+
+/* Put token id (text already set) into the hash; the caller checked that
+ * its text is not there yet. The table has twice as many slots as ids. */
+static void hash_insert(hf_ctx *c, int32_t id) {
+    uint32_t i = hash_str(c->text[id], c->len[id]) & c->hmask;
+    while (c->hslot[i] >= 0) i = (i + 1) & c->hmask;
+    c->hslot[i] = id;
+}
+
+/* Claim slot id for text s (from `where`, an element of model.vocab or
+ * added_tokens) unless the id or the text is taken. */
+static tf_status place(hf_ctx *c, int64_t id, const char *s, const char *where, bool model) {
+    if (id >= c->cap)
+        return fail(c, NULL, TF_ERR_FORMAT,
+                    "%s: token '%.60s' has id %lld, but there are only %d entries, so ids must run 0..%d without "
+                    "gaps", where, s, (long long)id, c->cap, c->cap - 1);
+    size_t n = strlen(s);
+    int32_t other = lookup(c, s, n);
+    if (c->text[id]) {
+        if (model || !c->in_model[id])
+            return fail(c, NULL, TF_ERR_FORMAT, "%s: id %lld is given to both '%.60s' and '%.60s' (expected unique ids)",
+                        where, (long long)id, c->text[id], s);
+        if (strcmp(c->text[id], s) != 0)
+            return fail(c, NULL, TF_ERR_FORMAT,
+                        "%s: added token '%.60s' with id %lld contradicts model.vocab, where id %lld is '%.60s'",
+                        where, s, (long long)id, (long long)id, c->text[id]);
+        return TF_OK;
+    }
+    if (other >= 0)
+        return fail(c, NULL, TF_ERR_FORMAT, "%s: token '%.60s' has id %lld but already has id %d (expected one id per "
+                    "token)", where, s, (long long)id, other);
+    c->text[id] = s;
+    c->len[id] = (uint32_t)n;
+    c->type[id] = TF_TOKTYPE_NORMAL;
+    c->in_model[id] = model;
+    hash_insert(c, (int32_t)id);
+    if (id >= c->n) c->n = (int32_t)id + 1;
+    return TF_OK;
+}
+
+/* model.vocab (object text -> id) and added_tokens (array of {id, content,
+ * special}) into the table; then every id below the largest must be used. */
+static tf_status load_tokens(hf_ctx *c, const cJSON *model, const cJSON *added) {
+    const cJSON *vocab = member(model, "vocab");
+    if (!cJSON_IsObject(vocab))
+        return fail(c, NULL, TF_ERR_FORMAT, "model.vocab is %s (expected an object mapping token text to id)",
+                    jtype(vocab));
+    if (!absent(added) && !cJSON_IsArray(added))
+        return fail(c, NULL, TF_ERR_FORMAT, "added_tokens is %s (expected an array)", jtype(added));
+    int64_t nv = cJSON_GetArraySize(vocab), na = absent(added) ? 0 : cJSON_GetArraySize(added);
+    if (nv + na == 0) return fail(c, NULL, TF_ERR_FORMAT, "model.vocab and added_tokens are empty (expected tokens)");
+    if (nv + na > INT32_MAX / 4)
+        return fail(c, NULL, TF_ERR_FORMAT, "%lld tokens (expected at most %d)", (long long)(nv + na), INT32_MAX / 4);
+    c->cap = (int32_t)(nv + na);
+    uint32_t slots = 16;
+    while (slots < 2u * (uint32_t)c->cap) slots <<= 1;
+    c->text = calloc((size_t)c->cap, sizeof *c->text);
+    c->len = calloc((size_t)c->cap, sizeof *c->len);
+    c->type = calloc((size_t)c->cap, 1);
+    c->in_model = calloc((size_t)c->cap, 1);
+    c->hslot = malloc(slots * sizeof *c->hslot);
+    if (!c->text || !c->len || !c->type || !c->in_model || !c->hslot)
+        return fail(c, NULL, TF_ERR_NOMEM, "out of memory for %d tokens", c->cap);
+    memset(c->hslot, 0xff, slots * sizeof *c->hslot);
+    c->hmask = slots - 1;
+
+    char where[128];
+    for (const cJSON *e = vocab->child; e; e = e->next) {
+        int64_t id;
+        snprintf(where, sizeof where, "model.vocab['%.60s']", e->string);
+        if (!json_id(e, &id))
+            return fail(c, NULL, TF_ERR_FORMAT, "%s is %s%s (expected an integer id 0..%d)", where, jtype(e),
+                        cJSON_IsNumber(e) ? " out of range or fractional" : "", c->cap - 1);
+        TF_TRY(place(c, id, e->string, where, true));
+    }
+    int k = 0;
+    for (const cJSON *e = absent(added) ? NULL : added->child; e; e = e->next, k++) {
+        snprintf(where, sizeof where, "added_tokens[%d]", k);
+        const cJSON *vid = member(e, "id"), *vc = member(e, "content");
+        int special = 0;
+        int64_t id;
+        if (!cJSON_IsObject(e) || !json_id(vid, &id) || !cJSON_IsString(vc))
+            return fail(c, NULL, TF_ERR_FORMAT, "%s is %s with id %s and content %s (expected an object with an "
+                        "integer id 0..%d and a string content)", where, jtype(e), jtype(vid), jtype(vc), c->cap - 1);
+        TF_TRY(get_bool(c, NULL, e, "special", where, &special));
+        TF_TRY(place(c, id, vc->valuestring, where, false));
+        c->type[id] = special ? TF_TOKTYPE_CONTROL : TF_TOKTYPE_USER_DEFINED;
+    }
+    for (int32_t i = 0; i < c->n; i++)
+        if (!c->text[i])
+            return fail(c, NULL, TF_ERR_FORMAT,
+                        "no token has id %d (ids must run 0..%d without gaps; model.vocab has %lld entries, "
+                        "added_tokens %lld)", i, c->n - 1, (long long)nv, (long long)na);
+    return TF_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the family: model options, normalizer, pre-tokenizer, decoder             */
+
+/* Pre-tokenizer regexes as tokenizer.json spells them, and the
+ * tokenizer.ggml.pre names with and without model.ignore_merges. */
+static const struct {
+    const char *regex, *pre, *pre_ignore_merges;
+} k_regex[] = {
+    {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", "gpt-2", NULL},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "smaug-bpe", "llama-bpe"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "qwen2", NULL},
+};
+
+typedef struct family {
+    bool nfc, prepend, replace;          /* normalizer */
+    bool byte_level, bl_regex, metaspace; /* pre-tokenizer */
+    bool ms_prepend, ms_split;
+    const char *split; /* Split regex, or NULL */
+} family;
+
+/* model.type must be BPE; options that change results must be off. */
+static tf_status check_model(hf_ctx *c, const cJSON *model) {
+    if (!cJSON_IsObject(model)) return fail(c, NULL, TF_ERR_FORMAT, "model is %s (expected an object)", jtype(model));
+    const char *type, *s;
+    TF_TRY(get_str(c, model, "type", "model", &type));
+    if (type && strcmp(type, "BPE") != 0)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.type '%.60s' is not supported (expected 'BPE')", type);
+    if (!type && !cJSON_IsArray(member(model, "merges")))
+        return fail(c, NULL, TF_ERR_FORMAT, "model.type is missing (expected 'BPE')");
+    const cJSON *dropout = member(model, "dropout");
+    if (!absent(dropout) && !(cJSON_IsNumber(dropout) && dropout->valuedouble == 0))
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.dropout is %s (expected null: dropout is random)",
+                    jtype(dropout));
+    static const char *const k_affix[] = {"continuing_subword_prefix", "end_of_word_suffix"};
+    for (int i = 0; i < 2; i++) {
+        TF_TRY(get_str(c, model, k_affix[i], "model", &s));
+        if (s && *s)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.%s = '%.60s' is not supported (expected null or '')",
+                        k_affix[i], s);
+    }
+    int bf = 0, im = 0;
+    TF_TRY(get_bool(c, NULL, model, "byte_fallback", "model", &bf));
+    TF_TRY(get_bool(c, NULL, model, "ignore_merges", "model", &im));
+    c->byte_fallback = bf;
+    c->ignore_merges = im;
+    TF_TRY(get_str(c, model, "unk_token", "model", &s));
+    if (s) {
+        c->unk = lookup(c, s, strlen(s));
+        if (c->unk < 0 || !c->in_model[c->unk])
+            return fail(c, NULL, TF_ERR_FORMAT, "model.unk_token '%.60s' is not in model.vocab", s);
+    }
+    return TF_OK;
+}
+
+/* One normalizer (not a Sequence) at path. */
+static tf_status check_normalizer(hf_ctx *c, const cJSON *v, const char *path, family *f) {
+    const char *type, *s, *pat;
+    TF_TRY(get_type(c, v, path, &type));
+    if (!strcmp(type, "NFC")) {
+        f->nfc = true;
+    } else if (!strcmp(type, "Prepend")) {
+        TF_TRY(get_str(c, v, "prepend", path, &s));
+        if (!s || strcmp(s, SPM_SPACE))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.prepend is '%.60s' (expected '" SPM_SPACE "')", path,
+                        s ? s : "");
+        f->prepend = true;
+    } else if (!strcmp(type, "Replace")) {
+        TF_TRY(get_str(c, member(v, "pattern"), "String", path, &pat));
+        TF_TRY(get_str(c, v, "content", path, &s));
+        if (!pat || strcmp(pat, " ") || !s || strcmp(s, SPM_SPACE))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s replaces '%.60s' by '%.60s' (expected {\"String\": \" \"} by "
+                        "'" SPM_SPACE "')", path, pat ? pat : "?", s ? s : "?");
+        f->replace = true;
+    } else if (*type) {
+        return fail(c, NULL, TF_ERR_UNSUPPORTED,
+                    "%s.type '%.60s' is not supported (expected Prepend/Replace for SentencePiece-style tokenizers, NFC "
+                    "or none for byte-level ones)", path, type);
+    }
+    return TF_OK;
+}
+
+/* One pre-tokenizer (not a Sequence) at path. */
+static tf_status check_pretok(hf_ctx *c, const cJSON *v, const char *path, bool first, family *f) {
+    const char *type, *s;
+    TF_TRY(get_type(c, v, path, &type));
+    if (!strcmp(type, "ByteLevel")) {
+        int aps = 0, rx = 1;
+        TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps));
+        TF_TRY(get_bool(c, NULL, v, "use_regex", path, &rx));
+        if (aps)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.add_prefix_space is true (expected false)", path);
+        f->byte_level = true;
+        f->bl_regex = rx;
+    } else if (!strcmp(type, "Split") && first) {
+        const char *beh;
+        int invert = 0;
+        TF_TRY(get_str(c, member(v, "pattern"), "Regex", path, &s));
+        TF_TRY(get_str(c, v, "behavior", path, &beh));
+        TF_TRY(get_bool(c, NULL, v, "invert", path, &invert));
+        if (!s || !beh || strcmp(beh, "Isolated") || invert)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: expected {\"pattern\": {\"Regex\": ...}, \"behavior\": "
+                        "\"Isolated\", \"invert\": false}", path);
+        f->split = s;
+    } else if (!strcmp(type, "Metaspace")) {
+        const char *rep, *scheme;
+        int aps = 1, split = 1;
+        TF_TRY(get_str(c, v, "replacement", path, &rep));
+        TF_TRY(get_str(c, v, "prepend_scheme", path, &scheme));
+        TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps));
+        TF_TRY(get_bool(c, NULL, v, "split", path, &split));
+        if (!rep || strcmp(rep, SPM_SPACE))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.replacement is '%.60s' (expected '" SPM_SPACE "')", path,
+                        rep ? rep : "");
+        if (scheme && strcmp(scheme, "first") && strcmp(scheme, "always") && strcmp(scheme, "never"))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.prepend_scheme '%.60s' (expected first, always or never)",
+                        path, scheme);
+        f->metaspace = true;
+        f->ms_prepend = scheme ? strcmp(scheme, "never") != 0 : aps;
+        f->ms_split = split;
+    } else if (*type) {
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported here (expected ByteLevel, Split "
+                    "then ByteLevel, or Metaspace)", path, type);
+    }
+    return TF_OK;
+}
+
+/* Walk a component that may be a Sequence of `list` items, calling
+ * check_normalizer (is_pretok false) or check_pretok on each. */
+static tf_status walk(hf_ctx *c, const cJSON *v, const char *path, const char *list, bool is_pretok, family *f) {
+    const char *type;
+    TF_TRY(get_type(c, v, path, &type));
+    if (strcmp(type, "Sequence"))
+        return is_pretok ? check_pretok(c, v, path, true, f) : check_normalizer(c, v, path, f);
+    const cJSON *items = member(v, list);
+    if (!cJSON_IsArray(items))
+        return fail(c, NULL, TF_ERR_FORMAT, "%s.%s is %s (expected an array)", path, list, jtype(items));
+    int i = 0;
+    for (const cJSON *e = items->child; e; e = e->next, i++) {
+        char p[96];
+        const char *t;
+        snprintf(p, sizeof p, "%s.%s[%d]", path, list, i);
+        TF_TRY(get_type(c, e, p, &t));
+        if (!strcmp(t, "Sequence"))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: nested Sequence (expected a flat list)", p);
+        TF_TRY(is_pretok ? check_pretok(c, e, p, i == 0, f) : check_normalizer(c, e, p, f));
+    }
+    return TF_OK;
+}
+
+/* The decoder must undo what the family did: ByteLevel for byte-level;
+ * Replace("▁" -> " ") or Metaspace, ByteFallback (with byte_fallback), Fuse
+ * and Strip(" ", 1, 0) for SentencePiece-style. */
+static tf_status check_decoder(hf_ctx *c, const cJSON *dec) {
+    const char *type, *s, *pat;
+    const char *want = c->spm ? "Replace('" SPM_SPACE "' -> ' ') or Metaspace, ByteFallback, Fuse, Strip(' ', 1, 0)"
+                              : "ByteLevel";
+    TF_TRY(get_type(c, dec, "decoder", &type));
+    if (!*type) return fail(c, NULL, TF_ERR_UNSUPPORTED, "decoder is %s (expected %s)", jtype(dec), want);
+    const cJSON *first = dec;
+    bool seq = !strcmp(type, "Sequence");
+    if (seq) {
+        const cJSON *items = member(dec, "decoders");
+        if (!cJSON_IsArray(items))
+            return fail(c, NULL, TF_ERR_FORMAT, "decoder.decoders is %s (expected an array)", jtype(items));
+        first = items->child;
+    }
+    bool space = false, bytes = false, level = false;
+    int i = 0;
+    for (const cJSON *e = first; e; e = seq ? e->next : NULL, i++) {
+        char p[64] = "decoder";
+        if (seq) snprintf(p, sizeof p, "decoder.decoders[%d]", i);
+        TF_TRY(get_type(c, e, p, &type));
+        bool ok = false;
+        if (!strcmp(type, "ByteLevel")) {
+            ok = !c->spm;
+            level = true;
+        } else if (!strcmp(type, "Replace")) {
+            TF_TRY(get_str(c, member(e, "pattern"), "String", p, &pat));
+            TF_TRY(get_str(c, e, "content", p, &s));
+            ok = c->spm && pat && s && !strcmp(pat, SPM_SPACE) && !strcmp(s, " ");
+            space = true;
+        } else if (!strcmp(type, "Metaspace")) {
+            TF_TRY(get_str(c, e, "replacement", p, &s));
+            ok = c->spm && s && !strcmp(s, SPM_SPACE);
+            space = true;
+        } else if (!strcmp(type, "ByteFallback") || !strcmp(type, "Fuse")) {
+            ok = c->spm;
+            bytes |= type[0] == 'B';
+        } else if (!strcmp(type, "Strip")) {
+            const cJSON *start = member(e, "start"), *stop = member(e, "stop");
+            TF_TRY(get_str(c, e, "content", p, &s));
+            ok = c->spm && s && !strcmp(s, " ") && cJSON_IsNumber(start) && cJSON_IsNumber(stop) &&
+                 start->valuedouble <= 1 && stop->valuedouble == 0;
+        }
+        if (!ok)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (type '%.60s') does not fit a %s tokenizer (expected %s)", p,
+                        type, c->spm ? "SentencePiece-style" : "byte-level", want);
+    }
+    if (c->spm ? !space || (c->byte_fallback && !bytes) : !level)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "decoder lacks %s", !c->spm ? "ByteLevel"
+                    : !space ? "Replace('" SPM_SPACE "' -> ' ') or Metaspace" : "ByteFallback (model.byte_fallback is true)");
+    return TF_OK;
+}
+
+/* Decide the family from normalizer + pre_tokenizer, then check the decoder. */
+static tf_status check_family(hf_ctx *c, const cJSON *root) {
+    family f = {0};
+    TF_TRY(walk(c, member(root, "normalizer"), "normalizer", "normalizers", false, &f));
+    TF_TRY(walk(c, member(root, "pre_tokenizer"), "pre_tokenizer", "pretokenizers", true, &f));
+    if (f.byte_level) {
+        if (f.prepend || f.replace || f.metaspace)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "ByteLevel pre-tokenizer mixed with SentencePiece-style "
+                        "Prepend/Replace/Metaspace (expected one family)");
+        if (f.split && f.bl_regex)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: Split followed by ByteLevel with use_regex true "
+                        "(expected use_regex false: one regex)");
+        if (!f.split && !f.bl_regex)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: ByteLevel with use_regex false and no Split "
+                        "(expected a pre-tokenizer regex)");
+        const char *rx = f.split ? f.split : k_regex[0].regex;
+        size_t i = 0;
+        while (i < sizeof k_regex / sizeof k_regex[0] && strcmp(rx, k_regex[i].regex)) i++;
+        if (i == sizeof k_regex / sizeof k_regex[0])
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split regex '%.60s%s' is not a known one "
+                        "(expected GPT-2's, Llama 3's or Qwen2's)", rx, strlen(rx) > 60 ? "..." : "");
+        c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre;
+        if (!c->pre)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true with the %s regex (expected false)",
+                        i == 0 ? "GPT-2" : "Qwen2");
+        c->spm = false;
+    } else {
+        if (f.split)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split without ByteLevel (expected byte-level BPE)");
+        if (f.metaspace == f.replace)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (expected a ByteLevel pre-tokenizer, or spaces escaped to '"
+                        SPM_SPACE "' by a Replace normalizer or a Metaspace pre-tokenizer)",
+                        f.replace ? "both a Replace normalizer and a Metaspace pre-tokenizer"
+                                  : "neither a ByteLevel nor a Metaspace pre-tokenizer nor a Replace normalizer");
+        if (f.nfc || (f.metaspace && f.prepend))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "normalizer %s with a SentencePiece-style tokenizer (expected "
+                        "Prepend and Replace only)", f.nfc ? "NFC" : "Prepend together with Metaspace");
+        if (c->ignore_merges)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true (expected false for a "
+                        "SentencePiece-style tokenizer)");
+        /* Metaspace split = merges never cross a "▁": same result only if no
+         * token has a "▁" after its first character. */
+        for (int32_t i = 0; f.metaspace && f.ms_split && i < c->n; i++)
+            if (c->in_model[i] && c->len[i] > 1 && memmem(c->text[i] + 1, c->len[i] - 1, SPM_SPACE, 3))
+                return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Metaspace splits words, but token %d "
+                            "'%.60s' spans a word boundary (expected \"split\": false)", i, c->text[i]);
+        c->spm = true;
+        c->add_space_prefix = f.metaspace ? f.ms_prepend : f.prepend;
+        c->pre = "default";
+    }
+    return check_decoder(c, member(root, "decoder"));
+}
+
+/* ------------------------------------------------------------------------ */
+/* merges                                                                    */
+
+/* Read model.merges; mark earlier repeats of a pair dropped (HF keeps the
+ * last rank of a repeated pair). */
+static tf_status load_merges(hf_ctx *c, const cJSON *model) {
+    const cJSON *m = member(model, "merges");
+    if (absent(m)) return TF_OK;
+    if (!cJSON_IsArray(m)) return fail(c, NULL, TF_ERR_FORMAT, "model.merges is %s (expected an array)", jtype(m));
+    int n = cJSON_GetArraySize(m);
+    if (n > MAX_MERGES)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.merges has %d entries (expected at most %d)", n, MAX_MERGES);
+    if (n == 0) return TF_OK;
+    uint32_t slots = 16;
+    while (slots < 2u * (uint32_t)n) slots <<= 1;
+    c->ma = malloc((size_t)n * sizeof *c->ma);
+    c->mb = malloc((size_t)n * sizeof *c->mb);
+    c->mo = malloc((size_t)n * sizeof *c->mo);
+    c->drop = calloc((size_t)n, 1);
+    int32_t *pair = malloc(slots * sizeof *pair);
+    char *cat = NULL;
+    size_t cat_cap = 0;
+    tf_status st = TF_OK;
+    if (!c->ma || !c->mb || !c->mo || !c->drop || !pair) {
+        st = fail(c, NULL, TF_ERR_NOMEM, "out of memory for %d merges", n);
+        goto done;
+    }
+    memset(pair, 0xff, slots * sizeof *pair);
+    int i = 0;
+    for (const cJSON *e = m->child; e; e = e->next, i++) {
+        const char *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        if (cJSON_IsString(e)) { /* "a b": split at the first space after the first byte */
+            const char *s = e->valuestring, *sp = s[0] ? strchr(s + 1, ' ') : NULL;
+            if (sp) a = s, na = (size_t)(sp - s), b = sp + 1, nb = strlen(b);
+        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(e->child) && cJSON_IsString(e->child->next)) {
+            a = e->child->valuestring, na = strlen(a), b = e->child->next->valuestring, nb = strlen(b);
+        }
+        if (!a || !na || !nb) {
+            st = fail(c, NULL, TF_ERR_FORMAT, "model.merges[%d] is %s%s%.60s%s (expected \"a b\" or [\"a\", \"b\"])",
+                      i, jtype(e), cJSON_IsString(e) ? " '" : "", cJSON_IsString(e) ? e->valuestring : "",
+                      cJSON_IsString(e) ? "'" : "");
+            goto done;
+        }
+        if (!c->spm && memchr(a + 1, ' ', na - 1)) {
+            st = fail(c, NULL, TF_ERR_UNSUPPORTED, "model.merges[%d]: '%.60s' has a space after its first byte "
+                      "(GGUF merges cannot spell it)", i, a);
+            goto done;
+        }
+        if (na + nb > cat_cap) {
+            char *p = realloc(cat, (na + nb) * 2);
+            if (!p) {
+                st = fail(c, NULL, TF_ERR_NOMEM, "out of memory for merges");
+                goto done;
+            }
+            cat = p;
+            cat_cap = (na + nb) * 2;
+        }
+        memcpy(cat, a, na);
+        memcpy(cat + na, b, nb);
+        const char *part[3] = {a, b, cat};
+        size_t plen[3] = {na, nb, na + nb};
+        int32_t id[3];
+        for (int k = 0; k < 3; k++) {
+            id[k] = lookup(c, part[k], plen[k]);
+            if (id[k] < 0 || !c->in_model[id[k]]) {
+                st = fail(c, NULL, TF_ERR_FORMAT, "model.merges[%d] = '%.*s' + '%.*s': '%.*s' is not in model.vocab",
+                          i, (int)(na < 60 ? na : 60), a, (int)(nb < 60 ? nb : 60), b,
+                          (int)(plen[k] < 60 ? plen[k] : 60), part[k]);
+                goto done;
+            }
+        }
+        c->ma[i] = id[0], c->mb[i] = id[1], c->mo[i] = id[2];
+        uint64_t key = ((uint64_t)(uint32_t)id[0] << 32 | (uint32_t)id[1]) * 0x9e3779b97f4a7c15ull;
+        for (uint32_t k = (uint32_t)(key >> 32) & (slots - 1);; k = (k + 1) & (slots - 1)) {
+            int32_t r = pair[k];
+            if (r >= 0 && (c->ma[r] != id[0] || c->mb[r] != id[1])) continue;
+            if (r >= 0) c->drop[r] = 1;
+            pair[k] = i;
+            break;
+        }
+    }
+    c->n_merges = n;
+done:
+    free(pair);
+    free(cat);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* special tokens: post_processor and tokenizer_config.json                  */
+
+/* Id of the token a TemplateProcessing item {"SpecialToken": {"id": name}}
+ * names: special_tokens[name].ids[0], else the token spelled name. */
+static tf_status template_token(hf_ctx *c, const cJSON *tp, const cJSON *item, const char *path, int32_t *out) {
+    const char *name;
+    TF_TRY(get_str(c, member(item, "SpecialToken"), "id", path, &name));
+    if (!name) return fail(c, NULL, TF_ERR_FORMAT, "%s.SpecialToken.id is missing (expected a string)", path);
+    const cJSON *ids = member(member(member(tp, "special_tokens"), name), "ids");
+    int64_t id;
+    if (cJSON_IsArray(ids) && json_id(ids->child, &id) && id < c->n) {
+        *out = (int32_t)id;
+        return TF_OK;
+    }
+    if ((*out = lookup(c, name, strlen(name))) < 0)
+        return fail(c, NULL, TF_ERR_FORMAT, "%s: special token '%.60s' is not in the vocabulary", path, name);
+    return TF_OK;
+}
+
+/* post_processor: TemplateProcessing (BOS/EOS from its "single" template),
+ * ByteLevel (adds nothing), a Sequence of those, or null. Another type is
+ * refused unless tokenizer_config.json gives both add_*_token flags. */
+static tf_status check_post(hf_ctx *c, const cJSON *pp, const char *path, bool flags_given, bool nested) {
+    const char *type;
+    TF_TRY(get_type(c, pp, path, &type));
+    if (!strcmp(type, "Sequence") && !nested) {
+        const cJSON *items = member(pp, "processors");
+        if (!cJSON_IsArray(items))
+            return fail(c, NULL, TF_ERR_FORMAT, "%s.processors is %s (expected an array)", path, jtype(items));
+        int i = 0;
+        for (const cJSON *e = items->child; e; e = e->next, i++) {
+            char p[64];
+            snprintf(p, sizeof p, "%s.processors[%d]", path, i);
+            TF_TRY(check_post(c, e, p, flags_given, true));
+        }
+    } else if (!strcmp(type, "ByteLevel")) {
+        if (c->add_bos < 0) c->add_bos = 0;
+        if (c->add_eos < 0) c->add_eos = 0;
+    } else if (!strcmp(type, "TemplateProcessing")) {
+        const cJSON *single = member(pp, "single");
+        if (!cJSON_IsArray(single) || !single->child)
+            return fail(c, NULL, TF_ERR_FORMAT, "%s.single is %s (expected a non-empty array)", path, jtype(single));
+        char p[96];
+        const cJSON *first = single->child, *last = first;
+        while (last->next) last = last->next;
+        c->add_bos = member(first, "SpecialToken") != NULL;
+        c->add_eos = last != first && member(last, "SpecialToken") != NULL;
+        snprintf(p, sizeof p, "%s.single[0]", path);
+        if (c->add_bos) TF_TRY(template_token(c, pp, first, p, &c->bos));
+        snprintf(p, sizeof p, "%s.single[%d]", path, cJSON_GetArraySize(single) - 1);
+        if (c->add_eos) TF_TRY(template_token(c, pp, last, p, &c->eos));
+    } else if (*type && !flags_given) {
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported (expected TemplateProcessing, "
+                    "ByteLevel or a Sequence of them, or add_bos_token and add_eos_token in tokenizer_config.json)",
+                    path, type);
+    }
+    return TF_OK;
+}
+
+/* A tokenizer_config.json special token: "text", {"content": "text"} or null. */
+static tf_status config_token(hf_ctx *c, const char *file, const cJSON *cfg, const char *key, int32_t *out) {
+    const cJSON *v = member(cfg, key);
+    if (absent(v)) return TF_OK;
+    const cJSON *s = cJSON_IsObject(v) ? member(v, "content") : v;
+    if (!cJSON_IsString(s))
+        return fail(c, file, TF_ERR_FORMAT, "%s is %s (expected a string or an object with a string 'content')", key,
+                    jtype(v));
+    if ((*out = lookup(c, s->valuestring, strlen(s->valuestring))) < 0)
+        return fail(c, file, TF_ERR_FORMAT, "%s '%.60s' is not a token of %s", key, s->valuestring, c->name);
+    return TF_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* writing                                                                   */
+
+static const char *const k_keys[] = {
+    "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+    "tokenizer.ggml.scores", "tokenizer.ggml.merges", "tokenizer.ggml.add_space_prefix",
+    "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+};
+#define N_KEYS (sizeof k_keys / sizeof k_keys[0])
+
+/* Write every key (tokens padded to n_total with "[PAD<id>]"). */
+static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
+    tf_err *err = c->err;
+    tf_gguf_str *strs = malloc((size_t)n_total * sizeof *strs);
+    int32_t *types = malloc((size_t)n_total * sizeof *types);
+    float *scores = c->spm ? malloc((size_t)n_total * sizeof *scores) : NULL;
+    size_t n_pad = (size_t)(n_total - c->n), n_kept = 0, mlen = 0;
+    char *pads = malloc(n_pad * 16 + 1);
+    tf_gguf_str *merges = NULL;
+    char *mtext = NULL;
+    tf_status st = TF_ERR_NOMEM;
+    if (!strs || !types || (c->spm && !scores) || !pads) goto done;
+    for (int32_t i = 0; i < n_total; i++) {
+        if (i < c->n) {
+            strs[i] = (tf_gguf_str){c->text[i], c->len[i]};
+            types[i] = c->type[i];
+        } else {
+            char *p = pads + (size_t)(i - c->n) * 16;
+            strs[i] = (tf_gguf_str){p, (uint64_t)snprintf(p, 16, "[PAD%d]", i)};
+            types[i] = TF_TOKTYPE_UNUSED;
+        }
+        if (scores) scores[i] = -(float)c->n_merges; /* below every merge */
+    }
+    for (int32_t r = c->n_merges - 1; r >= 0; r--) /* lowest rank last: it wins */
+        if (!c->drop[r]) {
+            n_kept++;
+            mlen += c->len[c->ma[r]] + 1 + c->len[c->mb[r]];
+            if (scores) scores[c->mo[r]] = -(float)r;
+        }
+    if (!c->spm && n_kept) {
+        merges = malloc(n_kept * sizeof *merges);
+        mtext = malloc(mlen);
+        if (!merges || !mtext) goto done;
+        char *p = mtext;
+        size_t k = 0;
+        for (int32_t r = 0; r < c->n_merges; r++) {
+            if (c->drop[r]) continue;
+            size_t na = c->len[c->ma[r]], nb = c->len[c->mb[r]];
+            memcpy(p, c->text[c->ma[r]], na);
+            p[na] = ' ';
+            memcpy(p + na + 1, c->text[c->mb[r]], nb);
+            merges[k++] = (tf_gguf_str){p, na + 1 + nb};
+            p += na + 1 + nb;
+        }
+    }
+    if ((st = tf_gguf_writer_set_str(w, k_keys[0], c->spm ? "llama" : "gpt2", err)) != TF_OK ||
+        (st = tf_gguf_writer_set_str(w, k_keys[1], c->pre, err)) != TF_OK ||
+        (st = tf_gguf_writer_set_arr_strn(w, k_keys[2], strs, (uint64_t)n_total, err)) != TF_OK ||
+        (st = tf_gguf_writer_set_arr(w, k_keys[3], TF_GGUF_INT32, types, (uint64_t)n_total, err)) != TF_OK)
+        goto done;
+    if (c->spm && ((st = tf_gguf_writer_set_arr(w, k_keys[4], TF_GGUF_FLOAT32, scores, (uint64_t)n_total, err)) ||
+                   (st = tf_gguf_writer_set_bool(w, k_keys[6], c->add_space_prefix, err))))
+        goto done;
+    if (!c->spm && (st = tf_gguf_writer_set_arr_strn(w, k_keys[5], merges, n_kept, err)) != TF_OK) goto done;
+    if ((c->add_bos >= 0 && (st = tf_gguf_writer_set_bool(w, k_keys[7], c->add_bos, err))) ||
+        (c->add_eos >= 0 && (st = tf_gguf_writer_set_bool(w, k_keys[8], c->add_eos, err))))
+        goto done;
+    const int32_t ids[4] = {c->bos, c->eos, c->unk, c->pad};
+    for (int k = 0; k < 4 && st == TF_OK; k++)
+        if (ids[k] >= 0) st = tf_gguf_writer_set_u32(w, k_keys[9 + k], (uint32_t)ids[k], err);
+done:
+    if (st == TF_ERR_NOMEM && (!err || err->status == TF_OK))
+        st = fail(c, NULL, TF_ERR_NOMEM, "out of memory writing %d tokens", n_total);
+    free(strs);
+    free(types);
+    free(scores);
+    free(pads);
+    free(merges);
+    free(mtext);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* entry points                                                              */
+
+/* Parse text (need not be NUL-terminated) into an object; NULL on error. */
+static cJSON *parse_json(hf_ctx *c, const char *text, size_t len, const char *file, tf_status *st) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (root && end) /* only whitespace may follow the value */
+        while ((size_t)(end - text) < len && strchr(" \t\r\n", *end) && *end) end++;
+    if (!root || !cJSON_IsObject(root) || (size_t)(end - text) < len) {
+        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        *st = fail(c, file, TF_ERR_FORMAT, !root ? "not valid JSON (error near byte %zu of %zu)"
+                   : !cJSON_IsObject(root) ? "the JSON value is not an object (byte %zu of %zu)"
+                   : "unexpected data after the JSON value at byte %zu of %zu", at, len);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+static tf_status convert(hf_ctx *c, tf_gguf_writer *w, const cJSON *root, const cJSON *cfg, const char *cfg_name,
+                         int64_t n_vocab_model) {
+    const cJSON *model = member(root, "model");
+    if (!cJSON_IsObject(model)) return fail(c, NULL, TF_ERR_FORMAT, "model is %s (expected an object)", jtype(model));
+    TF_TRY(load_tokens(c, model, member(root, "added_tokens")));
+    TF_TRY(check_model(c, model));
+    TF_TRY(check_family(c, root));
+    TF_TRY(load_merges(c, model));
+    for (int32_t i = 0; i < c->n && c->spm && c->byte_fallback; i++) /* <0xXX> pieces are byte tokens */
+        if (c->in_model[i] && c->type[i] == TF_TOKTYPE_NORMAL && c->len[i] == 6 && !strncmp(c->text[i], "<0x", 3) &&
+            strchr("0123456789ABCDEFabcdef", c->text[i][3]) && strchr("0123456789ABCDEFabcdef", c->text[i][4]) &&
+            c->text[i][5] == '>')
+            c->type[i] = TF_TOKTYPE_BYTE;
+    if (c->unk >= 0) c->type[c->unk] = TF_TOKTYPE_UNKNOWN;
+
+    int given_bos = -1, given_eos = -1;
+    if (cfg) {
+        TF_TRY(get_bool(c, cfg_name, cfg, "add_bos_token", "", &given_bos));
+        TF_TRY(get_bool(c, cfg_name, cfg, "add_eos_token", "", &given_eos));
+    }
+    TF_TRY(check_post(c, member(root, "post_processor"), "post_processor", given_bos >= 0 && given_eos >= 0, false));
+    if (given_bos >= 0) c->add_bos = given_bos;
+    if (given_eos >= 0) c->add_eos = given_eos;
+    if (cfg) {
+        TF_TRY(config_token(c, cfg_name, cfg, "bos_token", &c->bos));
+        TF_TRY(config_token(c, cfg_name, cfg, "eos_token", &c->eos));
+        TF_TRY(config_token(c, cfg_name, cfg, "pad_token", &c->pad));
+    }
+
+    int64_t n_total = n_vocab_model > 0 ? n_vocab_model : c->n;
+    if (n_total < c->n)
+        return fail(c, NULL, TF_ERR_FORMAT, "the tokenizer has %d tokens but the model only %lld (expected at most "
+                    "the model's vocabulary size)", c->n, (long long)n_total);
+    if (n_total > INT32_MAX / 4)
+        return fail(c, NULL, TF_ERR_INVALID_ARG, "model vocabulary size %lld is too large (expected at most %d)",
+                    (long long)n_total, INT32_MAX / 4);
+    return write_keys(c, w, (int32_t)n_total);
+}
+
+tf_status tf_hf_tokenizer_to_gguf_mem(tf_gguf_writer *w, const char *json, size_t json_len, const char *json_name,
+                                      const char *config, size_t config_len, const char *config_name,
+                                      int64_t n_vocab_model, tf_err *err) {
+    hf_ctx c = {.name = json_name ? json_name : "tokenizer.json", .err = err, .add_bos = -1, .add_eos = -1,
+                .bos = -1, .eos = -1, .unk = -1, .pad = -1};
+    if (!w || !json) return tf_errf(err, TF_ERR_INVALID_ARG, "tf_hf_tokenizer_to_gguf: NULL writer or JSON text");
+    const char *cfg_name = config_name ? config_name : "tokenizer_config.json";
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (tf_gguf_writer_has_kv(w, k_keys[k]))
+            return fail(&c, NULL, TF_ERR_INVALID_ARG, "the GGUF writer already has '%s' (expected no tokenizer keys)",
+                        k_keys[k]);
+    tf_status st = TF_OK;
+    cJSON *root = parse_json(&c, json, json_len, NULL, &st);
+    cJSON *cfg = root && config ? parse_json(&c, config, config_len, cfg_name, &st) : NULL;
+    if (st == TF_OK) st = convert(&c, w, root, cfg, cfg_name, n_vocab_model);
+    if (st != TF_OK)
+        for (size_t k = 0; k < N_KEYS; k++) tf_gguf_writer_remove_kv(w, k_keys[k]);
+    cJSON_Delete(root);
+    cJSON_Delete(cfg);
+    free(c.text);
+    free(c.len);
+    free(c.type);
+    free(c.in_model);
+    free(c.hslot);
+    free(c.ma);
+    free(c.mb);
+    free(c.mo);
+    free(c.drop);
+    return st;
+}
+
+tf_status tf_hf_tokenizer_to_gguf(tf_gguf_writer *w, const char *tokenizer_json_path,
+                                  const char *tokenizer_config_path, int64_t n_vocab_model, tf_err *err) {
+    if (!w || !tokenizer_json_path)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "tf_hf_tokenizer_to_gguf: NULL writer or tokenizer.json path");
+    char *json = NULL, *cfg = NULL;
+    size_t json_len = 0, cfg_len = 0;
+    tf_status st = tf_read_file(tokenizer_json_path, &json, &json_len, err);
+    if (st == TF_OK && tokenizer_config_path) st = tf_read_file(tokenizer_config_path, &cfg, &cfg_len, err);
+    if (st == TF_OK)
+        st = tf_hf_tokenizer_to_gguf_mem(w, json, json_len, tokenizer_json_path, cfg, cfg_len, tokenizer_config_path,
+                                         n_vocab_model, err);
+    free(json);
+    free(cfg);
+    return st;
+}
