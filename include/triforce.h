@@ -72,11 +72,21 @@ typedef struct tf_model_params {
 
 tf_model_params tf_model_default_params(void);
 
-/* Load a GGUF model (memory-mapped). On failure *out is NULL and, if errbuf
- * is given, it receives a message naming the file, field and expectation. */
+/* Load a model: a GGUF file (memory-mapped) or a Hugging Face checkpoint
+ * directory (config.json, model.safetensors or its sharded index,
+ * tokenizer.json). On failure *out is NULL and, if errbuf is given, it
+ * receives a message naming the file, field and expectation. */
 tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
                              size_t errbuf_size);
 void tf_model_close(tf_model *model);
+
+/* A model that runs only the first n_layer layers of `model`, then its output
+ * norm and head: a draft that needs no second model (Draft & Verify style
+ * self-speculation). It shares every weight and the tokenizer of `model`,
+ * which must outlive it; close it with tf_model_close. n_layer must be in
+ * 1..layers of model - 1 (TF_ERR_INVALID_ARG otherwise). */
+tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_layer, char *errbuf,
+                              size_t errbuf_size);
 
 typedef struct tf_model_info {
     const char *name;       /* general.name or "" */

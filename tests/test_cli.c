@@ -66,6 +66,8 @@ static void test_bad_input(void **state) {
     EXPECT("generate -m x.gguf -p hi --mode triforce", 2, "needs a draft model: -md DRAFT.gguf");
     EXPECT("generate -m x.gguf -p hi --mode fast", 2, "--mode 'fast'");
     EXPECT("generate -m x.gguf -p hi --gamma2 0", 2, "--gamma2 '0'");
+    EXPECT("generate -m x.gguf -md y.gguf --draft-layers 2 -p hi", 2, "either -md DRAFT or --draft-layers K");
+    EXPECT("convert", 2, "usage: triforce convert");
 }
 
 static void test_with_stories(void **state) {
@@ -163,6 +165,10 @@ static void test_hf_dir(void **state) {
     EXPECT(args, 0, "1, 403, 407, 261, 378");
     snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 30", dir);
     EXPECT(args, 0, "there was a little girl named Lily");
+    snprintf(args, sizeof args, "generate -m %s --draft-layers 2 -p \"Once upon a time\" --temp 0 -n 30 --compare", dir);
+    EXPECT(args, 0, "outputs identical");
+    snprintf(args, sizeof args, "generate -m %s --draft-layers 5 -p hi -n 4", dir);
+    EXPECT(args, 1, "needs 1..4");
     snprintf(args, sizeof args, "convert %s %s q8_0", dir, out);
     EXPECT(args, 0, "wrote");
     snprintf(args, sizeof args, "info %s", out);

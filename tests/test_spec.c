@@ -173,6 +173,14 @@ static void test_greedy_equality_stories(void **state) {
     assert_true(st[1].accepted * 4 < st[1].verified);
     sweep(t, t, prompt, 40, 100, "stories/self draft, short prompt");
     sweep(t, dr, prompt, np, 80, "stories/random draft");
+    /* the target's first layers as the draft (--draft-layers) */
+    tf_model *dl = NULL;
+    assert_int_equal(tf_model_view_layers(&dl, t, 2, &err), TF_OK);
+    assert_int_equal(dl->hp.n_layer, 2);
+    sweep(t, dl, prompt, np, 80, "stories/first-2-layers draft");
+    tf_model_free(dl);
+    assert_int_equal(tf_model_view_layers(&dl, t, 5, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "1..4"));
     tf_model_free(t);
     tf_model_free(dq);
     tf_model_free(dr);

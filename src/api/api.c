@@ -66,6 +66,16 @@ tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_pa
 
 void tf_model_close(tf_model *model) { tf_model_free(model); }
 
+tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_layer, char *errbuf,
+                              size_t errbuf_size) {
+    tf_err err = {0};
+    *out = NULL;
+    tf_status st = model ? tf_model_view_layers(out, model, n_layer, &err)
+                         : tf_errf(&err, TF_ERR_INVALID_ARG, "model is NULL");
+    if (st != TF_OK) copy_err(&err, errbuf, errbuf_size);
+    return st;
+}
+
 void tf_model_get_info(const tf_model *m, tf_model_info *info) {
     static const char *const scaling[] = {"none", "linear", "yarn", "llama3"};
     const tf_hparams *hp = &m->hp;

@@ -319,8 +319,41 @@ tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err) {
     return TF_OK;
 }
 
+tf_status tf_model_view_layers(tf_model **out, const tf_model *src, int32_t n_layer, tf_err *err) {
+    *out = NULL;
+    if (src->vocab_only || n_layer < 1 || n_layer >= src->hp.n_layer)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "%s: a draft of its first %d layers needs 1..%d (the model has %d)",
+                       src->path, n_layer, src->hp.n_layer - 1, src->hp.n_layer);
+    tf_model *m = malloc(sizeof *m);
+    if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", src->path);
+    *m = *src;
+    m->view_of = src;
+    m->hp.n_layer = n_layer;
+    snprintf(m->name, sizeof m->name, "%.80s (first %d of %d layers)", src->name[0] ? src->name : "model", n_layer,
+             src->hp.n_layer);
+    /* count what the view runs: the embedding, head and norms stay */
+    uint64_t per_layer_params = 0, per_layer_bytes = 0;
+    for (int il = n_layer; il < src->hp.n_layer; il++) {
+        const tf_tensor *ts[] = {&src->layers[il].attn_norm, &src->layers[il].wq, &src->layers[il].wk,
+                                 &src->layers[il].wv, &src->layers[il].wo, &src->layers[il].ffn_norm,
+                                 &src->layers[il].w_gate, &src->layers[il].w_up, &src->layers[il].w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+            per_layer_params += (uint64_t)(ts[i]->ne[0] * ts[i]->ne[1]);
+            per_layer_bytes += tf_dtype_row_size(ts[i]->type, ts[i]->ne[0]) * (uint64_t)ts[i]->ne[1];
+        }
+    }
+    m->n_params -= per_layer_params;
+    m->weight_bytes -= per_layer_bytes;
+    *out = m;
+    return TF_OK;
+}
+
 void tf_model_free(tf_model *m) {
     if (!m) return;
+    if (m->view_of) {
+        free(m);
+        return;
+    }
     tf_tokenizer_free(m->tok);
     free(m->layers);
     tf_free(m->rope_freq);

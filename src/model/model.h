@@ -82,6 +82,7 @@ typedef struct tf_model {
     uint64_t n_params;
     uint64_t weight_bytes;
     bool vocab_only;       /* only tok is valid */
+    const struct tf_model *view_of; /* a layer view: everything above is borrowed from it */
 } tf_model;
 
 /* Load a GGUF model file. Every metadata value and tensor is validated
@@ -95,6 +96,10 @@ tf_status tf_model_prefault(const tf_model *m, tf_progress_fn progress, void *ud
 /* Load only the tokenizer of a GGUF file (vocab-only files, `tokenize`). */
 tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err);
 void tf_model_free(tf_model *m);
+
+/* The first n_layer layers of src as a model of their own (see
+ * tf_model_layer_view in triforce.h); shares all of src's memory. */
+tf_status tf_model_view_layers(tf_model **out, const tf_model *src, int32_t n_layer, tf_err *err);
 
 /* Fill rope_freq / rope_mscale from hp (and optional llama3 factors[n_rot/2]).
  * Exposed for tests. */

@@ -38,6 +38,7 @@ typedef struct cli_opts {
     /* speculative decoding */
     const char *draft, *mode, *stats_json;
     int gamma1, gamma2, budget, chunk, rebuild_stride, sinks, window;
+    int draft_layers; /* 0: none */
     bool compare;
     /* gen-model */
     const char *preset, *vocab_from, *wtype, *rope_scaling;

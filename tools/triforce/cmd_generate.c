@@ -204,14 +204,20 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce generate: -m MODEL is required (see --help)\n");
         return 2;
     }
-    tf_decode_mode mode = o.draft ? TF_MODE_TRIFORCE : TF_MODE_AR;
+    if (o.draft && o.draft_layers) {
+        fprintf(stderr, "triforce generate: give either -md DRAFT or --draft-layers K, not both\n");
+        return 2;
+    }
+    bool has_draft = o.draft || o.draft_layers;
+    tf_decode_mode mode = has_draft ? TF_MODE_TRIFORCE : TF_MODE_AR;
     if (o.mode && !tf_decode_mode_from_name(o.mode, &mode)) {
         fprintf(stderr, "triforce generate: --mode '%s': expected ar, spec, retrieval, streaming or triforce\n",
                 o.mode);
         return 2;
     }
-    if ((mode == TF_MODE_SPEC || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) && !o.draft) {
-        fprintf(stderr, "triforce generate: --mode %s needs a draft model: -md DRAFT.gguf\n", tf_decode_mode_name(mode));
+    if ((mode == TF_MODE_SPEC || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) && !has_draft) {
+        fprintf(stderr, "triforce generate: --mode %s needs a draft model: -md DRAFT.gguf or --draft-layers K\n",
+                tf_decode_mode_name(mode));
         return 2;
     }
     size_t text_len;
@@ -232,6 +238,10 @@ int cmd_generate(int argc, char **argv) {
     }
     if (o.draft && tf_model_load_file(&draft, o.draft, &mp, err, sizeof err) != TF_OK) {
         fprintf(stderr, "triforce: %s\n", err);
+        goto done;
+    }
+    if (o.draft_layers && tf_model_layer_view(&draft, model, o.draft_layers, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce: --draft-layers: %s\n", err);
         goto done;
     }
     tf_model_info info;
@@ -284,7 +294,8 @@ int cmd_generate(int argc, char **argv) {
     fprintf(stderr,
             "triforce generate: model %s (%s, %.1fM params)%s%s, mode %s, prompt %zu tokens, n_predict %d, n_ctx %d, "
             "threads %d, kv %s, temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu",
-            o.model, info.name, (double)info.n_params / 1e6, draft ? ", draft " : "", draft ? o.draft : "",
+            o.model, info.name, (double)info.n_params / 1e6, draft ? ", draft " : "",
+            o.draft ? o.draft : draft ? "(the target's first layers)" : "",
             tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads, o.kv_type, o.temp, o.top_k,
             o.top_p, o.min_p, (unsigned long long)seed);
     if (mode != TF_MODE_AR)
@@ -316,7 +327,7 @@ int cmd_generate(int argc, char **argv) {
 done:
     free(res.toks);
     free(ar.toks);
-    tf_model_close(draft);
+    tf_model_close(draft); /* a layer view goes before the model it borrows from */
     tf_model_close(model);
     free(toks);
     free(text);
