@@ -23,6 +23,7 @@
 #include "tokenizer/tok_internal.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -58,9 +59,9 @@ typedef struct hf_ctx {
 /* ------------------------------------------------------------------------ */
 /* messages and JSON access                                                  */
 
-static tf_status fail(hf_ctx *c, const char *file, tf_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static tf_status fail(hf_ctx *c, const char *file, tf_status st, const char *fmt, ...) {
+/* Record an error "<file>: <message>" (file NULL: the tokenizer.json). */
+__attribute__((format(printf, 4, 5))) static tf_status fail(hf_ctx *c, const char *file, tf_status st,
+                                                            const char *fmt, ...) {
     char msg[TF_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -70,13 +71,8 @@ static tf_status fail(hf_ctx *c, const char *file, tf_status st, const char *fmt
 }
 
 static const char *jtype(const cJSON *v) {
-    if (!v) return "missing";
-    if (cJSON_IsNull(v)) return "null";
-    if (cJSON_IsBool(v)) return "a boolean";
-    if (cJSON_IsNumber(v)) return "a number";
-    if (cJSON_IsString(v)) return "a string";
-    if (cJSON_IsArray(v)) return "an array";
-    return "an object";
+    return !v ? "missing" : cJSON_IsNull(v) ? "null" : cJSON_IsBool(v) ? "a boolean" : cJSON_IsNumber(v) ? "a number"
+           : cJSON_IsString(v) ? "a string" : cJSON_IsArray(v) ? "an array" : "an object";
 }
 
 /* Member key of obj (NULL if absent or obj is not an object). */
@@ -255,11 +251,14 @@ static const struct {
      "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "qwen2", NULL},
 };
 
+/* What the components say, gathered item by item. */
 typedef struct family {
-    bool nfc, prepend, replace;          /* normalizer */
-    bool byte_level, bl_regex, metaspace; /* pre-tokenizer */
+    bool nfc, prepend, replace;                /* normalizer */
+    bool byte_level, bl_regex, metaspace;      /* pre-tokenizer */
     bool ms_prepend, ms_split;
-    const char *split; /* Split regex, or NULL */
+    const char *split;                         /* Split regex, or NULL */
+    bool dec_space, dec_bytes, dec_level;      /* decoder: "▁" -> " ", ByteFallback, ByteLevel */
+    bool flags_given;                          /* tokenizer_config.json has both add_*_token */
 } family;
 
 /* model.type must be BPE; options that change results must be off. */
@@ -285,21 +284,42 @@ static tf_status check_model(hf_ctx *c, const cJSON *model) {
     int bf = 0, im = 0;
     TF_TRY(get_bool(c, NULL, model, "byte_fallback", "model", &bf));
     TF_TRY(get_bool(c, NULL, model, "ignore_merges", "model", &im));
-    c->byte_fallback = bf;
-    c->ignore_merges = im;
+    c->byte_fallback = bf, c->ignore_merges = im;
     TF_TRY(get_str(c, model, "unk_token", "model", &s));
-    if (s) {
-        c->unk = lookup(c, s, strlen(s));
-        if (c->unk < 0 || !c->in_model[c->unk])
-            return fail(c, NULL, TF_ERR_FORMAT, "model.unk_token '%.60s' is not in model.vocab", s);
+    if (s && ((c->unk = lookup(c, s, strlen(s))) < 0 || !c->in_model[c->unk]))
+        return fail(c, NULL, TF_ERR_FORMAT, "model.unk_token '%.60s' is not in model.vocab", s);
+    return TF_OK;
+}
+
+/* Checks one component (never a Sequence) at path; index: its place in a
+ * Sequence (0 when alone); an absent component has type "". */
+typedef tf_status (*item_fn)(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index, family *f);
+
+/* fn on component v, or on each item of its `list` when it is a Sequence
+ * (nested Sequences are refused). */
+static tf_status walk(hf_ctx *c, const cJSON *v, const char *path, const char *list, item_fn fn, family *f) {
+    const char *type;
+    TF_TRY(get_type(c, v, path, &type));
+    if (strcmp(type, "Sequence")) return fn(c, v, type, path, 0, f);
+    const cJSON *items = member(v, list);
+    if (!cJSON_IsArray(items))
+        return fail(c, NULL, TF_ERR_FORMAT, "%s.%s is %s (expected an array)", path, list, jtype(items));
+    int i = 0;
+    for (const cJSON *e = items->child; e; e = e->next, i++) {
+        char p[96];
+        snprintf(p, sizeof p, "%s.%s[%d]", path, list, i);
+        TF_TRY(get_type(c, e, p, &type));
+        if (!strcmp(type, "Sequence"))
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: nested Sequence (expected a flat list)", p);
+        TF_TRY(fn(c, e, type, p, i, f));
     }
     return TF_OK;
 }
 
-/* One normalizer (not a Sequence) at path. */
-static tf_status check_normalizer(hf_ctx *c, const cJSON *v, const char *path, family *f) {
-    const char *type, *s, *pat;
-    TF_TRY(get_type(c, v, path, &type));
+/* Normalizers: NFC (byte-level), Prepend("▁") and Replace(" " -> "▁") (SPM). */
+static tf_status normalizer_item(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index,
+                                 family *f) {
+    const char *s = NULL, *pat = NULL;
     if (!strcmp(type, "NFC")) {
         f->nfc = true;
     } else if (!strcmp(type, "Prepend")) {
@@ -323,21 +343,17 @@ static tf_status check_normalizer(hf_ctx *c, const cJSON *v, const char *path, f
     return TF_OK;
 }
 
-/* One pre-tokenizer (not a Sequence) at path. */
-static tf_status check_pretok(hf_ctx *c, const cJSON *v, const char *path, bool first, family *f) {
-    const char *type, *s;
-    TF_TRY(get_type(c, v, path, &type));
+/* Pre-tokenizers: ByteLevel, a first Split(Regex, Isolated), Metaspace. */
+static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index, family *f) {
+    const char *s = NULL, *beh = NULL;
+    int aps = 0, rx = 1, invert = 0, split = 1;
     if (!strcmp(type, "ByteLevel")) {
-        int aps = 0, rx = 1;
         TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps));
         TF_TRY(get_bool(c, NULL, v, "use_regex", path, &rx));
-        if (aps)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.add_prefix_space is true (expected false)", path);
+        if (aps) return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.add_prefix_space is true (expected false)", path);
         f->byte_level = true;
         f->bl_regex = rx;
-    } else if (!strcmp(type, "Split") && first) {
-        const char *beh;
-        int invert = 0;
+    } else if (!strcmp(type, "Split") && index == 0) {
         TF_TRY(get_str(c, member(v, "pattern"), "Regex", path, &s));
         TF_TRY(get_str(c, v, "behavior", path, &beh));
         TF_TRY(get_bool(c, NULL, v, "invert", path, &invert));
@@ -346,15 +362,15 @@ static tf_status check_pretok(hf_ctx *c, const cJSON *v, const char *path, bool 
                         "\"Isolated\", \"invert\": false}", path);
         f->split = s;
     } else if (!strcmp(type, "Metaspace")) {
-        const char *rep, *scheme;
-        int aps = 1, split = 1;
-        TF_TRY(get_str(c, v, "replacement", path, &rep));
+        const char *scheme;
+        aps = 1;
+        TF_TRY(get_str(c, v, "replacement", path, &s));
         TF_TRY(get_str(c, v, "prepend_scheme", path, &scheme));
-        TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps));
+        TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps)); /* before prepend_scheme existed */
         TF_TRY(get_bool(c, NULL, v, "split", path, &split));
-        if (!rep || strcmp(rep, SPM_SPACE))
+        if (!s || strcmp(s, SPM_SPACE))
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.replacement is '%.60s' (expected '" SPM_SPACE "')", path,
-                        rep ? rep : "");
+                        s ? s : "");
         if (scheme && strcmp(scheme, "first") && strcmp(scheme, "always") && strcmp(scheme, "never"))
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.prepend_scheme '%.60s' (expected first, always or never)",
                         path, scheme);
@@ -368,110 +384,60 @@ static tf_status check_pretok(hf_ctx *c, const cJSON *v, const char *path, bool 
     return TF_OK;
 }
 
-/* Walk a component that may be a Sequence of `list` items, calling
- * check_normalizer (is_pretok false) or check_pretok on each. */
-static tf_status walk(hf_ctx *c, const cJSON *v, const char *path, const char *list, bool is_pretok, family *f) {
-    const char *type;
-    TF_TRY(get_type(c, v, path, &type));
-    if (strcmp(type, "Sequence"))
-        return is_pretok ? check_pretok(c, v, path, true, f) : check_normalizer(c, v, path, f);
-    const cJSON *items = member(v, list);
-    if (!cJSON_IsArray(items))
-        return fail(c, NULL, TF_ERR_FORMAT, "%s.%s is %s (expected an array)", path, list, jtype(items));
-    int i = 0;
-    for (const cJSON *e = items->child; e; e = e->next, i++) {
-        char p[96];
-        const char *t;
-        snprintf(p, sizeof p, "%s.%s[%d]", path, list, i);
-        TF_TRY(get_type(c, e, p, &t));
-        if (!strcmp(t, "Sequence"))
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: nested Sequence (expected a flat list)", p);
-        TF_TRY(is_pretok ? check_pretok(c, e, p, i == 0, f) : check_normalizer(c, e, p, f));
+/* Decoders must undo what the family did: ByteLevel for byte-level;
+ * Replace("▁" -> " ") or Metaspace, ByteFallback, Fuse, Strip(" ", 1, 0)
+ * for SentencePiece-style (c->spm is known by now). */
+static tf_status decoder_item(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index, family *f) {
+    const char *s = NULL, *pat = NULL;
+    bool ok = false;
+    if (!strcmp(type, "ByteLevel")) {
+        ok = f->dec_level = !c->spm;
+    } else if (!strcmp(type, "Replace")) {
+        TF_TRY(get_str(c, member(v, "pattern"), "String", path, &pat));
+        TF_TRY(get_str(c, v, "content", path, &s));
+        ok = f->dec_space = c->spm && pat && s && !strcmp(pat, SPM_SPACE) && !strcmp(s, " ");
+    } else if (!strcmp(type, "Metaspace")) {
+        TF_TRY(get_str(c, v, "replacement", path, &s));
+        ok = f->dec_space = c->spm && s && !strcmp(s, SPM_SPACE);
+    } else if (!strcmp(type, "ByteFallback") || !strcmp(type, "Fuse")) {
+        ok = c->spm;
+        f->dec_bytes |= ok && type[0] == 'B';
+    } else if (!strcmp(type, "Strip")) {
+        const cJSON *start = member(v, "start"), *stop = member(v, "stop");
+        TF_TRY(get_str(c, v, "content", path, &s));
+        ok = c->spm && s && !strcmp(s, " ") && cJSON_IsNumber(start) && cJSON_IsNumber(stop) &&
+             start->valuedouble <= 1 && stop->valuedouble == 0;
     }
-    return TF_OK;
-}
-
-/* The decoder must undo what the family did: ByteLevel for byte-level;
- * Replace("▁" -> " ") or Metaspace, ByteFallback (with byte_fallback), Fuse
- * and Strip(" ", 1, 0) for SentencePiece-style. */
-static tf_status check_decoder(hf_ctx *c, const cJSON *dec) {
-    const char *type, *s, *pat;
-    const char *want = c->spm ? "Replace('" SPM_SPACE "' -> ' ') or Metaspace, ByteFallback, Fuse, Strip(' ', 1, 0)"
-                              : "ByteLevel";
-    TF_TRY(get_type(c, dec, "decoder", &type));
-    if (!*type) return fail(c, NULL, TF_ERR_UNSUPPORTED, "decoder is %s (expected %s)", jtype(dec), want);
-    const cJSON *first = dec;
-    bool seq = !strcmp(type, "Sequence");
-    if (seq) {
-        const cJSON *items = member(dec, "decoders");
-        if (!cJSON_IsArray(items))
-            return fail(c, NULL, TF_ERR_FORMAT, "decoder.decoders is %s (expected an array)", jtype(items));
-        first = items->child;
-    }
-    bool space = false, bytes = false, level = false;
-    int i = 0;
-    for (const cJSON *e = first; e; e = seq ? e->next : NULL, i++) {
-        char p[64] = "decoder";
-        if (seq) snprintf(p, sizeof p, "decoder.decoders[%d]", i);
-        TF_TRY(get_type(c, e, p, &type));
-        bool ok = false;
-        if (!strcmp(type, "ByteLevel")) {
-            ok = !c->spm;
-            level = true;
-        } else if (!strcmp(type, "Replace")) {
-            TF_TRY(get_str(c, member(e, "pattern"), "String", p, &pat));
-            TF_TRY(get_str(c, e, "content", p, &s));
-            ok = c->spm && pat && s && !strcmp(pat, SPM_SPACE) && !strcmp(s, " ");
-            space = true;
-        } else if (!strcmp(type, "Metaspace")) {
-            TF_TRY(get_str(c, e, "replacement", p, &s));
-            ok = c->spm && s && !strcmp(s, SPM_SPACE);
-            space = true;
-        } else if (!strcmp(type, "ByteFallback") || !strcmp(type, "Fuse")) {
-            ok = c->spm;
-            bytes |= type[0] == 'B';
-        } else if (!strcmp(type, "Strip")) {
-            const cJSON *start = member(e, "start"), *stop = member(e, "stop");
-            TF_TRY(get_str(c, e, "content", p, &s));
-            ok = c->spm && s && !strcmp(s, " ") && cJSON_IsNumber(start) && cJSON_IsNumber(stop) &&
-                 start->valuedouble <= 1 && stop->valuedouble == 0;
-        }
-        if (!ok)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (type '%.60s') does not fit a %s tokenizer (expected %s)", p,
-                        type, c->spm ? "SentencePiece-style" : "byte-level", want);
-    }
-    if (c->spm ? !space || (c->byte_fallback && !bytes) : !level)
-        return fail(c, NULL, TF_ERR_UNSUPPORTED, "decoder lacks %s", !c->spm ? "ByteLevel"
-                    : !space ? "Replace('" SPM_SPACE "' -> ' ') or Metaspace" : "ByteFallback (model.byte_fallback is true)");
+    if (!ok)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (type '%.60s') does not fit a %s tokenizer (expected %s)", path,
+                    *type ? type : "none", c->spm ? "SentencePiece-style" : "byte-level",
+                    c->spm ? "Replace('" SPM_SPACE "' -> ' ') or Metaspace, ByteFallback, Fuse, Strip(' ', 1, 0)"
+                           : "ByteLevel");
     return TF_OK;
 }
 
 /* Decide the family from normalizer + pre_tokenizer, then check the decoder. */
 static tf_status check_family(hf_ctx *c, const cJSON *root) {
     family f = {0};
-    TF_TRY(walk(c, member(root, "normalizer"), "normalizer", "normalizers", false, &f));
-    TF_TRY(walk(c, member(root, "pre_tokenizer"), "pre_tokenizer", "pretokenizers", true, &f));
+    TF_TRY(walk(c, member(root, "normalizer"), "normalizer", "normalizers", normalizer_item, &f));
+    TF_TRY(walk(c, member(root, "pre_tokenizer"), "pre_tokenizer", "pretokenizers", pretok_item, &f));
     if (f.byte_level) {
         if (f.prepend || f.replace || f.metaspace)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "ByteLevel pre-tokenizer mixed with SentencePiece-style "
                         "Prepend/Replace/Metaspace (expected one family)");
-        if (f.split && f.bl_regex)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: Split followed by ByteLevel with use_regex true "
-                        "(expected use_regex false: one regex)");
-        if (!f.split && !f.bl_regex)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: ByteLevel with use_regex false and no Split "
-                        "(expected a pre-tokenizer regex)");
+        if (f.split ? f.bl_regex : !f.bl_regex)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: %s (expected one regex: ByteLevel's own or a Split "
+                        "before a ByteLevel with use_regex false)", f.split ? "Split, then ByteLevel with use_regex "
+                        "true" : "ByteLevel with use_regex false and no Split");
         const char *rx = f.split ? f.split : k_regex[0].regex;
         size_t i = 0;
         while (i < sizeof k_regex / sizeof k_regex[0] && strcmp(rx, k_regex[i].regex)) i++;
         if (i == sizeof k_regex / sizeof k_regex[0])
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split regex '%.60s%s' is not a known one "
                         "(expected GPT-2's, Llama 3's or Qwen2's)", rx, strlen(rx) > 60 ? "..." : "");
-        c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre;
-        if (!c->pre)
+        if (!(c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre))
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true with the %s regex (expected false)",
                         i == 0 ? "GPT-2" : "Qwen2");
-        c->spm = false;
     } else {
         if (f.split)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split without ByteLevel (expected byte-level BPE)");
@@ -480,12 +446,11 @@ static tf_status check_family(hf_ctx *c, const cJSON *root) {
                         SPM_SPACE "' by a Replace normalizer or a Metaspace pre-tokenizer)",
                         f.replace ? "both a Replace normalizer and a Metaspace pre-tokenizer"
                                   : "neither a ByteLevel nor a Metaspace pre-tokenizer nor a Replace normalizer");
-        if (f.nfc || (f.metaspace && f.prepend))
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "normalizer %s with a SentencePiece-style tokenizer (expected "
-                        "Prepend and Replace only)", f.nfc ? "NFC" : "Prepend together with Metaspace");
-        if (c->ignore_merges)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true (expected false for a "
-                        "SentencePiece-style tokenizer)");
+        if (f.nfc || (f.metaspace && f.prepend) || c->ignore_merges)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s with a SentencePiece-style tokenizer", f.nfc
+                        ? "normalizer NFC (expected Prepend and Replace only)" : f.prepend
+                        ? "normalizer Prepend together with Metaspace (expected one of them)"
+                        : "model.ignore_merges true (expected false)");
         /* Metaspace split = merges never cross a "▁": same result only if no
          * token has a "▁" after its first character. */
         for (int32_t i = 0; f.metaspace && f.ms_split && i < c->n; i++)
@@ -496,14 +461,56 @@ static tf_status check_family(hf_ctx *c, const cJSON *root) {
         c->add_space_prefix = f.metaspace ? f.ms_prepend : f.prepend;
         c->pre = "default";
     }
-    return check_decoder(c, member(root, "decoder"));
+    const cJSON *dec = member(root, "decoder");
+    if (absent(dec))
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "decoder is %s (expected %s)", jtype(dec),
+                    c->spm ? "a Sequence with Replace('" SPM_SPACE "' -> ' ') and ByteFallback" : "ByteLevel");
+    TF_TRY(walk(c, dec, "decoder", "decoders", decoder_item, &f));
+    if (c->spm ? !f.dec_space || (c->byte_fallback && !f.dec_bytes) : !f.dec_level)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "decoder lacks %s", !c->spm ? "ByteLevel"
+                    : !f.dec_space ? "Replace('" SPM_SPACE "' -> ' ') or Metaspace"
+                    : "ByteFallback (model.byte_fallback is true)");
+    return TF_OK;
 }
 
 /* ------------------------------------------------------------------------ */
 /* merges                                                                    */
 
-/* Read model.merges; mark earlier repeats of a pair dropped (HF keeps the
- * last rank of a repeated pair). */
+/* Token ids of merge i ("a b", split at the first space after the first
+ * byte, or ["a", "b"]): a, b and a+b, each a model.vocab token. */
+static tf_status merge_ids(hf_ctx *c, const cJSON *e, int i, char **cat, size_t *cat_cap, int32_t id[3]) {
+    const char *a = NULL, *b = NULL, *s = cJSON_IsString(e) ? e->valuestring : NULL, *sp;
+    if (s && s[0] && (sp = strchr(s + 1, ' ')) != NULL)
+        a = s, b = sp + 1;
+    else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(e->child) &&
+             cJSON_IsString(e->child->next))
+        a = e->child->valuestring, b = e->child->next->valuestring;
+    if (!a || !*a || !*b)
+        return fail(c, NULL, TF_ERR_FORMAT, "model.merges[%d] is %s%s%.60s%s (expected \"a b\" or [\"a\", \"b\"])", i,
+                    jtype(e), s ? " '" : "", s ? s : "", s ? "'" : "");
+    size_t na = s ? (size_t)(b - 1 - a) : strlen(a), nb = strlen(b);
+    if (!c->spm && memchr(a + 1, ' ', na - 1))
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.merges[%d]: '%.60s' has a space after its first byte (GGUF "
+                    "merges cannot spell it)", i, a);
+    if (na + nb > *cat_cap) {
+        char *p = realloc(*cat, 2 * (na + nb));
+        if (!p) return fail(c, NULL, TF_ERR_NOMEM, "out of memory for merges");
+        *cat = p, *cat_cap = 2 * (na + nb);
+    }
+    memcpy(*cat, a, na);
+    memcpy(*cat + na, b, nb);
+    const char *part[3] = {a, b, *cat};
+    size_t plen[3] = {na, nb, na + nb};
+    for (int k = 0; k < 3; k++)
+        if ((id[k] = lookup(c, part[k], plen[k])) < 0 || !c->in_model[id[k]])
+            return fail(c, NULL, TF_ERR_FORMAT, "model.merges[%d] = '%.*s' + '%.*s': '%.*s' is not in model.vocab", i,
+                        (int)(na < 60 ? na : 60), a, (int)(nb < 60 ? nb : 60), b, (int)(plen[k] < 60 ? plen[k] : 60),
+                        part[k]);
+    return TF_OK;
+}
+
+/* Read model.merges into ma/mb/mo; an earlier entry of a pair listed again
+ * is marked dropped (HF keeps the last rank of a repeated pair). */
 static tf_status load_merges(hf_ctx *c, const cJSON *model) {
     const cJSON *m = member(model, "merges");
     if (absent(m)) return TF_OK;
@@ -511,78 +518,30 @@ static tf_status load_merges(hf_ctx *c, const cJSON *model) {
     int n = cJSON_GetArraySize(m);
     if (n > MAX_MERGES)
         return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.merges has %d entries (expected at most %d)", n, MAX_MERGES);
-    if (n == 0) return TF_OK;
     uint32_t slots = 16;
     while (slots < 2u * (uint32_t)n) slots <<= 1;
-    c->ma = malloc((size_t)n * sizeof *c->ma);
-    c->mb = malloc((size_t)n * sizeof *c->mb);
-    c->mo = malloc((size_t)n * sizeof *c->mo);
-    c->drop = calloc((size_t)n, 1);
-    int32_t *pair = malloc(slots * sizeof *pair);
+    c->ma = malloc((size_t)n * sizeof *c->ma + 1);
+    c->mb = malloc((size_t)n * sizeof *c->mb + 1);
+    c->mo = malloc((size_t)n * sizeof *c->mo + 1);
+    c->drop = calloc((size_t)n + 1, 1);
+    int32_t *pair = malloc(slots * sizeof *pair); /* (a, b) -> its latest entry */
     char *cat = NULL;
     size_t cat_cap = 0;
     tf_status st = TF_OK;
-    if (!c->ma || !c->mb || !c->mo || !c->drop || !pair) {
-        st = fail(c, NULL, TF_ERR_NOMEM, "out of memory for %d merges", n);
-        goto done;
-    }
-    memset(pair, 0xff, slots * sizeof *pair);
+    if (!c->ma || !c->mb || !c->mo || !c->drop || !pair) st = fail(c, NULL, TF_ERR_NOMEM, "out of memory for merges");
+    else memset(pair, 0xff, slots * sizeof *pair);
     int i = 0;
-    for (const cJSON *e = m->child; e; e = e->next, i++) {
-        const char *a = NULL, *b = NULL;
-        size_t na = 0, nb = 0;
-        if (cJSON_IsString(e)) { /* "a b": split at the first space after the first byte */
-            const char *s = e->valuestring, *sp = s[0] ? strchr(s + 1, ' ') : NULL;
-            if (sp) a = s, na = (size_t)(sp - s), b = sp + 1, nb = strlen(b);
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(e->child) && cJSON_IsString(e->child->next)) {
-            a = e->child->valuestring, na = strlen(a), b = e->child->next->valuestring, nb = strlen(b);
-        }
-        if (!a || !na || !nb) {
-            st = fail(c, NULL, TF_ERR_FORMAT, "model.merges[%d] is %s%s%.60s%s (expected \"a b\" or [\"a\", \"b\"])",
-                      i, jtype(e), cJSON_IsString(e) ? " '" : "", cJSON_IsString(e) ? e->valuestring : "",
-                      cJSON_IsString(e) ? "'" : "");
-            goto done;
-        }
-        if (!c->spm && memchr(a + 1, ' ', na - 1)) {
-            st = fail(c, NULL, TF_ERR_UNSUPPORTED, "model.merges[%d]: '%.60s' has a space after its first byte "
-                      "(GGUF merges cannot spell it)", i, a);
-            goto done;
-        }
-        if (na + nb > cat_cap) {
-            char *p = realloc(cat, (na + nb) * 2);
-            if (!p) {
-                st = fail(c, NULL, TF_ERR_NOMEM, "out of memory for merges");
-                goto done;
-            }
-            cat = p;
-            cat_cap = (na + nb) * 2;
-        }
-        memcpy(cat, a, na);
-        memcpy(cat + na, b, nb);
-        const char *part[3] = {a, b, cat};
-        size_t plen[3] = {na, nb, na + nb};
+    for (const cJSON *e = m->child; e && st == TF_OK; e = e->next, i++) {
         int32_t id[3];
-        for (int k = 0; k < 3; k++) {
-            id[k] = lookup(c, part[k], plen[k]);
-            if (id[k] < 0 || !c->in_model[id[k]]) {
-                st = fail(c, NULL, TF_ERR_FORMAT, "model.merges[%d] = '%.*s' + '%.*s': '%.*s' is not in model.vocab",
-                          i, (int)(na < 60 ? na : 60), a, (int)(nb < 60 ? nb : 60), b,
-                          (int)(plen[k] < 60 ? plen[k] : 60), part[k]);
-                goto done;
-            }
-        }
+        if ((st = merge_ids(c, e, i, &cat, &cat_cap, id)) != TF_OK) break;
         c->ma[i] = id[0], c->mb[i] = id[1], c->mo[i] = id[2];
         uint64_t key = ((uint64_t)(uint32_t)id[0] << 32 | (uint32_t)id[1]) * 0x9e3779b97f4a7c15ull;
-        for (uint32_t k = (uint32_t)(key >> 32) & (slots - 1);; k = (k + 1) & (slots - 1)) {
-            int32_t r = pair[k];
-            if (r >= 0 && (c->ma[r] != id[0] || c->mb[r] != id[1])) continue;
-            if (r >= 0) c->drop[r] = 1;
-            pair[k] = i;
-            break;
-        }
+        uint32_t k = (uint32_t)(key >> 32) & (slots - 1);
+        while (pair[k] >= 0 && (c->ma[pair[k]] != id[0] || c->mb[pair[k]] != id[1])) k = (k + 1) & (slots - 1);
+        if (pair[k] >= 0) c->drop[pair[k]] = 1;
+        pair[k] = i;
     }
-    c->n_merges = n;
-done:
+    c->n_merges = st == TF_OK ? n : 0;
     free(pair);
     free(cat);
     return st;
@@ -608,39 +567,27 @@ static tf_status template_token(hf_ctx *c, const cJSON *tp, const cJSON *item, c
     return TF_OK;
 }
 
-/* post_processor: TemplateProcessing (BOS/EOS from its "single" template),
- * ByteLevel (adds nothing), a Sequence of those, or null. Another type is
- * refused unless tokenizer_config.json gives both add_*_token flags. */
-static tf_status check_post(hf_ctx *c, const cJSON *pp, const char *path, bool flags_given, bool nested) {
-    const char *type;
-    TF_TRY(get_type(c, pp, path, &type));
-    if (!strcmp(type, "Sequence") && !nested) {
-        const cJSON *items = member(pp, "processors");
-        if (!cJSON_IsArray(items))
-            return fail(c, NULL, TF_ERR_FORMAT, "%s.processors is %s (expected an array)", path, jtype(items));
-        int i = 0;
-        for (const cJSON *e = items->child; e; e = e->next, i++) {
-            char p[64];
-            snprintf(p, sizeof p, "%s.processors[%d]", path, i);
-            TF_TRY(check_post(c, e, p, flags_given, true));
-        }
-    } else if (!strcmp(type, "ByteLevel")) {
+/* post_processor items: TemplateProcessing (BOS/EOS from its "single"
+ * template), ByteLevel (adds nothing); another type is refused unless
+ * tokenizer_config.json gives both add_*_token flags. */
+static tf_status post_item(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index, family *f) {
+    if (!strcmp(type, "ByteLevel")) {
         if (c->add_bos < 0) c->add_bos = 0;
         if (c->add_eos < 0) c->add_eos = 0;
     } else if (!strcmp(type, "TemplateProcessing")) {
-        const cJSON *single = member(pp, "single");
+        const cJSON *single = member(v, "single");
         if (!cJSON_IsArray(single) || !single->child)
             return fail(c, NULL, TF_ERR_FORMAT, "%s.single is %s (expected a non-empty array)", path, jtype(single));
-        char p[96];
+        char p[128];
         const cJSON *first = single->child, *last = first;
         while (last->next) last = last->next;
         c->add_bos = member(first, "SpecialToken") != NULL;
         c->add_eos = last != first && member(last, "SpecialToken") != NULL;
         snprintf(p, sizeof p, "%s.single[0]", path);
-        if (c->add_bos) TF_TRY(template_token(c, pp, first, p, &c->bos));
+        if (c->add_bos) TF_TRY(template_token(c, v, first, p, &c->bos));
         snprintf(p, sizeof p, "%s.single[%d]", path, cJSON_GetArraySize(single) - 1);
-        if (c->add_eos) TF_TRY(template_token(c, pp, last, p, &c->eos));
-    } else if (*type && !flags_given) {
+        if (c->add_eos) TF_TRY(template_token(c, v, last, p, &c->eos));
+    } else if (*type && !f->flags_given) {
         return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported (expected TemplateProcessing, "
                     "ByteLevel or a Sequence of them, or add_bos_token and add_eos_token in tokenizer_config.json)",
                     path, type);
@@ -648,16 +595,20 @@ static tf_status check_post(hf_ctx *c, const cJSON *pp, const char *path, bool f
     return TF_OK;
 }
 
-/* A tokenizer_config.json special token: "text", {"content": "text"} or null. */
-static tf_status config_token(hf_ctx *c, const char *file, const cJSON *cfg, const char *key, int32_t *out) {
+/* A tokenizer_config.json special token: "text", {"content": "text"} or null.
+ * One that is not in the vocabulary is an error when strict, else ignored. */
+static tf_status config_token(hf_ctx *c, const char *file, const cJSON *cfg, const char *key, bool strict,
+                              int32_t *out) {
     const cJSON *v = member(cfg, key);
     if (absent(v)) return TF_OK;
     const cJSON *s = cJSON_IsObject(v) ? member(v, "content") : v;
     if (!cJSON_IsString(s))
         return fail(c, file, TF_ERR_FORMAT, "%s is %s (expected a string or an object with a string 'content')", key,
                     jtype(v));
-    if ((*out = lookup(c, s->valuestring, strlen(s->valuestring))) < 0)
+    int32_t id = lookup(c, s->valuestring, strlen(s->valuestring));
+    if (id < 0 && strict)
         return fail(c, file, TF_ERR_FORMAT, "%s '%.60s' is not a token of %s", key, s->valuestring, c->name);
+    if (id >= 0) *out = id;
     return TF_OK;
 }
 
@@ -672,75 +623,56 @@ static const char *const k_keys[] = {
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 
-/* Write every key (tokens padded to n_total with "[PAD<id>]"). */
+/* Write every key: tokens padded to n_total with "[PAD<id>]" (unused);
+ * SPM scores from the merge ranks; byte-level merges as "a b" strings
+ * (pairs listed again later are left out: their last rank counts). */
 static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
-    tf_err *err = c->err;
-    tf_gguf_str *strs = malloc((size_t)n_total * sizeof *strs);
-    int32_t *types = malloc((size_t)n_total * sizeof *types);
-    float *scores = c->spm ? malloc((size_t)n_total * sizeof *scores) : NULL;
     size_t n_pad = (size_t)(n_total - c->n), n_kept = 0, mlen = 0;
-    char *pads = malloc(n_pad * 16 + 1);
-    tf_gguf_str *merges = NULL;
-    char *mtext = NULL;
-    tf_status st = TF_ERR_NOMEM;
-    if (!strs || !types || (c->spm && !scores) || !pads) goto done;
-    for (int32_t i = 0; i < n_total; i++) {
+    for (int32_t r = 0; r < c->n_merges; r++)
+        if (!c->drop[r]) n_kept++, mlen += c->len[c->ma[r]] + 1 + c->len[c->mb[r]];
+    tf_gguf_str *strs = malloc((size_t)n_total * sizeof *strs), *merges = malloc((n_kept + 1) * sizeof *merges);
+    int32_t *types = malloc((size_t)n_total * sizeof *types);
+    float *scores = malloc((size_t)n_total * sizeof *scores);
+    char *pads = malloc(n_pad * 16 + 1), *mtext = malloc(mlen + 1), *p = mtext;
+    tf_status st = TF_OK;
+    if (!strs || !merges || !types || !scores || !pads || !mtext)
+        st = fail(c, NULL, TF_ERR_NOMEM, "out of memory writing %d tokens", n_total);
+    for (int32_t i = 0; st == TF_OK && i < n_total; i++) {
         if (i < c->n) {
             strs[i] = (tf_gguf_str){c->text[i], c->len[i]};
             types[i] = c->type[i];
         } else {
-            char *p = pads + (size_t)(i - c->n) * 16;
-            strs[i] = (tf_gguf_str){p, (uint64_t)snprintf(p, 16, "[PAD%d]", i)};
+            char *pad = pads + (size_t)(i - c->n) * 16;
+            strs[i] = (tf_gguf_str){pad, (uint64_t)snprintf(pad, 16, "[PAD%d]", i)};
             types[i] = TF_TOKTYPE_UNUSED;
         }
-        if (scores) scores[i] = -(float)c->n_merges; /* below every merge */
+        scores[i] = -(float)c->n_merges; /* below every merge */
     }
-    for (int32_t r = c->n_merges - 1; r >= 0; r--) /* lowest rank last: it wins */
-        if (!c->drop[r]) {
-            n_kept++;
-            mlen += c->len[c->ma[r]] + 1 + c->len[c->mb[r]];
-            if (scores) scores[c->mo[r]] = -(float)r;
-        }
-    if (!c->spm && n_kept) {
-        merges = malloc(n_kept * sizeof *merges);
-        mtext = malloc(mlen);
-        if (!merges || !mtext) goto done;
-        char *p = mtext;
-        size_t k = 0;
-        for (int32_t r = 0; r < c->n_merges; r++) {
-            if (c->drop[r]) continue;
-            size_t na = c->len[c->ma[r]], nb = c->len[c->mb[r]];
-            memcpy(p, c->text[c->ma[r]], na);
-            p[na] = ' ';
-            memcpy(p + na + 1, c->text[c->mb[r]], nb);
-            merges[k++] = (tf_gguf_str){p, na + 1 + nb};
-            p += na + 1 + nb;
-        }
+    for (int32_t r = 0, k = 0; st == TF_OK && r < c->n_merges; r++) {
+        if (c->drop[r]) continue;
+        if (scores[c->mo[r]] < -(float)r) scores[c->mo[r]] = -(float)r; /* the best rank producing it */
+        size_t na = c->len[c->ma[r]], nb = c->len[c->mb[r]];
+        memcpy(p, c->text[c->ma[r]], na);
+        p[na] = ' ';
+        memcpy(p + na + 1, c->text[c->mb[r]], nb);
+        merges[k++] = (tf_gguf_str){p, na + 1 + nb};
+        p += na + 1 + nb;
     }
-    if ((st = tf_gguf_writer_set_str(w, k_keys[0], c->spm ? "llama" : "gpt2", err)) != TF_OK ||
-        (st = tf_gguf_writer_set_str(w, k_keys[1], c->pre, err)) != TF_OK ||
-        (st = tf_gguf_writer_set_arr_strn(w, k_keys[2], strs, (uint64_t)n_total, err)) != TF_OK ||
-        (st = tf_gguf_writer_set_arr(w, k_keys[3], TF_GGUF_INT32, types, (uint64_t)n_total, err)) != TF_OK)
-        goto done;
-    if (c->spm && ((st = tf_gguf_writer_set_arr(w, k_keys[4], TF_GGUF_FLOAT32, scores, (uint64_t)n_total, err)) ||
-                   (st = tf_gguf_writer_set_bool(w, k_keys[6], c->add_space_prefix, err))))
-        goto done;
-    if (!c->spm && (st = tf_gguf_writer_set_arr_strn(w, k_keys[5], merges, n_kept, err)) != TF_OK) goto done;
-    if ((c->add_bos >= 0 && (st = tf_gguf_writer_set_bool(w, k_keys[7], c->add_bos, err))) ||
-        (c->add_eos >= 0 && (st = tf_gguf_writer_set_bool(w, k_keys[8], c->add_eos, err))))
-        goto done;
+    tf_err *err = c->err;
+    if (st == TF_OK) st = tf_gguf_writer_set_str(w, k_keys[0], c->spm ? "llama" : "gpt2", err);
+    if (st == TF_OK) st = tf_gguf_writer_set_str(w, k_keys[1], c->pre, err);
+    if (st == TF_OK) st = tf_gguf_writer_set_arr_strn(w, k_keys[2], strs, (uint64_t)n_total, err);
+    if (st == TF_OK) st = tf_gguf_writer_set_arr(w, k_keys[3], TF_GGUF_INT32, types, (uint64_t)n_total, err);
+    if (st == TF_OK && c->spm) st = tf_gguf_writer_set_arr(w, k_keys[4], TF_GGUF_FLOAT32, scores, (uint64_t)n_total, err);
+    if (st == TF_OK && !c->spm) st = tf_gguf_writer_set_arr_strn(w, k_keys[5], merges, n_kept, err);
+    if (st == TF_OK && c->spm) st = tf_gguf_writer_set_bool(w, k_keys[6], c->add_space_prefix, err);
+    if (st == TF_OK && c->add_bos >= 0) st = tf_gguf_writer_set_bool(w, k_keys[7], c->add_bos, err);
+    if (st == TF_OK && c->add_eos >= 0) st = tf_gguf_writer_set_bool(w, k_keys[8], c->add_eos, err);
     const int32_t ids[4] = {c->bos, c->eos, c->unk, c->pad};
     for (int k = 0; k < 4 && st == TF_OK; k++)
         if (ids[k] >= 0) st = tf_gguf_writer_set_u32(w, k_keys[9 + k], (uint32_t)ids[k], err);
-done:
-    if (st == TF_ERR_NOMEM && (!err || err->status == TF_OK))
-        st = fail(c, NULL, TF_ERR_NOMEM, "out of memory writing %d tokens", n_total);
-    free(strs);
-    free(types);
-    free(scores);
-    free(pads);
-    free(merges);
-    free(mtext);
+    void *owned[] = {strs, merges, types, scores, pads, mtext};
+    for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
     return st;
 }
 
@@ -764,6 +696,7 @@ static cJSON *parse_json(hf_ctx *c, const char *text, size_t len, const char *fi
     return root;
 }
 
+/* Steps 1-5 of the file comment on parsed JSON (cfg may be NULL). */
 static tf_status convert(hf_ctx *c, tf_gguf_writer *w, const cJSON *root, const cJSON *cfg, const char *cfg_name,
                          int64_t n_vocab_model) {
     const cJSON *model = member(root, "model");
@@ -772,11 +705,13 @@ static tf_status convert(hf_ctx *c, tf_gguf_writer *w, const cJSON *root, const 
     TF_TRY(check_model(c, model));
     TF_TRY(check_family(c, root));
     TF_TRY(load_merges(c, model));
-    for (int32_t i = 0; i < c->n && c->spm && c->byte_fallback; i++) /* <0xXX> pieces are byte tokens */
-        if (c->in_model[i] && c->type[i] == TF_TOKTYPE_NORMAL && c->len[i] == 6 && !strncmp(c->text[i], "<0x", 3) &&
-            strchr("0123456789ABCDEFabcdef", c->text[i][3]) && strchr("0123456789ABCDEFabcdef", c->text[i][4]) &&
-            c->text[i][5] == '>')
+    for (int32_t i = 0; i < c->n && c->spm && c->byte_fallback; i++) { /* <0xXX> pieces are byte tokens */
+        unsigned hex;
+        char end;
+        if (c->in_model[i] && c->type[i] == TF_TOKTYPE_NORMAL && c->len[i] == 6 && isxdigit((unsigned char)c->text[i][3]) &&
+            isxdigit((unsigned char)c->text[i][4]) && sscanf(c->text[i], "<0x%2x%c", &hex, &end) == 2 && end == '>')
             c->type[i] = TF_TOKTYPE_BYTE;
+    }
     if (c->unk >= 0) c->type[c->unk] = TF_TOKTYPE_UNKNOWN;
 
     int given_bos = -1, given_eos = -1;
@@ -784,13 +719,14 @@ static tf_status convert(hf_ctx *c, tf_gguf_writer *w, const cJSON *root, const 
         TF_TRY(get_bool(c, cfg_name, cfg, "add_bos_token", "", &given_bos));
         TF_TRY(get_bool(c, cfg_name, cfg, "add_eos_token", "", &given_eos));
     }
-    TF_TRY(check_post(c, member(root, "post_processor"), "post_processor", given_bos >= 0 && given_eos >= 0, false));
+    family f = {.flags_given = given_bos >= 0 && given_eos >= 0};
+    TF_TRY(walk(c, member(root, "post_processor"), "post_processor", "processors", post_item, &f));
     if (given_bos >= 0) c->add_bos = given_bos;
     if (given_eos >= 0) c->add_eos = given_eos;
     if (cfg) {
-        TF_TRY(config_token(c, cfg_name, cfg, "bos_token", &c->bos));
-        TF_TRY(config_token(c, cfg_name, cfg, "eos_token", &c->eos));
-        TF_TRY(config_token(c, cfg_name, cfg, "pad_token", &c->pad));
+        TF_TRY(config_token(c, cfg_name, cfg, "bos_token", true, &c->bos));
+        TF_TRY(config_token(c, cfg_name, cfg, "eos_token", true, &c->eos));
+        TF_TRY(config_token(c, cfg_name, cfg, "pad_token", false, &c->pad)); /* often one the model adds later */
     }
 
     int64_t n_total = n_vocab_model > 0 ? n_vocab_model : c->n;
@@ -822,15 +758,8 @@ tf_status tf_hf_tokenizer_to_gguf_mem(tf_gguf_writer *w, const char *json, size_
         for (size_t k = 0; k < N_KEYS; k++) tf_gguf_writer_remove_kv(w, k_keys[k]);
     cJSON_Delete(root);
     cJSON_Delete(cfg);
-    free(c.text);
-    free(c.len);
-    free(c.type);
-    free(c.in_model);
-    free(c.hslot);
-    free(c.ma);
-    free(c.mb);
-    free(c.mo);
-    free(c.drop);
+    void *owned[] = {c.text, c.len, c.type, c.in_model, c.hslot, c.ma, c.mb, c.mo, c.drop};
+    for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
     return st;
 }
 

@@ -92,22 +92,21 @@ typedef struct merge {
 } merge;
 
 static const vocab *g_sort_vocab; /* qsort has no user pointer */
-static bool g_ties_by_id;
 
+/* HF's SentencePiece converter order: score of the result (highest first),
+ * then the result's id, then the parts' ids. */
 static int merge_cmp(const void *pa, const void *pb) {
     const merge *x = pa, *y = pb;
     const vocab *v = g_sort_vocab;
     if (v->score[x->out] != v->score[y->out]) return v->score[x->out] > v->score[y->out] ? -1 : 1;
-    if (!g_ties_by_id && v->len[x->out] != v->len[y->out]) return v->len[x->out] > v->len[y->out] ? -1 : 1;
     if (x->out != y->out) return x->out < y->out ? -1 : 1;
-    if (!g_ties_by_id && v->len[x->a] != v->len[y->a]) return v->len[x->a] > v->len[y->a] ? -1 : 1;
     if (x->a != y->a) return x->a < y->a ? -1 : 1;
     return (x->b > y->b) - (x->b < y->b);
 }
 
 /* Every split of every model.vocab piece at a character boundary into two
  * model.vocab pieces, sorted into rank order. */
-static merge *spm_merges(const vocab *v, bool ties_by_id, size_t *n_out) {
+static merge *spm_merges(const vocab *v, size_t *n_out) {
     size_t n = 0, cap = 1024;
     merge *m = malloc(cap * sizeof *m);
     for (int32_t t = 0; m && t < v->n; t++) {
@@ -130,7 +129,6 @@ static merge *spm_merges(const vocab *v, bool ties_by_id, size_t *n_out) {
     }
     if (!m) return NULL;
     g_sort_vocab = v;
-    g_ties_by_id = ties_by_id;
     qsort(m, n, sizeof *m, merge_cmp);
     *n_out = n;
     return m;
@@ -270,7 +268,7 @@ bool tu_hf_tokjson_from_gguf(const tf_gguf *g, const tu_hf_opts *opts, char **to
     bool ok = true;
     if (spm) {
         size_t n_m = 0;
-        merge *m = spm_merges(&v, opts->ties_by_id, &n_m);
+        merge *m = spm_merges(&v, &n_m);
         ok = m != NULL;
         for (size_t i = 0; i < n_m; i++)
             add_merge(jm, v.text[m[i].a], v.len[m[i].a], v.text[m[i].b], v.len[m[i].b], opts->merge_pairs);

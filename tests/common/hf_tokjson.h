@@ -7,12 +7,11 @@
  *   "llama" (SPM): normal, byte and unknown tokens in model.vocab; control
  *     and user-defined tokens (and the unknown one) in added_tokens; merges
  *     = every pair (a, b) of model.vocab pieces whose concatenation is one,
- *     ordered by the GGUF score of the concatenation, highest first; equal
- *     scores: longer result first, then longer left part (this ranks the
- *     equal-score "▁▁", "▁▁▁", ... runs so that rank order merges them as
- *     the score-ordered merger does, left to right). Prepend + Replace
- *     normalizer or a Metaspace pre-tokenizer; the SentencePiece decoder;
- *     TemplateProcessing with BOS when the GGUF adds it.
+ *     ordered as HF's SentencePiece converter orders them: by the GGUF score
+ *     of the concatenation, highest first, then by its id, then by the ids
+ *     of a and b. Prepend + Replace normalizer or a Metaspace pre-tokenizer;
+ *     the SentencePiece decoder; TemplateProcessing with BOS when the GGUF
+ *     adds it.
  *   "gpt2" (byte-level): merges from tokenizer.ggml.merges; ByteLevel
  *     pre-tokenizer (or Split with GPT-2's regex, then ByteLevel) and decoder.
  */
@@ -33,7 +32,6 @@ typedef struct tu_hf_opts {
     tu_hf_spm_style spm_style;
     bool merge_pairs; /* merges as ["a", "b"] arrays instead of "a b" strings */
     bool split_regex; /* byte-level: Split(GPT-2 regex) + ByteLevel(use_regex false) */
-    bool ties_by_id;  /* SPM: equal scores ranked by result id (as HF's converter does) */
 } tu_hf_opts;
 
 /* Build tokenizer.json and tokenizer_config.json text (malloc'd,
