@@ -4,6 +4,11 @@
 #   make test       build and run the test suite (offline)
 #   make asan       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      benchmarks; results go to bench/results/ and are summarized in docs/
+#   make CUDA=1     also the CUDA backend: src/backend/cuda/*.cu through nvcc (sm_80 and
+#                   sm_90 code, cuBLAS), -DTF_HAVE_CUDA; objects go to build-cuda/ unless
+#                   BUILD is given, so CPU-only and CUDA objects never mix. Plain `make`
+#                   never looks at .cu files and needs no CUDA toolkit.
+#   make CUDA=1 cuda-labs   the kernel labs of dev/cuda/ (nvcc; they run on a GPU only)
 
 CC      ?= cc
 OPT     ?= -O2
@@ -11,7 +16,18 @@ CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-psabi -fPIC \
            -Iinclude -Isrc -Itests/common
 LDLIBS  += -lcjson -lpcre2-8 -lm -lpthread
+CUDA_ON := $(filter 1 yes,$(CUDA))
+ifneq ($(CUDA_ON),)
+BUILD   ?= build-cuda
+endif
 BUILD   ?= build
+
+# CUDA toolkit (used only with CUDA=1).
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+                -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC -Xcompiler -Wall -lineinfo -Iinclude -Isrc
 
 # Sources: every .c under src/ belongs to the library; SIMD variants are chosen at
 # run time, so files named *_avx2.c / *_avx512.c get their ISA flags individually.
@@ -25,6 +41,15 @@ TOOL_OBJS  := $(TOOL_SRCS:%.c=$(BUILD)/%.o)
 TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_BINS  := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
+# The CUDA backend: only with CUDA=1 (a C ABI; the .c files see cuda_backend.h).
+ifneq ($(CUDA_ON),)
+CUDA_SRCS  := $(sort $(wildcard src/backend/cuda/*.cu))
+CUDA_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
+LIB_OBJS   += $(CUDA_OBJS)
+CFLAGS     += -DTF_HAVE_CUDA
+LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+endif
+
 # SIMD kernels: -O3 for full unrolling of fixed-trip loops, FMA contraction on
 # (ISO C mode turns it off); they are tested against references with tolerances.
 SIMD_OPT     := -O3 -ffp-contract=fast
@@ -34,11 +59,11 @@ AVX512_FLAGS := $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
-.PHONY: all lib test asan bench clean info
+.PHONY: all lib test asan bench clean info cuda-labs
 all: info lib $(BUILD)/triforce
 
 info:
-	@echo "triforce build: CC=$(CC) CUDA=$(if $(CUDA),yes,no) host AVX2=$(HAVE_AVX2) AVX-512=$(HAVE_AVX512) (SIMD is dispatched at run time)"
+	@echo "triforce build: CC=$(CC) CUDA=$(if $(CUDA_ON),yes,no) host AVX2=$(HAVE_AVX2) AVX-512=$(HAVE_AVX512) (SIMD is dispatched at run time)"
 
 lib: $(BUILD)/libtriforce.a $(BUILD)/libtriforce.so
 
@@ -49,6 +74,10 @@ $(BUILD)/%_avx2.o: %_avx2.c
 $(BUILD)/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,10 +108,16 @@ asan:
 $(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
 
-bench: all $(BUILD)/tfbench
+$(BUILD)/kvscale: bench/kvscale.c $(BUILD)/libtriforce.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
+
+bench: all $(BUILD)/tfbench $(BUILD)/kvscale
 	BUILD=$(BUILD) sh bench/run.sh
 
+cuda-labs:
+	$(MAKE) -C dev/cuda NVCC="$(NVCC)" CUDA_HOME="$(CUDA_HOME)"
+
 clean:
-	rm -rf build build-asan triforce
+	rm -rf build build-asan build-cuda triforce
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -206,6 +206,20 @@ bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
 
 typedef struct tf_decoder tf_decoder;
 
+/* Where a decoder computes. AUTO: CUDA when this library was built with it
+ * (`make CUDA=1`), a device is present and every weight type is one the
+ * CUDA backend computes with (f32, f16, bf16, q8_0); otherwise the CPU. */
+typedef enum tf_device {
+    TF_DEVICE_AUTO = 0,
+    TF_DEVICE_CPU = 1,
+    TF_DEVICE_CUDA = 2, /* fails with TF_ERR_UNSUPPORTED and a reason when unavailable */
+} tf_device;
+
+const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
+bool tf_device_from_name(const char *name, tf_device *out);
+/* Number of usable CUDA devices (0 without CUDA support, a driver or a device). */
+int tf_cuda_devices(void);
+
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
     int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
@@ -224,6 +238,7 @@ typedef struct tf_decoder_params {
     tf_sampler_params sampling;
     tf_progress_fn progress; /* prefill progress; may cancel */
     void *progress_user_data;
+    tf_device device;        /* default TF_DEVICE_AUTO */
 } tf_decoder_params;
 
 tf_decoder_params tf_decoder_default_params(void);
@@ -251,6 +266,8 @@ typedef struct tf_level_info {
     double seconds;    /* time in this level */
 } tf_level_info;
 
+/* The device the decoder runs on: "cpu" or "cuda: <device description>". */
+const char *tf_decoder_device(const tf_decoder *dec);
 int tf_decoder_n_levels(const tf_decoder *dec);
 void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
 

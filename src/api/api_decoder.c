@@ -4,6 +4,10 @@
 #include "core/threads.h"
 #include "model/model.h"
 #include "spec/spec.h"
+#ifdef TF_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "spec/spec_cuda.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +36,53 @@ tf_decoder_params tf_decoder_default_params(void) {
     return (tf_decoder_params){
         .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 4096, .chunk = 8, .recent = 16,
         .rebuild_stride = 16, .rebuild_accept = 0.5f, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
-        .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp,
+        .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
     };
+}
+
+static const char *const k_device_names[] = {"auto", "cpu", "cuda"};
+
+const char *tf_device_name(tf_device dev) { return (unsigned)dev < 3 ? k_device_names[dev] : "unknown"; }
+
+bool tf_device_from_name(const char *name, tf_device *out) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, k_device_names[i]) == 0) {
+            *out = (tf_device)i;
+            return true;
+        }
+    return false;
+}
+
+int tf_cuda_devices(void) {
+#ifdef TF_HAVE_CUDA
+    return tf_cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
+/* AUTO: CUDA if there is a device and it computes with every weight type of both models. */
+static tf_device resolve_device(tf_device dev, const tf_model *target, const tf_model *draft) {
+    if (dev != TF_DEVICE_AUTO) return dev;
+#ifdef TF_HAVE_CUDA
+    if (tf_cuda_device_count() < 1) return TF_DEVICE_CPU;
+    const tf_model *ms[2] = {target, draft};
+    for (int i = 0; i < 2; i++) {
+        const tf_model *m = ms[i];
+        if (!m) continue;
+        if (!tf_cuda_mat_type_ok(m->tok_embd.type) || !tf_cuda_mat_type_ok(m->output.type)) return TF_DEVICE_CPU;
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            const tf_layer_weights *L = &m->layers[il];
+            const tf_tensor *ts[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+            for (int j = 0; j < 7; j++)
+                if (!tf_cuda_mat_type_ok(ts[j]->type)) return TF_DEVICE_CPU;
+        }
+    }
+    return TF_DEVICE_CUDA;
+#else
+    (void)target, (void)draft;
+    return TF_DEVICE_CPU;
+#endif
 }
 
 tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
@@ -66,8 +115,12 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
             .isa = p.isa == 0 ? TF_ISA_BEST : (tf_isa)(p.isa - 1),
             .sampling = {.temp = p.sampling.temp, .top_k = p.sampling.top_k, .top_p = p.sampling.top_p,
                          .min_p = p.sampling.min_p, .seed = p.sampling.seed},
+            .device = resolve_device(p.device, target, draft) == TF_DEVICE_CUDA ? TF_SPEC_DEVICE_CUDA
+                                                                                : TF_SPEC_DEVICE_CPU,
         };
-        st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
+        if ((unsigned)p.device > TF_DEVICE_CUDA)
+            st = tf_errf(&err, TF_ERR_INVALID_ARG, "device %d: expected auto, cpu or cuda", (int)p.device);
+        if (st == TF_OK) st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
     }
     if (st != TF_OK) {
         if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
@@ -95,6 +148,18 @@ tf_status tf_decoder_prefill(tf_decoder *d, const int32_t *tokens, int32_t n) {
 
 tf_status tf_decoder_step(tf_decoder *d, int32_t *out, int32_t cap, int32_t *n_out) {
     return tf_spec_step(&d->s, out, cap, n_out);
+}
+
+const char *tf_decoder_device(const tf_decoder *d) {
+#ifdef TF_HAVE_CUDA
+    static _Thread_local char buf[600];
+    if (d->s.dev) {
+        snprintf(buf, sizeof buf, "cuda: %s", tf_spec_dev_describe(&d->s));
+        return buf;
+    }
+#endif
+    (void)d;
+    return "cpu";
 }
 
 int tf_decoder_n_levels(const tf_decoder *d) { return d->s.n_levels; }

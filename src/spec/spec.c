@@ -15,6 +15,7 @@
 #include "spec/spec.h"
 
 #include "core/mem.h"
+#include "spec/spec_cuda.h"
 
 #include <math.h>
 #include <string.h>
@@ -53,6 +54,9 @@ static void dist_copy(tf_dist *dst, const tf_dist *src) {
 
 /* Where the level's next token goes and how the pass is positioned. */
 static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n, int32_t logits_from) {
+#ifdef TF_HAVE_CUDA
+    if (s->dev) return tf_spec_dev_forward(s, i, toks, n, logits_from);
+#endif
     spec_level *L = &s->lv[i];
     int64_t c = L->n_cached;
     tf_status st = TF_OK;
@@ -87,6 +91,9 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
 }
 
 static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
+#ifdef TF_HAVE_CUDA
+    if (s->dev) return tf_spec_dev_truncate(s, i, n);
+#endif
     spec_level *L = &s->lv[i];
     if (n >= L->n_cached) return TF_OK;
     switch (L->kind) {
@@ -127,7 +134,10 @@ static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) 
     L->last_feed = c;
     TF_TRY(level_forward(s, i, s->seq + c, n, from));
     const int32_t V = L->m->hp.n_vocab;
-    for (int32_t r = from; r < n; r++) {
+#ifdef TF_HAVE_CUDA
+    if (s->dev) TF_TRY(tf_spec_dev_dists(s, i, c, from, n));
+#endif
+    for (int32_t r = from; r < n && !s->dev; r++) {
         tf_sampling_dist(&s->samp, L->fwd.logits + (size_t)(r - from) * V);
         dist_copy(dist_at(s, L, c + r + 1), &s->samp.dist);
     }
@@ -140,7 +150,11 @@ static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) 
 /* Rebuild C_r from the newest target query and C_p's current contents. */
 static tf_status rebuild_retrieval(tf_spec *s, spec_level *L) {
     double t0 = now_s();
-    TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
+#ifdef TF_HAVE_CUDA
+    if (s->dev) TF_TRY(tf_spec_dev_rebuild(s, L));
+    else
+#endif
+        TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
     L->r_base = s->lv[0].n_cached;
     L->r_sel = s->rc.n_sel;
     L->view.n_used = L->r_sel;
@@ -157,6 +171,12 @@ static void save_last_query(tf_spec *s, int32_t row) {
     const tf_hparams *hp = &s->target->hp;
     size_t q_dim = (size_t)hp->n_head * hp->head_dim;
     if (row < 0 || row >= s->q_cap_rows) return;
+#ifdef TF_HAVE_CUDA
+    if (s->dev) {
+        if (tf_spec_dev_save_query(s, row) != TF_OK) s->passes_since_rebuild = s->cfg.rebuild_stride; /* err kept */
+        return;
+    }
+#endif
     for (int il = 0; il < hp->n_layer; il++)
         memcpy(s->q_last + (size_t)il * q_dim, s->q_cap + ((size_t)il * s->q_cap_rows + (size_t)row) * q_dim,
                sizeof(float) * q_dim);
@@ -297,6 +317,20 @@ static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const t
     return TF_OK;
 }
 
+/* Host memory of a level on either device: positions and the distribution ring. */
+static tf_status level_alloc_host(tf_spec *s, spec_level *L, const tf_model *m, int32_t n_batch, tf_err *err) {
+    L->pos = tf_alloc(sizeof(int32_t) * (size_t)n_batch);
+    L->dist = calloc((size_t)s->dmax, sizeof *L->dist);
+    if (!L->pos || !L->dist) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
+    L->n_dist = s->dmax;
+    for (int32_t d = 0; d < s->dmax; d++) {
+        L->dist[d].id = tf_alloc(sizeof(int32_t) * (size_t)m->hp.n_vocab);
+        L->dist[d].p = tf_alloc(sizeof(float) * (size_t)m->hp.n_vocab);
+        if (!L->dist[d].id || !L->dist[d].p) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
+    }
+    return TF_OK;
+}
+
 static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf_model *m, int32_t rows,
                             tf_err *err) {
     const tf_spec_cfg *c = &s->cfg;
@@ -304,6 +338,15 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
     L->m = m;
     L->accept_ewma = 1.0f;
     int32_t n_batch = rows, n_kv = c->n_ctx;
+#ifdef TF_HAVE_CUDA
+    if (s->dev) { /* the same batch shapes; the caches and scratch live on the device */
+        n_batch = kind == LEVEL_FULL        ? (c->n_batch > rows ? c->n_batch : rows)
+                  : kind == LEVEL_RETRIEVAL ? rows + 2
+                                            : (rows + 2 > 64 ? rows + 2 : 64);
+        TF_TRY(tf_spec_dev_level_init(s, L, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, rows, err));
+        return level_alloc_host(s, L, m, n_batch, err);
+    }
+#endif
     if (kind == LEVEL_FULL) {
         n_batch = c->n_batch > rows ? c->n_batch : rows;
     } else if (kind == LEVEL_RETRIEVAL) {
@@ -323,16 +366,7 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
         L->fwd.cap_v = tf_alloc(sizeof(float) * cap);
         if (!L->fwd.cap_k || !L->fwd.cap_v) return tf_errf(err, TF_ERR_NOMEM, "streaming level: out of memory");
     }
-    L->pos = tf_alloc(sizeof(int32_t) * (size_t)n_batch);
-    L->dist = calloc((size_t)s->dmax, sizeof *L->dist);
-    if (!L->pos || !L->dist) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
-    L->n_dist = s->dmax;
-    for (int32_t d = 0; d < s->dmax; d++) {
-        L->dist[d].id = tf_alloc(sizeof(int32_t) * (size_t)m->hp.n_vocab);
-        L->dist[d].p = tf_alloc(sizeof(float) * (size_t)m->hp.n_vocab);
-        if (!L->dist[d].id || !L->dist[d].p) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
-    }
-    return TF_OK;
+    return level_alloc_host(s, L, m, n_batch, err);
 }
 
 static void level_free(spec_level *L) {
@@ -363,7 +397,18 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     int32_t rows = max_target_rows(cfg);
     s->dmax = rows + 8; /* positions alive at once: a target pass's candidates and its bonus */
     const tf_hparams *hp = &target->hp;
-    tf_status st = tf_kv_init(&s->kv_p, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx, cfg->kv_type, err);
+    tf_status st;
+    if (cfg->device == TF_SPEC_DEVICE_CUDA) {
+#ifdef TF_HAVE_CUDA
+        st = tf_spec_dev_init(s, err); /* C_p, chunk sums and weights on the device */
+#else
+        st = tf_errf(err, TF_ERR_UNSUPPORTED, "this build has no CUDA backend (rebuild with `make CUDA=1`)");
+#endif
+    } else if (cfg->device != TF_SPEC_DEVICE_CPU) {
+        st = tf_errf(err, TF_ERR_INVALID_ARG, "device %d: expected cpu (0) or cuda (1)", cfg->device);
+    } else {
+        st = tf_kv_init(&s->kv_p, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx, cfg->kv_type, err);
+    }
     level_kind kinds[TF_SPEC_MAX_LEVELS];
     const tf_model *models[TF_SPEC_MAX_LEVELS];
     int n = 0;
@@ -383,7 +428,9 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     }
     s->n_levels = n;
     for (int i = 0; i < n && st == TF_OK; i++)
-        if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
+        if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc && s->dev) {
+            s->has_rc = true; /* the device keeps the sums (tf_spec_dev_init) */
+        } else if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
             tf_rcache_params rp = tf_rcache_default_params();
             rp.chunk = cfg->chunk;
             rp.budget = cfg->budget;
@@ -411,6 +458,9 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
 }
 
 void tf_spec_free(tf_spec *s) {
+#ifdef TF_HAVE_CUDA
+    tf_spec_dev_free(s); /* also clears the host mirrors of device caches */
+#endif
     for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++) level_free(&s->lv[i]);
     if (s->has_rc) tf_rcache_free(&s->rc);
     tf_kv_free(&s->kv_p);
@@ -438,6 +488,9 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
     }
     tf_kv_truncate(&s->kv_p, 0);
     if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, 0);
+#ifdef TF_HAVE_CUDA
+    if (s->dev) tf_spec_dev_reset(s);
+#endif
     s->n_seq = s->n_emitted = 0;
     s->passes_since_rebuild = 0;
     s->cfg.sampling.seed = seed;
@@ -455,7 +508,7 @@ static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn prog
         if (i == 0 && s->q_cap && L->n_cached + nb == upto) { /* the prompt's newest query */
             L->fwd.cap_q = s->q_cap;
             L->fwd.cap_q_row = nb - 1;
-            L->fwd.cap_q_max = 1;
+            L->fwd.cap_q_max = s->q_cap_rows; /* layer stride of q_cap, as save_last_query reads it */
         }
         TF_TRY(level_forward(s, i, s->seq + L->n_cached, nb, nb));
         L->fwd.cap_q = NULL;

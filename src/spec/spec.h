@@ -48,7 +48,11 @@ typedef struct tf_spec_cfg {
     tf_dtype kv_type;
     tf_isa isa;
     tf_sampling_cfg sampling;
+    int device;               /* TF_SPEC_DEVICE_CPU (0) or TF_SPEC_DEVICE_CUDA (1, needs a CUDA build) */
 } tf_spec_cfg;
+
+#define TF_SPEC_DEVICE_CPU 0
+#define TF_SPEC_DEVICE_CUDA 1
 
 typedef enum level_kind { LEVEL_FULL, LEVEL_RETRIEVAL, LEVEL_STREAMING } level_kind;
 
@@ -100,6 +104,7 @@ typedef struct tf_spec {
     int32_t q_cap_rows;
     float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p */
     int32_t passes_since_rebuild;
+    struct tf_spec_dev *dev;  /* device state (spec_cuda.c); NULL on the CPU */
     tf_err err;
 } tf_spec;
 

@@ -33,6 +33,7 @@ typedef struct cli_opts {
     float temp, top_p, min_p;
     int top_k;
     const char *kv_type;
+    const char *device; /* --device auto|cpu|cuda (NULL: auto) */
     bool ids, no_bos, ignore_eos, verbose, no_warmup;
     int isa;
     /* speculative decoding */

@@ -95,6 +95,7 @@ static int run_one(const cli_opts *o, const tf_model *model, const tf_model *dra
         fprintf(stderr, "triforce: %s\n", err);
         return 1;
     }
+    if (stream) fprintf(stderr, "triforce generate: device %s\n", tf_decoder_device(dec));
     res->toks = malloc(sizeof(int32_t) * (size_t)(o->n_predict + 64));
     res->n = 0;
     ps.t0 = cli_now();
@@ -274,6 +275,10 @@ int cmd_generate(int argc, char **argv) {
     dp.n_batch = o.n_batch;
     dp.kv_type = strcmp(o.kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
     dp.isa = o.isa;
+    if (o.device && !tf_device_from_name(o.device, &dp.device)) {
+        fprintf(stderr, "triforce generate: --device '%s': expected cuda, cpu or auto\n", o.device);
+        goto done;
+    }
     uint64_t seed = o.seed >= 0 ? (uint64_t)o.seed : (uint64_t)time(NULL);
     dp.sampling = (tf_sampler_params){.temp = o.temp, .top_k = o.top_k, .top_p = o.top_p, .min_p = o.min_p,
                                       .seed = seed};

@@ -1,0 +1,89 @@
+/*
+ * attn_decode.cu — lab for split-K flash-decoding over an f16 KV cache.
+ *
+ * CPU reference (double) over the f16-rounded keys and values; variant 1 is
+ * the library kernel (tf_cuda_attn_decode). Every shape is validated on fresh
+ * random data before any is timed; GB/s counts the K and V bytes each row
+ * must read. Run: make -C dev/cuda attn_decode && dev/cuda/attn_decode
+ */
+#include "lab_common.cuh"
+
+#include <cuda_fp16.h>
+
+struct shape { int n_head, n_head_kv, hd, n_kv, n_q; bool validate; };
+
+static void cpu_ref(const float *q, const float *k, const float *v, const shape &s, double *out) {
+    int g = s.n_head / s.n_head_kv;
+    double *sc = (double *)malloc(sizeof(double) * s.n_kv);
+    for (int i = 0; i < s.n_q; i++) {
+        int len = s.n_kv - s.n_q + 1 + i; /* causal bottom-right */
+        for (int hq = 0; hq < s.n_head; hq++) {
+            int h = hq / g;
+            const float *qi = q + ((size_t)i * s.n_head + hq) * s.hd;
+            double m = -INFINITY, l = 0;
+            for (int j = 0; j < len; j++) {
+                double d = 0;
+                for (int e = 0; e < s.hd; e++) d += (double)qi[e] * k[((size_t)h * s.n_kv + j) * s.hd + e];
+                sc[j] = d / sqrt((double)s.hd);
+                m = fmax(m, sc[j]);
+            }
+            for (int j = 0; j < len; j++) l += sc[j] = exp(sc[j] - m);
+            for (int e = 0; e < s.hd; e++) {
+                double acc = 0;
+                for (int j = 0; j < len; j++) acc += sc[j] * v[((size_t)h * s.n_kv + j) * s.hd + e];
+                out[((size_t)i * s.n_head + hq) * s.hd + e] = acc / l;
+            }
+        }
+    }
+    free(sc);
+}
+
+int main(void) {
+    tf_cuda *cu = lab_open();
+    const shape shapes[] = {
+        {32, 32, 128, 4096, 1, true},    {32, 8, 128, 4096, 6, true},      {12, 12, 64, 260, 1, true},
+        {32, 32, 128, 32768, 1, false},  {32, 32, 128, 65536, 1, false},   {32, 32, 128, 122880, 1, false},
+        {32, 32, 128, 122880, 8, false}, {32, 32, 128, 4096 + 256, 4, false},
+    };
+    for (const shape &s : shapes) {
+        size_t kvn = (size_t)s.n_head_kv * s.n_kv * s.hd, qn = (size_t)s.n_q * s.n_head * s.hd;
+        float *k = lab_rand(kvn, -2, 2), *v = lab_rand(kvn, -1, 1), *q = lab_rand(qn, -1.5f, 1.5f);
+        uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
+        for (size_t i = 0; i < kvn; i++) { /* round to f16 so the reference sees what the kernel sees */
+            __half a = __float2half(k[i]), b = __float2half(v[i]);
+            k[i] = __half2float(a), v[i] = __half2float(b);
+            memcpy(kh + i, &a, 2), memcpy(vh + i, &b, 2);
+        }
+        int32_t *len = (int32_t *)malloc(sizeof(int32_t) * s.n_q);
+        for (int i = 0; i < s.n_q; i++) len[i] = s.n_kv - s.n_q + 1 + i;
+        void *dk = lab_dev(kh, 2 * kvn), *dv = lab_dev(vh, 2 * kvn), *dq = lab_dev(q, sizeof(float) * qn);
+        void *dout = lab_dev(NULL, sizeof(float) * qn), *dlen = lab_dev(len, sizeof(int32_t) * s.n_q);
+        void *scr = lab_dev(NULL, tf_cuda_attn_scratch(s.n_q, s.n_head, s.hd, s.n_kv));
+        tf_cuda_attn a = {};
+        a.q = (float *)dq, a.ldq = s.n_head * s.hd, a.k = (uint16_t *)dk, a.v = (uint16_t *)dv, a.n_slots = s.n_kv;
+        a.n_q = s.n_q, a.n_head = s.n_head, a.n_head_kv = s.n_head_kv, a.head_dim = s.hd;
+        a.kv_len_d = (int32_t *)dlen, a.max_kv = s.n_kv, a.scale = 1.0f / sqrtf((float)s.hd);
+        a.out = (float *)dout, a.ldo = s.n_head * s.hd, a.scratch = scr;
+        char name[96];
+        snprintf(name, sizeof name, "v1 split-K heads %d/%d hd %d kv %d rows %d", s.n_head, s.n_head_kv, s.hd, s.n_kv,
+                 s.n_q);
+        tf_cuda_attn_decode(cu, &a);
+        LAB_CHECK(cudaStreamSynchronize(lab_stream));
+        if (s.validate) {
+            float *got = (float *)malloc(sizeof(float) * qn);
+            double *ref = (double *)malloc(sizeof(double) * qn);
+            LAB_CHECK(cudaMemcpy(got, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
+            cpu_ref(q, k, v, s, ref);
+            lab_validate(name, got, ref, qn, 1e-9);
+            free(got), free(ref);
+        } else {
+            double ms = lab_time_ms([&] { tf_cuda_attn_decode(cu, &a); }, 30);
+            double bytes = 2.0 * 2.0 * s.n_head_kv * (double)s.n_kv * s.hd; /* K + V once per block group */
+            printf("%-44s %8.3f ms  %7.0f GB/s\n", name, ms, bytes / (ms * 1e-3) / 1e9);
+        }
+        cudaFree(dk), cudaFree(dv), cudaFree(dq), cudaFree(dout), cudaFree(dlen), cudaFree(scr);
+        free(k), free(v), free(q), free(kh), free(vh), free(len);
+    }
+    tf_cuda_close(cu);
+    return 0;
+}

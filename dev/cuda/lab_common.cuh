@@ -1,0 +1,112 @@
+/* lab_common.cuh — shared helpers of the dev/cuda labs (not library code). */
+#pragma once
+#include "backend/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LAB_CHECK(x)                                                                                                 \
+    do {                                                                                                             \
+        cudaError_t e_ = (x);                                                                                        \
+        if (e_ != cudaSuccess) {                                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                      \
+            exit(1);                                                                                                 \
+        }                                                                                                            \
+    } while (0)
+
+static uint64_t lab_state = 0x9e3779b97f4a7c15ull;
+static float lab_uniform(float lo, float hi) { /* xorshift64*: fresh data per run unless seeded */
+    lab_state ^= lab_state >> 12, lab_state ^= lab_state << 25, lab_state ^= lab_state >> 27;
+    return lo + (hi - lo) * (float)((lab_state * 0x2545f4914f6cdd1dull) >> 40) / (float)(1 << 24);
+}
+static void lab_seed(void) {
+    const char *s = getenv("LAB_SEED");
+    lab_state ^= s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
+    printf("seed %llu (LAB_SEED to repeat)\n", (unsigned long long)lab_state);
+}
+
+static float *lab_rand(size_t n, float lo, float hi) {
+    float *x = (float *)malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) x[i] = lab_uniform(lo, hi);
+    return x;
+}
+
+static void *lab_dev(const void *h, size_t bytes) {
+    void *d;
+    LAB_CHECK(cudaMalloc(&d, bytes));
+    if (h) LAB_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    else LAB_CHECK(cudaMemset(d, 0, bytes));
+    return d;
+}
+
+/* NMSE of got against ref, failing (exit 1) above tol or on NaN/Inf. */
+static void lab_validate(const char *what, const float *got, const double *ref, size_t n, double tol) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) {
+            printf("FAIL %s: element %zu is %g\n", what, i, got[i]);
+            exit(1);
+        }
+        num += (got[i] - ref[i]) * (got[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    double e = num / (den > 0 ? den : 1);
+    printf("%-44s nmse %.3g %s\n", what, e, e <= tol ? "ok" : "FAIL");
+    if (!(e <= tol)) exit(1);
+}
+
+/* Median time in ms of `reps` runs of fn (after 3 warm-ups). */
+static cudaStream_t lab_stream = 0; /* set to the library's stream by the lab */
+template <typename F> static double lab_time_ms(F fn, int reps) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a), cudaEventCreate(&b);
+    for (int i = 0; i < 3; i++) fn();
+    double t[64];
+    if (reps > 64) reps = 64;
+    for (int r = 0; r < reps; r++) {
+        cudaEventRecord(a, lab_stream);
+        fn();
+        cudaEventRecord(b, lab_stream);
+        cudaEventSynchronize(b);
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        t[r] = ms;
+    }
+    for (int i = 1; i < reps; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1], t[j - 1] = x;
+        }
+    return t[reps / 2];
+}
+
+/* Achievable copy bandwidth (GB/s): a device-to-device copy of 1 GiB, read + write. */
+static double lab_measured_peak(void) {
+    size_t n = (size_t)1 << 30;
+    void *a = lab_dev(NULL, n), *b = lab_dev(NULL, n);
+    double ms = lab_time_ms([&] { cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, lab_stream); }, 10);
+    cudaFree(a), cudaFree(b);
+    return 2.0 * n / (ms * 1e-3) / 1e9;
+}
+
+/* Open device 0 through the library (its stream is the timing stream). */
+static tf_cuda *lab_open(void) {
+    tf_cuda *cu;
+    tf_err err = {};
+    if (tf_cuda_open(&cu, 0, &err) != TF_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(2);
+    }
+    lab_stream = (cudaStream_t)tf_cuda_stream(cu);
+    lab_seed();
+    double peak = lab_measured_peak();
+    printf("device: %s\npeak: %.0f GB/s theoretical, %.0f GB/s measured (1 GiB device copy)\n", tf_cuda_describe(cu),
+           tf_cuda_peak_gbps(cu), peak);
+    return cu;
+}
+static double lab_peak_measured;

@@ -1,0 +1,259 @@
+/*
+ * cuda_attn.cu — attention over an f16 KV cache view (a prefix of slots per
+ * row): split-K flash-decoding for decode / verification batches, and a
+ * tiled flash-attention kernel for prefill. Mirrors tf_cpu_attn (reference:
+ * tf_ref_attn): out[i][hq] = softmax(scale * q[i][hq] . K[h][s]) . V[h][s]
+ * over s < kv_len[i], h = hq / (n_head / n_head_kv).
+ */
+#include "backend/cuda/cuda_common.cuh"
+
+#define SPLIT TF_CUDA_ATTN_SPLIT
+#define DEC_THREADS 128
+#define MAX_GROUP 8
+#define MAX_HD 256
+
+static int32_t n_splits(int32_t max_kv) { return (max_kv + SPLIT - 1) / SPLIT; }
+
+extern "C" size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t max_kv) {
+    size_t parts = (size_t)n_q_max * n_head * n_splits(max_kv);
+    return parts * ((size_t)head_dim + 2) * sizeof(float);
+}
+
+/* ---- decode: phase 1, one block per (KV head, split, row) -------------------------- */
+
+__global__ void __launch_bounds__(DEC_THREADS)
+k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
+             int32_t n_head_kv, int32_t hd, const int32_t *kv_len, float scale, float *o_part, float *ml_part,
+             int32_t n_split) {
+    __shared__ float qs[MAX_GROUP][MAX_HD];
+    __shared__ float sc[MAX_GROUP][SPLIT];
+    const int h = blockIdx.x, s = blockIdx.y, i = blockIdx.z;
+    const int g = n_head / n_head_kv;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = DEC_THREADS / 32;
+    const int32_t len = kv_len[i];
+    const int32_t k0 = s * SPLIT, k1 = min(k0 + SPLIT, len);
+    if (k0 >= len) return; /* the merge reads only splits below ceil(len / SPLIT) */
+    const int nk = k1 - k0;
+    for (int e = threadIdx.x; e < g * hd; e += DEC_THREADS)
+        qs[e / hd][e % hd] = q[(int64_t)i * ldq + (int64_t)(h * g) * hd + e];
+    __syncthreads();
+    /* scores: a warp per key, lanes over pairs of dimensions */
+    const uint16_t *Kh = K + (int64_t)h * n_slots * hd;
+    const uint16_t *Vh = V + (int64_t)h * n_slots * hd;
+    for (int j = warp; j < nk; j += nwarp) {
+        const __half2 *kr = (const __half2 *)(Kh + (int64_t)(k0 + j) * hd);
+        float dot[MAX_GROUP];
+#pragma unroll
+        for (int gi = 0; gi < MAX_GROUP; gi++) dot[gi] = 0.0f;
+        for (int d2 = lane; d2 < hd / 2; d2 += 32) {
+            const float2 kf = __half22float2(kr[d2]);
+#pragma unroll
+            for (int gi = 0; gi < MAX_GROUP; gi++)
+                if (gi < g) dot[gi] = __fmaf_rn(kf.y, qs[gi][2 * d2 + 1], __fmaf_rn(kf.x, qs[gi][2 * d2], dot[gi]));
+        }
+#pragma unroll
+        for (int gi = 0; gi < MAX_GROUP; gi++)
+            if (gi < g) {
+                const float t = tfc_warp_sum(dot[gi]);
+                if (lane == 0) sc[gi][j] = t * scale;
+            }
+    }
+    __syncthreads();
+    /* softmax state of this split: a warp per group head */
+    __shared__ float mx[MAX_GROUP], sm[MAX_GROUP];
+    for (int gi = warp; gi < g; gi += nwarp) {
+        float m = -INFINITY;
+        for (int j = lane; j < nk; j += 32) m = fmaxf(m, sc[gi][j]);
+        m = tfc_warp_max(m);
+        float l = 0.0f;
+        for (int j = lane; j < nk; j += 32) {
+            const float p = __expf(sc[gi][j] - m);
+            sc[gi][j] = p;
+            l += p;
+        }
+        l = tfc_warp_sum(l);
+        if (lane == 0) {
+            mx[gi] = m;
+            sm[gi] = l;
+        }
+    }
+    __syncthreads();
+    /* weighted values: threads over dimensions, keys in order */
+    for (int d = threadIdx.x; d < hd; d += DEC_THREADS) {
+        float acc[MAX_GROUP];
+#pragma unroll
+        for (int gi = 0; gi < MAX_GROUP; gi++) acc[gi] = 0.0f;
+        for (int j = 0; j < nk; j++) {
+            const float vv = tfc_h2f(Vh[(int64_t)(k0 + j) * hd + d]);
+#pragma unroll
+            for (int gi = 0; gi < MAX_GROUP; gi++)
+                if (gi < g) acc[gi] = __fmaf_rn(sc[gi][j], vv, acc[gi]);
+        }
+        for (int gi = 0; gi < g; gi++) {
+            const int64_t part = ((int64_t)i * n_head + h * g + gi) * n_split + s;
+            o_part[part * hd + d] = acc[gi];
+        }
+    }
+    if (threadIdx.x < g) {
+        const int64_t part = ((int64_t)i * n_head + h * g + threadIdx.x) * n_split + s;
+        ml_part[2 * part] = mx[threadIdx.x];
+        ml_part[2 * part + 1] = sm[threadIdx.x];
+    }
+}
+
+/* ---- decode: phase 2, merge the splits of one (row, head) in split order --------- */
+
+__global__ void k_attn_merge(const float *o_part, const float *ml_part, const int32_t *kv_len, int32_t n_head,
+                             int32_t hd, int32_t n_split, float *out, int64_t ldo) {
+    const int hq = blockIdx.x, i = blockIdx.y;
+    const int ns = (kv_len[i] + SPLIT - 1) / SPLIT;
+    const int64_t base = ((int64_t)i * n_head + hq) * n_split;
+    float M = -INFINITY;
+    for (int s = 0; s < ns; s++) M = fmaxf(M, ml_part[2 * (base + s)]);
+    float L = 0.0f;
+    for (int s = 0; s < ns; s++) L += ml_part[2 * (base + s) + 1] * __expf(ml_part[2 * (base + s)] - M);
+    const float inv = 1.0f / L;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int s = 0; s < ns; s++) acc = __fmaf_rn(o_part[(base + s) * hd + d], __expf(ml_part[2 * (base + s)] - M), acc);
+        out[(int64_t)i * ldo + (int64_t)hq * hd + d] = acc * inv;
+    }
+}
+
+extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) {
+    const int32_t ns = n_splits(a->max_kv);
+    float *o_part = (float *)a->scratch;
+    float *ml_part = o_part + (size_t)a->n_q * a->n_head * ns * a->head_dim;
+    dim3 grid1(a->n_head_kv, ns, a->n_q);
+    k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
+                                                        a->n_head_kv, a->head_dim, a->kv_len_d, a->scale, o_part,
+                                                        ml_part, ns);
+    dim3 grid2(a->n_head, a->n_q);
+    int threads = a->head_dim >= 128 ? 128 : (a->head_dim + 31) / 32 * 32;
+    k_attn_merge<<<grid2, threads, 0, cu->stream>>>(o_part, ml_part, a->kv_len_d, a->n_head, a->head_dim, ns, a->out,
+                                                    a->ldo);
+}
+
+/* ---- prefill: tiles of BQ rows x BK keys, online softmax -------------------------- */
+
+#define BQ 16
+#define BK 64
+#define PRE_THREADS 128
+
+/* dynamic shared: Qs[BQ][hd] f32 | S[BQ][BK] f32 | row m, l, corr [BQ] | Ks, Vs [BK][hd + 2] f16 */
+static size_t prefill_smem(int hd) {
+    return sizeof(float) * ((size_t)BQ * hd + BQ * BK + 3 * BQ + 1) + 2 * sizeof(uint16_t) * (size_t)BK * (hd + 2);
+}
+
+__global__ void __launch_bounds__(PRE_THREADS)
+k_attn_prefill(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_q,
+               int32_t n_head, int32_t n_head_kv, int32_t hd, const int32_t *kv_len, float scale, float *out,
+               int64_t ldo) {
+    extern __shared__ float smem[];
+    float *Qs = smem;
+    float *S = Qs + BQ * hd;
+    float *rm = S + BQ * BK, *rl = rm + BQ, *rc = rl + BQ;
+    int *kmax_s = (int *)(rc + BQ);
+    const int kstride = hd + 2; /* odd word stride: conflict-free column reads */
+    uint16_t *Ks = (uint16_t *)(kmax_s + 1);
+    uint16_t *Vs = Ks + BK * kstride;
+    const int r0 = blockIdx.x * BQ, hq = blockIdx.y, h = hq / (n_head / n_head_kv);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    for (int e = tid; e < BQ * hd; e += PRE_THREADS) {
+        const int r = e / hd, d = e % hd;
+        Qs[e] = r0 + r < n_q ? q[(int64_t)(r0 + r) * ldq + (int64_t)hq * hd + d] : 0.0f;
+    }
+    if (tid < BQ) {
+        rm[tid] = -INFINITY;
+        rl[tid] = 0.0f;
+    }
+    if (tid == 0) {
+        int km = 0;
+        for (int r = 0; r < BQ && r0 + r < n_q; r++) km = max(km, kv_len[r0 + r]);
+        *kmax_s = km;
+    }
+    float acc[2][BQ];
+#pragma unroll
+    for (int u = 0; u < 2; u++)
+#pragma unroll
+        for (int r = 0; r < BQ; r++) acc[u][r] = 0.0f;
+    __syncthreads();
+    const int kmax = *kmax_s;
+    const uint16_t *Kh = K + (int64_t)h * n_slots * hd, *Vh = V + (int64_t)h * n_slots * hd;
+    for (int kt = 0; kt < kmax; kt += BK) {
+        for (int e = tid; e < BK * hd; e += PRE_THREADS) {
+            const int j = e / hd, d = e % hd;
+            const bool in = kt + j < kmax;
+            Ks[j * kstride + d] = in ? Kh[(int64_t)(kt + j) * hd + d] : (uint16_t)0;
+            Vs[j * kstride + d] = in ? Vh[(int64_t)(kt + j) * hd + d] : (uint16_t)0;
+        }
+        __syncthreads();
+        for (int e = tid; e < BQ * BK; e += PRE_THREADS) {
+            const int r = e / BK, j = e % BK;
+            const int len = r0 + r < n_q ? kv_len[r0 + r] : 0;
+            float dot = 0.0f;
+            if (kt + j < len) {
+                for (int d = 0; d < hd; d++) dot = __fmaf_rn(Qs[r * hd + d], tfc_h2f(Ks[j * kstride + d]), dot);
+                S[e] = dot * scale;
+            } else {
+                S[e] = -INFINITY;
+            }
+        }
+        __syncthreads();
+        for (int r = warp; r < BQ; r += PRE_THREADS / 32) {
+            float m = fmaxf(S[r * BK + lane], S[r * BK + lane + 32]);
+            m = tfc_warp_max(m);
+            const float m_old = rm[r], m_new = fmaxf(m_old, m);
+            float p0 = 0.0f, p1 = 0.0f, corr = 1.0f;
+            if (m_new != -INFINITY) {
+                p0 = __expf(S[r * BK + lane] - m_new);
+                p1 = __expf(S[r * BK + lane + 32] - m_new);
+                corr = m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);
+            }
+            S[r * BK + lane] = p0;
+            S[r * BK + lane + 32] = p1;
+            const float ps = tfc_warp_sum(p0 + p1);
+            if (lane == 0) {
+                rl[r] = rl[r] * corr + ps;
+                rm[r] = m_new;
+                rc[r] = corr;
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const int d = tid + u * PRE_THREADS;
+            if (d < hd) {
+#pragma unroll
+                for (int r = 0; r < BQ; r++) acc[u][r] *= rc[r];
+                for (int j = 0; j < BK; j++) {
+                    const float vv = tfc_h2f(Vs[j * kstride + d]);
+#pragma unroll
+                    for (int r = 0; r < BQ; r++) acc[u][r] = __fmaf_rn(S[r * BK + j], vv, acc[u][r]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+        const int d = tid + u * PRE_THREADS;
+        if (d < hd)
+#pragma unroll
+            for (int r = 0; r < BQ; r++)
+                if (r0 + r < n_q) out[(int64_t)(r0 + r) * ldo + (int64_t)hq * hd + d] = acc[u][r] / rl[r];
+    }
+}
+
+extern "C" void tf_cuda_attn_prefill(tf_cuda *cu, const tf_cuda_attn *a) {
+    const size_t smem = prefill_smem(a->head_dim);
+    static int attr_set; /* the attribute is per function and device; setting it again is harmless */
+    if (!attr_set) {
+        cudaFuncSetAttribute(k_attn_prefill, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prefill_smem(MAX_HD));
+        attr_set = 1;
+    }
+    dim3 grid((a->n_q + BQ - 1) / BQ, a->n_head);
+    k_attn_prefill<<<grid, PRE_THREADS, smem, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_q, a->n_head,
+                                                            a->n_head_kv, a->head_dim, a->kv_len_d, a->scale,
+                                                            a->out, a->ldo);
+}

@@ -1,0 +1,245 @@
+/*
+ * cuda_matmul.cu — Y[t][r] = W[r] . X[t]: a GEMV kernel for decode and
+ * verification batches (f32 activations against F32 / F16 / BF16 / Q8_0
+ * weights, batch-invariant) and cuBLAS GEMMs for prefill.
+ *
+ * GEMV: a block of 4 warps computes 4 weight rows for a group of NT tokens;
+ * each warp owns one row, its lanes stride over the row (8 elements per load
+ * where rows allow 16-byte loads), every token keeps its own accumulator
+ * (fused multiply-adds in a fixed order) and a butterfly shuffle sums the
+ * lanes. A token's result is therefore the same operations in the same order
+ * whatever the batch size and group, which greedy speculative decoding needs.
+ */
+#include "backend/cuda/cuda_common.cuh"
+
+#define GEMV_WARPS 4
+
+template <int T> __device__ __forceinline__ float wconv(uint16_t h);
+template <> __device__ __forceinline__ float wconv<TFC_F16>(uint16_t h) { return tfc_h2f(h); }
+template <> __device__ __forceinline__ float wconv<TFC_BF16>(uint16_t h) { return tfc_bf2f(h); }
+
+/* F16 / BF16 weights. vec: n_cols % 8 == 0 and rows 16-byte aligned. */
+template <int NT, int TYPE>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+k_gemv_half(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy,
+            int vec) {
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int t0 = blockIdx.y * NT;
+    if (r >= n_rows) return;
+    const uint16_t *w = W + r * n_cols;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    if (vec) {
+        for (int64_t c = (int64_t)lane * 8; c < n_cols; c += 256) {
+            const uint4 raw = *(const uint4 *)(w + c);
+            const uint16_t *h = (const uint16_t *)&raw;
+            float wf[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) wf[j] = wconv<TYPE>(h[j]);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t0 + t >= n) break;
+                const float4 *xp = (const float4 *)(x + (int64_t)(t0 + t) * n_cols + c);
+                const float4 a = __ldg(xp), b = __ldg(xp + 1);
+                float s = acc[t];
+                s = __fmaf_rn(wf[0], a.x, s); s = __fmaf_rn(wf[1], a.y, s);
+                s = __fmaf_rn(wf[2], a.z, s); s = __fmaf_rn(wf[3], a.w, s);
+                s = __fmaf_rn(wf[4], b.x, s); s = __fmaf_rn(wf[5], b.y, s);
+                s = __fmaf_rn(wf[6], b.z, s); s = __fmaf_rn(wf[7], b.w, s);
+                acc[t] = s;
+            }
+        }
+    } else {
+        for (int64_t c = lane; c < n_cols; c += 32) {
+            const float wf = wconv<TYPE>(w[c]);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t0 + t >= n) break;
+                acc[t] = __fmaf_rn(wf, __ldg(x + (int64_t)(t0 + t) * n_cols + c), acc[t]);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float s = tfc_warp_sum(acc[t]);
+        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
+    }
+}
+
+/* F32 weights. vec: n_cols % 4 == 0. */
+template <int NT>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+k_gemv_f32(const float *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy,
+           int vec) {
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int t0 = blockIdx.y * NT;
+    if (r >= n_rows) return;
+    const float *w = W + r * n_cols;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    if (vec) {
+        for (int64_t c = (int64_t)lane * 4; c < n_cols; c += 128) {
+            const float4 wv = *(const float4 *)(w + c);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t0 + t >= n) break;
+                const float4 a = __ldg((const float4 *)(x + (int64_t)(t0 + t) * n_cols + c));
+                float s = acc[t];
+                s = __fmaf_rn(wv.x, a.x, s); s = __fmaf_rn(wv.y, a.y, s);
+                s = __fmaf_rn(wv.z, a.z, s); s = __fmaf_rn(wv.w, a.w, s);
+                acc[t] = s;
+            }
+        }
+    } else {
+        for (int64_t c = lane; c < n_cols; c += 32) {
+            const float wf = w[c];
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t0 + t >= n) break;
+                acc[t] = __fmaf_rn(wf, __ldg(x + (int64_t)(t0 + t) * n_cols + c), acc[t]);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float s = tfc_warp_sum(acc[t]);
+        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
+    }
+}
+
+/* Q8_0 weights (34-byte blocks: f16 scale, 32 int8): a lane takes whole
+ * blocks; the block's dot product is summed, then scaled (as the CPU's
+ * dequantize-then-dot up to rounding). */
+template <int NT>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int t0 = blockIdx.y * NT;
+    if (r >= n_rows) return;
+    const int64_t nb = n_cols / TFC_QK8_0;
+    const uint8_t *w = W + r * nb * TFC_Q8_0_BYTES;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int64_t b = lane; b < nb; b += 32) {
+        const uint16_t *blk = (const uint16_t *)(w + b * TFC_Q8_0_BYTES); /* 2-byte aligned */
+        const float d = tfc_h2f(blk[0]);
+        float q[32];
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const uint16_t two = blk[1 + j];
+            q[2 * j] = (float)(int8_t)(two & 0xff);
+            q[2 * j + 1] = (float)(int8_t)(two >> 8);
+        }
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t0 + t >= n) break;
+            const float4 *xp = (const float4 *)(x + (int64_t)(t0 + t) * n_cols + b * TFC_QK8_0);
+            float s = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float4 a = __ldg(xp + j);
+                s = __fmaf_rn(q[4 * j], a.x, s); s = __fmaf_rn(q[4 * j + 1], a.y, s);
+                s = __fmaf_rn(q[4 * j + 2], a.z, s); s = __fmaf_rn(q[4 * j + 3], a.w, s);
+            }
+            acc[t] = __fmaf_rn(d, s, acc[t]);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float s = tfc_warp_sum(acc[t]);
+        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
+    }
+}
+
+template <int NT>
+static void gemv_nt(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
+    dim3 grid(tfc_blocks(w->n_rows, GEMV_WARPS), (n + NT - 1) / NT);
+    dim3 block(GEMV_WARPS * 32);
+    const int vec8 = w->n_cols % 8 == 0 && ((uintptr_t)w->data % 16) == 0;
+    switch (w->type) {
+    case TFC_F16:
+        k_gemv_half<NT, TFC_F16><<<grid, block, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows, w->n_cols, x,
+                                                                 n, y, ldy, vec8);
+        break;
+    case TFC_BF16:
+        k_gemv_half<NT, TFC_BF16><<<grid, block, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows, w->n_cols, x,
+                                                                  n, y, ldy, vec8);
+        break;
+    case TFC_F32:
+        k_gemv_f32<NT><<<grid, block, 0, cu->stream>>>((const float *)w->data, w->n_rows, w->n_cols, x, n, y, ldy,
+                                                       w->n_cols % 4 == 0 && ((uintptr_t)w->data % 16) == 0);
+        break;
+    case TFC_Q8_0:
+        k_gemv_q8_0<NT><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x, n, y,
+                                                        ldy);
+        break;
+    }
+}
+
+extern "C" int tf_cuda_mat_type_ok(uint32_t type) {
+    return type == TFC_F32 || type == TFC_F16 || type == TFC_BF16 || type == TFC_Q8_0;
+}
+
+extern "C" void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
+    if (n <= 0) return;
+    /* x rows must be 16-byte aligned for the vector loads: n_cols % 4 == 0
+     * holds for every llama shape whose Q8_0 / vector paths are used */
+    if (n == 1) gemv_nt<1>(cu, w, x, n, y, ldy);
+    else if (n == 2) gemv_nt<2>(cu, w, x, n, y, ldy);
+    else if (n <= 4) gemv_nt<4>(cu, w, x, n, y, ldy);
+    else gemv_nt<8>(cu, w, x, n, y, ldy);
+}
+
+/* ---- cuBLAS ------------------------------------------------------------------ */
+
+__global__ void k_to_half(uint16_t *dst, const float *src, int64_t n, int bf16) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(src[i])) : tfc_f2h(src[i]);
+}
+
+extern "C" size_t tf_cuda_matmul_scratch(const tf_cuda_mat *w, int32_t n_max) {
+    if (w->type == TFC_F16 || w->type == TFC_BF16) return (size_t)n_max * (size_t)w->n_cols * 2;
+    return 0;
+}
+
+extern "C" tf_status tf_cuda_gemm(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y,
+                                  int64_t ldy, void *scratch, tf_err *err) {
+    /* Row-major W [rows][cols] is column-major [cols][rows]: Y^T = op(W)^T X^T,
+     * i.e. C (rows x n, ld ldy) = A^T (A: cols x rows, ld cols) * B (cols x n, ld cols). */
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t s;
+    if (w->type == TFC_F32) {
+        s = cublasSgemm(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)w->n_rows, n, (int)w->n_cols, &alpha,
+                        (const float *)w->data, (int)w->n_cols, x, (int)w->n_cols, &beta, y, (int)ldy);
+    } else if (w->type == TFC_F16 || w->type == TFC_BF16) {
+        const int bf = w->type == TFC_BF16;
+        const int64_t cnt = (int64_t)n * w->n_cols;
+        unsigned blocks = tfc_blocks(cnt, 256);
+        k_to_half<<<blocks < 8192 ? blocks : 8192, 256, 0, cu->stream>>>((uint16_t *)scratch, x, cnt, bf);
+        cudaDataType t = bf ? CUDA_R_16BF : CUDA_R_16F;
+        s = cublasGemmEx(cu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)w->n_rows, n, (int)w->n_cols, &alpha, w->data, t,
+                         (int)w->n_cols, scratch, t, (int)w->n_cols, &beta, y, CUDA_R_32F, (int)ldy,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else {
+        return tf_errf(err, TF_ERR_UNSUPPORTED, "cuBLAS path: weight type %u has no GEMM here (use the GEMV path)",
+                       w->type);
+    }
+    return s == CUBLAS_STATUS_SUCCESS ? TF_OK : tfc_blas_err(err, s, "matrix product");
+}
+
+extern "C" tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y,
+                                    int64_t ldy, void *scratch, tf_err *err) {
+    if (!tf_cuda_mat_type_ok(w->type))
+        return tf_errf(err, TF_ERR_UNSUPPORTED, "the CUDA backend has no kernel for weight type %u", w->type);
+    if (n <= TF_CUDA_GEMV_MAX_ROWS || w->type == TFC_Q8_0) {
+        tf_cuda_gemv(cu, w, x, n, y, ldy);
+        return TF_OK;
+    }
+    return tf_cuda_gemm(cu, w, x, n, y, ldy, scratch, err);
+}

@@ -1,0 +1,643 @@
+/*
+ * test_cuda.c — the CUDA backend against the CPU references.
+ *
+ *   kernels     every op on fresh random data against its CPU reference
+ *               (NMSE thresholds, NaN/Inf checks, guard values around outputs),
+ *               bitwise where the kernel promises it (chunk sums, selection,
+ *               gather, argmax, batch invariance of the decode path);
+ *   forward     greedy tokens of the device forward pass equal the CPU's on a
+ *               generated model and on stories260K (a divergence is accepted
+ *               only at a near-tie of the CPU's logits, and reported);
+ *   speculation every decoding mode on the device reproduces the device's
+ *               autoregressive greedy output token for token.
+ *
+ * Without a CUDA build every test prints "skipped: built without CUDA"; with
+ * one but no usable device, "skipped: no CUDA device".
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+
+#ifndef TF_HAVE_CUDA
+
+static void test_cuda_skipped(void **state) {
+    (void)state;
+    print_message("skipped: built without CUDA (make CUDA=1)\n");
+    skip();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cuda_skipped)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+
+#include "backend/cpu/attn.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/quant.h"
+#include "backend/cuda/cuda_backend.h"
+#include "core/fp16.h"
+#include "core/mem.h"
+#include "kv/retrieval.h"
+#include "model/forward.h"
+#include "model/forward_cuda.h"
+#include "model/gen.h"
+#include "model/quantize.h"
+#include "sampling/sampling.h"
+#include "spec/spec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tf_cuda *g_cu;
+static char g_cu_err[TF_ERR_MSG_MAX];
+static tf_pool *g_pool;
+static tf_rng g_rng;
+
+#define REQUIRE_DEVICE()                                                                                             \
+    do {                                                                                                             \
+        if (!g_cu) {                                                                                                 \
+            print_message("skipped: no CUDA device (%s)\n", g_cu_err);                                               \
+            skip();                                                                                                  \
+        }                                                                                                            \
+    } while (0)
+
+#define CHECK(expr)                                                                                                  \
+    do {                                                                                                             \
+        tf_err e_ = {0};                                                                                             \
+        (void)e_;                                                                                                    \
+        tf_status st_ = (expr);                                                                                      \
+        if (st_ != TF_OK) {                                                                                          \
+            print_error("%s: %s\n", #expr, tf_status_str(st_));                                                      \
+            fail();                                                                                                  \
+        }                                                                                                            \
+    } while (0)
+
+static tf_err g_err;
+
+/* device copies of host arrays (freed by dfree) */
+static void *dup_d(const void *h, size_t bytes) {
+    void *d;
+    assert_int_equal(tf_cuda_malloc(g_cu, &d, bytes, "test buffer", &g_err), TF_OK);
+    if (h) assert_int_equal(tf_cuda_h2d(g_cu, d, h, bytes, &g_err), TF_OK);
+    else assert_int_equal(tf_cuda_memset0(g_cu, d, bytes, &g_err), TF_OK);
+    return d;
+}
+static void get_d(void *h, const void *d, size_t bytes) {
+    if (tf_cuda_d2h(g_cu, h, d, bytes, &g_err) != TF_OK) {
+        print_error("device: %s\n", g_err.msg);
+        fail();
+    }
+}
+static void dfree(void *d) { tf_cuda_mfree(g_cu, d); }
+
+static float *rnd(size_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * n);
+    tu_fill_uniform(&g_rng, x, n, lo, hi);
+    return x;
+}
+
+static void expect_close(const char *what, const float *got, const float *ref, size_t n, double max_nmse) {
+    assert_false(tu_has_nonfinite(got, n));
+    double e = tu_nmse(got, ref, n);
+    if (!(e <= max_nmse)) {
+        print_error("%s: nmse %g > %g\n", what, e, max_nmse);
+        fail();
+    }
+}
+
+/* ---- elementwise ------------------------------------------------------------------- */
+
+static void test_elementwise(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    const int n = 5, dim = 4096 + 64, n_head = 8, hd = 128, n_rot = 128;
+    float *x = rnd((size_t)n * dim, -2, 2), *w = rnd(dim, 0.5f, 1.5f), *ref = malloc(sizeof(float) * n * dim);
+    float *got = malloc(sizeof(float) * (n * dim + 64));
+    float *dx = dup_d(x, sizeof(float) * n * dim), *dw = dup_d(w, sizeof(float) * dim);
+    float *dy = dup_d(NULL, sizeof(float) * (n * dim + 64));
+    /* rmsnorm (guard values after the output stay) */
+    for (int i = 0; i < n * dim + 64; i++) got[i] = 1234.5f;
+    assert_int_equal(tf_cuda_h2d(g_cu, dy, got, sizeof(float) * (n * dim + 64), &g_err), TF_OK);
+    tf_cuda_rmsnorm(g_cu, dy, dx, dw, n, dim, 1e-5f);
+    get_d(got, dy, sizeof(float) * (n * dim + 64));
+    tf_op_rmsnorm(ref, x, w, n, dim, dim, 1e-5f);
+    expect_close("rmsnorm", got, ref, (size_t)n * dim, 1e-12);
+    for (int i = n * dim; i < n * dim + 64; i++) assert_true(got[i] == 1234.5f);
+    /* rope at large positions, YaRN-like frequencies and mscale */
+    int32_t pos[5] = {0, 7, 4095, 32768, 131071};
+    float freq[64], mscale = 1.1386f;
+    for (int i = 0; i < n_rot / 2; i++) freq[i] = (float)pow(10000.0, -2.0 * i / n_rot) / (i > 20 ? 32.0f : 1.0f);
+    float *q = rnd((size_t)n * n_head * hd, -1, 1);
+    float *dq = dup_d(q, sizeof(float) * n * n_head * hd);
+    int32_t *dpos = dup_d(pos, sizeof pos);
+    float *dfreq = dup_d(freq, sizeof freq);
+    tf_cuda_rope(g_cu, dq, n, n_head * hd, n_head, hd, n_rot, dpos, dfreq, mscale);
+    float *qg = malloc(sizeof(float) * n * n_head * hd), *ct = malloc(sizeof(float) * n * 64),
+          *st = malloc(sizeof(float) * n * 64);
+    get_d(qg, dq, sizeof(float) * n * n_head * hd);
+    tf_op_rope_table(ct, st, pos, n, n_rot, freq, mscale);
+    tf_op_rope(q, n, n_head * hd, n_head, hd, n_rot, ct, st);
+    expect_close("rope", qg, q, (size_t)n * n_head * hd, 1e-12);
+    /* silu * mul, add */
+    float *g = rnd((size_t)n * dim, -6, 6), *u = rnd((size_t)n * dim, -2, 2);
+    float *dg = dup_d(g, sizeof(float) * n * dim), *du = dup_d(u, sizeof(float) * n * dim);
+    tf_cuda_silu_mul(g_cu, dg, du, (int64_t)n * dim);
+    tf_cuda_add(g_cu, dg, du, (int64_t)n * dim);
+    get_d(got, dg, sizeof(float) * n * dim);
+    tf_op_silu_mul(g, u, (int64_t)n * dim);
+    tf_op_add(g, u, (int64_t)n * dim);
+    expect_close("silu_mul + add", got, g, (size_t)n * dim, 1e-12);
+    void *ds[] = {dx, dw, dy, dq, dpos, dfreq, dg, du};
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) dfree(ds[i]);
+    free(x), free(w), free(ref), free(got), free(q), free(qg), free(ct), free(st), free(g), free(u);
+}
+
+/* ---- matrix products -------------------------------------------------------------------- */
+
+static void matmul_case(tf_dtype type, int rows, int cols, int n, bool force_gemm) {
+    size_t row_b = tf_dtype_row_size(type, cols);
+    float *wf = rnd((size_t)rows * cols, -1, 1), *x = rnd((size_t)n * cols, -1, 1);
+    uint8_t *wq = malloc(row_b * rows);
+    float *wdq = malloc(sizeof(float) * cols);
+    double *refd = calloc((size_t)n * rows, sizeof(double));
+    for (int r = 0; r < rows; r++) {
+        if (type == TF_DTYPE_F32) memcpy(wq + r * row_b, wf + (size_t)r * cols, row_b);
+        else tf_ref_quantize_row(type, wf + (size_t)r * cols, wq + r * row_b, cols);
+        tf_ref_dequantize_row(type, wq + r * row_b, wdq, cols);
+        for (int t = 0; t < n; t++) {
+            double s = 0;
+            for (int c = 0; c < cols; c++) s += (double)wdq[c] * x[(size_t)t * cols + c];
+            refd[(size_t)t * rows + r] = s;
+        }
+    }
+    float *ref = malloc(sizeof(float) * n * rows), *got = malloc(sizeof(float) * n * rows);
+    for (size_t i = 0; i < (size_t)n * rows; i++) ref[i] = (float)refd[i];
+    void *dw = dup_d(wq, row_b * rows);
+    float *dx = dup_d(x, sizeof(float) * n * cols), *dy = dup_d(NULL, sizeof(float) * n * rows);
+    tf_cuda_mat m = {.data = dw, .type = type, .n_rows = rows, .n_cols = cols};
+    void *scr = dup_d(NULL, tf_cuda_matmul_scratch(&m, n) + 16);
+    if (force_gemm) CHECK(tf_cuda_gemm(g_cu, &m, dx, n, dy, rows, scr, &g_err));
+    else CHECK(tf_cuda_matmul(g_cu, &m, dx, n, dy, rows, scr, &g_err));
+    get_d(got, dy, sizeof(float) * n * rows);
+    char what[96];
+    snprintf(what, sizeof what, "matmul %s %dx%d n=%d%s", tf_dtype_name(type), rows, cols, n,
+             force_gemm ? " (cuBLAS)" : "");
+    /* GEMM rounds activations to the weight type (f16 / bf16) */
+    double tol = !force_gemm || type == TF_DTYPE_F32 ? 1e-10 : type == TF_DTYPE_F16 ? 1e-6 : 1e-4;
+    expect_close(what, got, ref, (size_t)n * rows, tol);
+    if (!force_gemm && n <= TF_CUDA_GEMV_MAX_ROWS && n > 1) { /* batch invariance: each row alone, bitwise */
+        float *one = malloc(sizeof(float) * rows);
+        for (int t = 0; t < n; t++) {
+            tf_cuda_gemv(g_cu, &m, dx + (size_t)t * cols, 1, dy, rows);
+            get_d(one, dy, sizeof(float) * rows);
+            if (memcmp(one, got + (size_t)t * rows, sizeof(float) * rows) != 0) {
+                print_error("%s: row %d differs when computed alone (batch invariance)\n", what, t);
+                fail();
+            }
+        }
+        free(one);
+    }
+    dfree(dw), dfree(dx), dfree(dy), dfree(scr);
+    free(wf), free(x), free(wq), free(wdq), free(refd), free(ref), free(got);
+}
+
+static void test_matmul(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_BF16, TF_DTYPE_Q8_0};
+    for (size_t i = 0; i < 4; i++) {
+        matmul_case(types[i], 257, 4096, 1, false);
+        matmul_case(types[i], 96, 1024, 7, false);
+        matmul_case(types[i], 64, 11008, 16, false);
+        matmul_case(types[i], 130, 512, 40, false); /* beyond the GEMV bound */
+        if (types[i] != TF_DTYPE_Q8_0) matmul_case(types[i], 200, 768, 33, true);
+    }
+    matmul_case(TF_DTYPE_F16, 33, 172, 3, false); /* a row length without 16-byte loads (stories260K's n_ff) */
+}
+
+/* ---- attention ------------------------------------------------------------------------------- */
+
+static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, bool prefill_kernel) {
+    const int kv_dim = n_head_kv * hd, q_dim = n_head * hd;
+    float *k = rnd((size_t)n_slots * kv_dim, -2, 2), *v = rnd((size_t)n_slots * kv_dim, -1, 1);
+    float *q = rnd((size_t)n_q * q_dim, -1.5f, 1.5f);
+    int32_t *len = malloc(sizeof(int32_t) * n_q);
+    for (int i = 0; i < n_q; i++)
+        len[i] = prefill_kernel ? n_slots - n_q + i + 1 : 1 + (int32_t)(tf_rng_next(&g_rng) % n_slots);
+    len[0] = n_slots; /* the longest row, for the split count */
+    tf_kv_cache kv;
+    assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, TF_DTYPE_F16, &g_err), TF_OK);
+    tf_kv_store(&kv, 0, 0, n_slots, k, v, kv_dim);
+    kv.n_used = n_slots;
+    float *ref = malloc(sizeof(float) * n_q * q_dim), *got = malloc(sizeof(float) * n_q * q_dim);
+    tf_attn_args a = {.q = q, .ldq = q_dim, .kv = &kv, .layer = 0, .n_q = n_q, .kv_len = len, .n_head = n_head,
+                      .scale = 1.0f / sqrtf((float)hd), .out = ref, .ldo = q_dim};
+    tf_ref_attn(&a);
+    tf_cuda_kv dkv;
+    CHECK(tf_cuda_kv_init(&dkv, g_cu, 1, n_head_kv, hd, n_slots, "test cache", &g_err));
+    float *dk = dup_d(k, sizeof(float) * n_slots * kv_dim), *dv = dup_d(v, sizeof(float) * n_slots * kv_dim);
+    int32_t zero = 0, *dzero = dup_d(&zero, sizeof zero);
+    tf_cuda_kv_store(g_cu, dkv.k, dkv.v, n_head_kv, hd, n_slots, dk, dv, kv_dim, n_slots, dzero);
+    float *dq = dup_d(q, sizeof(float) * n_q * q_dim), *dout = dup_d(NULL, sizeof(float) * n_q * q_dim);
+    int32_t *dlen = dup_d(len, sizeof(int32_t) * n_q);
+    void *scr = dup_d(NULL, tf_cuda_attn_scratch(n_q, n_head, hd, n_slots));
+    tf_cuda_attn da = {.q = dq, .ldq = q_dim, .k = dkv.k, .v = dkv.v, .n_slots = n_slots, .n_q = n_q,
+                       .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
+                       .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
+                       .scratch = scr};
+    if (prefill_kernel) tf_cuda_attn_prefill(g_cu, &da);
+    else tf_cuda_attn_decode(g_cu, &da);
+    CHECK(tf_cuda_check(g_cu, "attention", &g_err));
+    get_d(got, dout, sizeof(float) * n_q * q_dim);
+    char what[128];
+    snprintf(what, sizeof what, "attention %s heads %d/%d hd %d slots %d rows %d", prefill_kernel ? "prefill" : "decode",
+             n_head, n_head_kv, hd, n_slots, n_q);
+    expect_close(what, got, ref, (size_t)n_q * q_dim, 1e-9);
+    if (!prefill_kernel && n_q > 1) { /* each row alone gives the same bits */
+        float *one = malloc(sizeof(float) * q_dim);
+        for (int i = 0; i < n_q; i++) {
+            tf_cuda_attn d1 = da;
+            d1.q = dq + (size_t)i * q_dim;
+            d1.kv_len_d = dlen + i;
+            d1.n_q = 1;
+            tf_cuda_attn_decode(g_cu, &d1);
+            get_d(one, dout, sizeof(float) * q_dim);
+            if (memcmp(one, got + (size_t)i * q_dim, sizeof(float) * q_dim) != 0) {
+                print_error("%s: row %d differs alone (batch invariance)\n", what, i);
+                fail();
+            }
+        }
+        free(one);
+    }
+    tf_cuda_kv_free(&dkv, g_cu);
+    dfree(dk), dfree(dv), dfree(dzero), dfree(dq), dfree(dout), dfree(dlen), dfree(scr);
+    tf_kv_free(&kv);
+    free(k), free(v), free(q), free(len), free(ref), free(got);
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    attn_case(8, 8, 128, 1000, 1, false);
+    attn_case(32, 8, 128, 3000, 5, false); /* GQA, several splits, rows of random lengths */
+    attn_case(4, 4, 8, 300, 16, false);    /* stories260K's head_dim */
+    attn_case(12, 12, 64, 257, 3, false);  /* llama-68m's shape */
+    attn_case(8, 2, 256, 700, 2, false);
+    attn_case(8, 8, 128, 600, 100, true);  /* prefill: causal bottom-right rows */
+    attn_case(32, 8, 128, 1030, 70, true);
+    attn_case(4, 4, 8, 64, 64, true);
+    attn_case(8, 2, 256, 300, 33, true);
+}
+
+/* ---- retrieval: sums, selection, gather ----------------------------------------------------------- */
+
+static void test_retrieval(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    const int L = 2, Hkv = 2, n_head = 8, hd = 64, n_slots = 4096 + 16, n_tok = 3001;
+    tf_rcache_params p = {.chunk = 8, .budget = 512, .recent = 16};
+    tf_kv_cache full;
+    assert_int_equal(tf_kv_init(&full, L, Hkv, hd, n_slots, TF_DTYPE_F16, &g_err), TF_OK);
+    tf_cuda_kv dfull;
+    CHECK(tf_cuda_kv_init(&dfull, g_cu, L, Hkv, hd, full.n_slots, "test C_p", &g_err));
+    float *k = rnd((size_t)n_tok * Hkv * hd, -1, 1), *v = rnd((size_t)n_tok * Hkv * hd, -1, 1);
+    float *dk = dup_d(k, sizeof(float) * n_tok * Hkv * hd), *dv = dup_d(v, sizeof(float) * n_tok * Hkv * hd);
+    int32_t zero = 0, *dzero = dup_d(&zero, sizeof zero);
+    for (int il = 0; il < L; il++) {
+        tf_kv_store(&full, il, 0, n_tok, k, v, Hkv * hd);
+        tf_cuda_kv_store(g_cu, tf_cuda_kv_k(&dfull, il), tf_cuda_kv_v(&dfull, il), Hkv, hd, full.n_slots, dk, dv,
+                         Hkv * hd, n_tok, dzero);
+    }
+    full.n_used = n_tok;
+    tf_rcache rc;
+    assert_int_equal(tf_rcache_init(&rc, &full, &p, NULL, &g_err), TF_OK);
+    tf_rcache_note_append(&rc, &full, 0, n_tok);
+    /* sums: in three appends on the device (bitwise equal to the CPU's) */
+    size_t sum_n = (size_t)L * Hkv * rc.n_chunk_cap * hd;
+    float *dsum = dup_d(NULL, sizeof(float) * sum_n), *sum = malloc(sizeof(float) * sum_n);
+    tf_cuda_chunk_sums(g_cu, dsum, dfull.k, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 0, 1000);
+    tf_cuda_chunk_sums(g_cu, dsum, dfull.k, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 1000, 1003);
+    tf_cuda_chunk_sums(g_cu, dsum, dfull.k, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 1003, n_tok);
+    get_d(sum, dsum, sizeof(float) * sum_n);
+    int32_t n_chunks = (n_tok + p.chunk - 1) / p.chunk;
+    for (int pr = 0; pr < L * Hkv; pr++)
+        if (memcmp(sum + (size_t)pr * rc.n_chunk_cap * hd, tf_rcache_chunk_sum(&rc, pr / Hkv, pr % Hkv, 0),
+                   sizeof(float) * (size_t)n_chunks * hd) != 0) {
+            print_error("chunk sums of pair %d differ from the CPU's\n", pr);
+            fail();
+        }
+    /* selection and gather */
+    float *q = rnd((size_t)L * n_head * hd, -1, 1), *dqv = dup_d(q, sizeof(float) * L * n_head * hd);
+    assert_int_equal(tf_rcache_select(&rc, &full, q, n_head, &g_err), TF_OK);
+    int32_t *dsel = dup_d(NULL, sizeof(int32_t) * L * Hkv * rc.max_sel);
+    void *scr = dup_d(NULL, tf_cuda_select_scratch(L * Hkv, rc.n_chunk_cap));
+    int32_t nsc = 0, nsel = 0;
+    tf_cuda_chunk_select(g_cu, dsel, scr, dsum, dqv, L, n_head, Hkv, hd, rc.n_chunk_cap, p.chunk, n_tok, p.budget,
+                         rc.r_chunks, rc.max_sel, &nsc, &nsel);
+    assert_int_equal(nsc, rc.n_sel_chunks);
+    assert_int_equal(nsel, rc.n_sel);
+    int32_t *sel = malloc(sizeof(int32_t) * L * Hkv * rc.max_sel);
+    get_d(sel, dsel, sizeof(int32_t) * L * Hkv * rc.max_sel);
+    for (int pr = 0; pr < L * Hkv; pr++)
+        if (memcmp(sel + (size_t)pr * rc.max_sel, tf_rcache_selection(&rc, pr / Hkv, pr % Hkv),
+                   sizeof(int32_t) * nsc) != 0) {
+            print_error("selection of pair %d differs from the CPU's\n", pr);
+            fail();
+        }
+    tf_kv_cache view;
+    assert_int_equal(tf_rcache_view_init(&view, &rc, &full, 64, &g_err), TF_OK);
+    assert_int_equal(tf_rcache_gather(&rc, &full, &view, &g_err), TF_OK);
+    tf_cuda_kv dview;
+    CHECK(tf_cuda_kv_init(&dview, g_cu, L, Hkv, hd, view.n_slots, "test C_r", &g_err));
+    tf_cuda_gather(g_cu, dview.k, dview.v, dview.n_slots, dfull.k, dfull.v, dfull.n_slots, L * Hkv, hd, dsel,
+                   rc.max_sel, nsc, p.chunk, n_tok);
+    uint16_t *gk = malloc(2 * (size_t)dview.n_slots * hd), *gv = malloc(2 * (size_t)dview.n_slots * hd);
+    float kr[256], vr[256];
+    for (int il = 0; il < L; il++)
+        for (int h = 0; h < Hkv; h++) {
+            size_t off = ((size_t)il * Hkv + h) * dview.n_slots * hd;
+            get_d(gk, dview.k + off, 2 * (size_t)dview.n_slots * hd);
+            get_d(gv, dview.v + off, 2 * (size_t)dview.n_slots * hd);
+            for (int s = 0; s < nsel; s++) {
+                tf_kv_read(&view, il, h, s, kr, vr);
+                for (int d = 0; d < hd; d++)
+                    if (tf_f16_to_f32(gk[(size_t)s * hd + d]) != kr[d] || tf_f16_to_f32(gv[(size_t)s * hd + d]) != vr[d]) {
+                        print_error("gathered slot %d of layer %d head %d differs\n", s, il, h);
+                        fail();
+                    }
+            }
+        }
+    tf_cuda_kv_free(&dview, g_cu);
+    tf_cuda_kv_free(&dfull, g_cu);
+    dfree(dk), dfree(dv), dfree(dzero), dfree(dsum), dfree(dqv), dfree(dsel), dfree(scr);
+    tf_kv_free(&view);
+    tf_rcache_free(&rc);
+    tf_kv_free(&full);
+    free(k), free(v), free(sum), free(q), free(sel), free(gk), free(gv);
+}
+
+/* ---- sampling ---------------------------------------------------------------------------------- */
+
+static void test_sampling(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    const int rows = 4, V = 32000;
+    float *lg = rnd((size_t)rows * V, -8, 8);
+    lg[V + 5] = lg[V + 900] = 20.0f;         /* a tie: the lower id wins */
+    lg[2 * V + 3] = NAN;                       /* NaN never wins */
+    lg[2 * V + 4] = 1e30f;
+    float *dl = dup_d(lg, sizeof(float) * rows * V);
+    int32_t *dtok = dup_d(NULL, sizeof(int32_t) * rows), tok[4];
+    tf_cuda_argmax(g_cu, dtok, dl, rows, V);
+    get_d(tok, dtok, sizeof tok);
+    for (int r = 0; r < rows; r++) assert_int_equal(tok[r], tf_argmax(lg + (size_t)r * V, V));
+    assert_int_equal(tok[1], 5);
+    lg[2 * V + 3] = 0.0f; /* softmax rows must be finite */
+    assert_int_equal(tf_cuda_h2d(g_cu, dl, lg, sizeof(float) * rows * V, &g_err), TF_OK);
+    float *dp = dup_d(NULL, sizeof(float) * rows * V), *p = malloc(sizeof(float) * rows * V),
+          *ref = malloc(sizeof(float) * rows * V);
+    tf_cuda_softmax(g_cu, dp, dl, rows, V, 0.7f);
+    get_d(p, dp, sizeof(float) * rows * V);
+    for (int r = 0; r < rows; r++) {
+        double m = -INFINITY, s = 0;
+        for (int i = 0; i < V; i++) m = fmax(m, lg[(size_t)r * V + i] / 0.7);
+        for (int i = 0; i < V; i++) s += exp(lg[(size_t)r * V + i] / 0.7 - m);
+        for (int i = 0; i < V; i++) ref[(size_t)r * V + i] = (float)(exp(lg[(size_t)r * V + i] / 0.7 - m) / s);
+    }
+    expect_close("softmax", p, ref, (size_t)rows * V, 1e-10);
+    /* inverse CDF: u just below a token's cumulative mass picks it */
+    float u[4] = {0.0f, 0.5f, 0.999f, 0.25f}, *du = dup_d(u, sizeof u);
+    tf_cuda_sample(g_cu, dtok, dp, du, rows, V);
+    get_d(tok, dtok, sizeof tok);
+    for (int r = 0; r < rows; r++) {
+        double cum = 0;
+        int32_t want = V - 1;
+        for (int i = 0; i < V; i++) {
+            cum += ref[(size_t)r * V + i];
+            if (cum > u[r]) {
+                want = i;
+                break;
+            }
+        }
+        assert_true(abs(tok[r] - want) <= 1); /* float vs double cumulative sums may straddle one boundary */
+    }
+    /* verify: a token the target likes more than the draft is accepted; one the
+     * target gives no mass is rejected and replaced from the residual */
+    float *pt = calloc(V, sizeof(float)), *qd = calloc(V, sizeof(float));
+    pt[10] = 0.7f, pt[11] = 0.3f, qd[10] = 0.2f, qd[12] = 0.8f;
+    float *dpt = dup_d(pt, sizeof(float) * V), *dqd = dup_d(qd, sizeof(float) * V);
+    float uv[2] = {0.99f, 0.5f};
+    assert_int_equal(tf_cuda_h2d(g_cu, du, uv, sizeof uv, &g_err), TF_OK);
+    int32_t res[2];
+    tf_cuda_verify(g_cu, dtok, dpt, dqd, 10, du, V);
+    get_d(res, dtok, sizeof res);
+    assert_int_equal(res[0], 10), assert_int_equal(res[1], 1);
+    tf_cuda_verify(g_cu, dtok, dpt, dqd, 12, du, V);
+    get_d(res, dtok, sizeof res);
+    assert_int_equal(res[1], 0);
+    assert_true(res[0] == 10 || res[0] == 11); /* residual: 0.5 on 10, 0.3 on 11 */
+    dfree(dl), dfree(dtok), dfree(dp), dfree(du), dfree(dpt), dfree(dqd);
+    free(lg), free(p), free(ref), free(pt), free(qd);
+}
+
+/* ---- whole-model checks ----------------------------------------------------------------------------- */
+
+static const char *gen_model(int n_embd, int n_layer, int n_head, int n_head_kv, tf_dtype type, const char *vocab,
+                             uint64_t seed) {
+    static char path[4][512];
+    static int which;
+    char *p = path[which++ & 3];
+    snprintf(p, 512, "%s", tu_tmp_path(".gguf"));
+    tf_gen_params g = tf_gen_params_default();
+    g.n_embd = n_embd, g.n_layer = n_layer, g.n_head = n_head, g.n_head_kv = n_head_kv, g.n_ff = 2 * n_embd + 64;
+    g.n_ctx_train = 4096, g.n_vocab = 0, g.wtype = type, g.vocab_from = vocab, g.seed = seed, g.n_threads = 1;
+    assert_int_equal(tf_gen_model(&g, p, &g_err), TF_OK);
+    return p;
+}
+
+static tf_model *load(const char *path) {
+    tf_model *m;
+    if (tf_model_load(&m, path, NULL, &g_err) != TF_OK) {
+        print_error("load: %s\n", g_err.msg);
+        fail();
+    }
+    return m;
+}
+
+typedef struct run_cfg { tf_spec_mode mode; int g1, g2, budget, chunk, stride, sinks, window; } run_cfg;
+
+static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, int device, const int32_t *prompt, int np,
+                int n, int32_t *out) {
+    tf_spec_cfg c = {
+        .mode = rc->mode, .gamma1 = rc->g1, .gamma2 = rc->g2, .budget = rc->budget, .chunk = rc->chunk,
+        .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .sinks = rc->sinks,
+        .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = TF_DTYPE_F16, .isa = TF_ISA_BEST,
+        .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1}, .device = device,
+    };
+    tf_spec s;
+    tf_err err = {0};
+    if (tf_spec_init(&s, t, d, &c, g_pool, &err) != TF_OK) {
+        print_error("init (%s, device %d): %s\n", tf_spec_mode_name(rc->mode), device, err.msg);
+        fail();
+    }
+    if (tf_spec_prefill(&s, prompt, np, NULL, NULL) != TF_OK) {
+        print_error("prefill: %s\n", s.err.msg);
+        fail();
+    }
+    int got = 0;
+    while (got < n) {
+        int32_t buf[64], k;
+        if (tf_spec_step(&s, buf, 64, &k) != TF_OK) {
+            print_error("step (%s, device %d): %s\n", tf_spec_mode_name(rc->mode), device, s.err.msg);
+            fail();
+        }
+        for (int i = 0; i < k && got < n; i++) out[got++] = buf[i];
+    }
+    tf_spec_free(&s);
+}
+
+/* The CPU's logit margin between its token and the GPU's at the first
+ * divergence (prefix = prompt + the common tokens). */
+static double cpu_margin(const tf_model *m, const int32_t *prompt, int np, const int32_t *gen, int at, int32_t a,
+                         int32_t b) {
+    int n = np + at;
+    int32_t *seq = malloc(sizeof(int32_t) * n), *pos = malloc(sizeof(int32_t) * n);
+    memcpy(seq, prompt, sizeof(int32_t) * np);
+    memcpy(seq + np, gen, sizeof(int32_t) * at);
+    for (int i = 0; i < n; i++) pos[i] = i;
+    tf_kv_cache kv;
+    tf_fwd f;
+    assert_int_equal(tf_kv_init(&kv, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, n + 16, TF_DTYPE_F16, &g_err),
+                     TF_OK);
+    assert_int_equal(tf_fwd_init(&f, m, n, 1, n + 16, g_pool, TF_ISA_BEST, &g_err), TF_OK);
+    assert_int_equal(tf_forward(&f, &kv, seq, pos, n, 0, NULL, n - 1, &g_err), TF_OK);
+    double gap = fabs((double)f.logits[a] - f.logits[b]), scale = 0;
+    for (int i = 0; i < m->hp.n_vocab; i++) scale = fmax(scale, fabs(f.logits[i]));
+    tf_fwd_free(&f);
+    tf_kv_free(&kv);
+    free(seq), free(pos);
+    return gap / (scale > 0 ? scale : 1);
+}
+
+static void expect_gpu_matches_cpu(const tf_model *m, const int32_t *prompt, int np, int n, const char *label) {
+    int32_t *cpu = malloc(sizeof(int32_t) * n), *gpu = malloc(sizeof(int32_t) * n);
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32};
+    run(m, NULL, &ar, TF_SPEC_DEVICE_CPU, prompt, np, n, cpu);
+    run(m, NULL, &ar, TF_SPEC_DEVICE_CUDA, prompt, np, n, gpu);
+    for (int i = 0; i < n; i++)
+        if (cpu[i] != gpu[i]) {
+            double rel = cpu_margin(m, prompt, np, cpu, i, cpu[i], gpu[i]);
+            if (rel > 1e-3) {
+                print_error("%s: token %d: GPU %d, CPU %d (relative logit margin %.3g: not a near-tie)\n", label, i,
+                            gpu[i], cpu[i], rel);
+                fail();
+            }
+            print_message("note: %s: GPU and CPU part at token %d of %d at a near-tie (relative margin %.2g)\n",
+                          label, i, n, rel);
+            break;
+        }
+    free(cpu), free(gpu);
+}
+
+static void test_forward_generated(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    static const struct { int embd, layer, head, head_kv; tf_dtype type; } shapes[] = {
+        {256, 2, 8, 8, TF_DTYPE_F32}, {256, 2, 8, 2, TF_DTYPE_F16}, {512, 2, 4, 4, TF_DTYPE_BF16},
+        {256, 2, 4, 2, TF_DTYPE_Q8_0},
+    };
+    int32_t prompt[300];
+    for (int i = 0; i < 300; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&g_rng) % 256);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        tf_model *m = load(gen_model(shapes[s].embd, shapes[s].layer, shapes[s].head, shapes[s].head_kv,
+                                     shapes[s].type, NULL, 7 + s));
+        char label[64];
+        snprintf(label, sizeof label, "generated %s %d/%d heads", tf_dtype_name(shapes[s].type), shapes[s].head,
+                 shapes[s].head_kv);
+        expect_gpu_matches_cpu(m, prompt, 5, 60, label);     /* decode path only */
+        expect_gpu_matches_cpu(m, prompt, 300, 60, label);   /* prefill batches of 64 (cuBLAS, prefill attention) */
+        tf_model_free(m);
+    }
+}
+
+static void test_forward_stories(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    TU_REQUIRE_SHARED(sp, "models/stories260K/stories260K.gguf");
+    tf_model *m = load(sp);
+    int32_t prompt[200];
+    size_t np = 0;
+    assert_int_equal(tf_tokenize(m->tok, "Once upon a time, there was a little girl named Lily.", 53, true, false,
+                                 prompt, 200, &np, NULL),
+                     TF_OK);
+    expect_gpu_matches_cpu(m, prompt, (int)np, 120, "stories260K");
+    tf_model_free(m);
+}
+
+/* Every mode on the device equals the device's autoregressive greedy output. */
+static void test_spec_equality(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    tf_model *t = load(gen_model(256, 2, 8, 2, TF_DTYPE_F16, NULL, 11));
+    tf_model *d = load(gen_model(128, 1, 4, 4, TF_DTYPE_F16, NULL, 12));
+    int32_t prompt[700], ref[100], out[100];
+    for (int i = 0; i < 700; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&g_rng) % 256);
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32};
+    run(t, NULL, &ar, TF_SPEC_DEVICE_CUDA, prompt, 700, 100, ref);
+    static const run_cfg cfgs[] = {
+        {TF_SPEC_DRAFT, 1, 4, 64, 8, 4, 4, 32},     {TF_SPEC_RETRIEVAL, 1, 3, 48, 8, 4, 4, 32},
+        {TF_SPEC_RETRIEVAL, 1, 6, 40, 1, 2, 4, 32}, {TF_SPEC_STREAMING, 2, 4, 64, 8, 4, 4, 32},
+        {TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32},  {TF_SPEC_TRIFORCE, 4, 8, 64, 1, 3, 4, 32},
+        {TF_SPEC_TRIFORCE, 3, 5, 512, 16, 100, 4, 32},
+    };
+    const tf_model *drafts[] = {d, t};
+    for (int di = 0; di < 2; di++)
+        for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+            run(t, drafts[di], &cfgs[i], TF_SPEC_DEVICE_CUDA, prompt, 700, 100, out);
+            for (int j = 0; j < 100; j++)
+                if (out[j] != ref[j]) {
+                    print_error("device %s g1 %d g2 %d budget %d chunk %d draft %s: token %d is %d, ar gives %d\n",
+                                tf_spec_mode_name(cfgs[i].mode), cfgs[i].g1, cfgs[i].g2, cfgs[i].budget,
+                                cfgs[i].chunk, di ? "target" : "random", j, out[j], ref[j]);
+                    fail();
+                }
+        }
+    tf_model_free(t);
+    tf_model_free(d);
+}
+
+static int setup(void **state) {
+    (void)state;
+    tf_rng_seed(&g_rng, tu_seed());
+    tf_err err = {0};
+    if (tf_pool_create(&g_pool, 2, &err) != TF_OK) return -1;
+    if (tf_cuda_open(&g_cu, 0, &err) != TF_OK) {
+        g_cu = NULL;
+        snprintf(g_cu_err, sizeof g_cu_err, "%s", err.msg);
+    } else {
+        print_message("device: %s\n", tf_cuda_describe(g_cu));
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    tf_cuda_close(g_cu);
+    tf_pool_free(g_pool);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_elementwise),      cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_attention),        cmocka_unit_test(test_retrieval),
+        cmocka_unit_test(test_sampling),         cmocka_unit_test(test_forward_generated),
+        cmocka_unit_test(test_forward_stories),  cmocka_unit_test(test_spec_equality),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
+
+#endif
