@@ -229,6 +229,13 @@ typedef struct tf_decoder_params {
     int32_t recent;         /* retrieval: most recent tokens always kept */
     int32_t rebuild_stride; /* rebuild the retrieval cache every R target passes */
     float rebuild_accept;   /* ... and when the middle level's rolling acceptance drops below this */
+    /* A middle level drafts alone (sampling its own tokens, as in retrieval
+     * mode) while the rolling acceptance of the draft below it is under
+     * bypass_accept, retrying the draft every bypass_probe tokens; 0: never.
+     * Output is unchanged either way (the target verifies what the middle
+     * proposes); only the time differs. */
+    float bypass_accept;
+    int32_t bypass_probe;
     int32_t sinks, window;  /* StreamingLLM cache: attention sinks + recent window */
     int32_t n_ctx;          /* context (prompt + generation) */
     int32_t n_batch;        /* prefill batch */
@@ -263,6 +270,7 @@ typedef struct tf_level_info {
     int64_t verified;  /* candidates of the level below judged by this level */
     int64_t accepted;  /* of which accepted */
     int64_t rebuilds;  /* retrieval cache rebuilds */
+    int64_t bypassed;  /* tokens this level proposed alone, bypassing the draft below */
     double seconds;    /* time in this level */
 } tf_level_info;
 

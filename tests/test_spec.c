@@ -22,6 +22,9 @@ typedef struct run_cfg {
     int g1, g2, budget, chunk, stride, sinks, window;
 } run_cfg;
 
+/* bypass_accept of the runs (the draft is probed every 3 tokens); 0: never */
+static float g_bypass;
+
 static tf_pool *g_pool;
 
 /* Greedy-generate n tokens after the prompt; returns the tokens in out. */
@@ -29,7 +32,8 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
                 int32_t *out, tf_level_stats *st_out) {
     tf_spec_cfg c = {
         .mode = rc->mode, .gamma1 = rc->g1, .gamma2 = rc->g2, .budget = rc->budget, .chunk = rc->chunk,
-        .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .sinks = rc->sinks,
+        .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .bypass_accept = g_bypass,
+        .bypass_probe = 3, .sinks = rc->sinks,
         .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
         .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
     };
@@ -86,6 +90,14 @@ static void sweep(const tf_model *t, const tf_model *d, const int32_t *prompt, i
         {TF_SPEC_TRIFORCE, 8, 7, 80, 8, 1, 2, 8},     {TF_SPEC_TRIFORCE, 2, 3, 48, 16, 5, 16, 240},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) expect_same(t, d, &cfgs[i], prompt, np, n, ref, label);
+    /* the middle level bypassing a rarely accepted draft (and catching it up in batches) */
+    static const run_cfg bypassed[] = {{TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32}, {TF_SPEC_STREAMING, 3, 8, 64, 8, 4, 2, 8}};
+    static const float bypass_accept[] = {0.6f, 0.9f};
+    for (size_t i = 0; i < sizeof bypassed / sizeof bypassed[0]; i++) {
+        g_bypass = bypass_accept[i];
+        expect_same(t, d, &bypassed[i], prompt, np, n, ref, label);
+    }
+    g_bypass = 0.0f;
 }
 
 static const char *gen_model(int n_embd, int n_head, int n_head_kv, const char *vocab, uint64_t seed) {
@@ -171,6 +183,16 @@ static void test_greedy_equality_stories(void **state) {
     print_message("triforce, random draft: middle accepts %lld/%lld\n", (long long)st[1].accepted,
                   (long long)st[1].verified);
     assert_true(st[1].accepted * 4 < st[1].verified);
+    assert_int_equal(st[1].bypassed, 0); /* bypass off */
+    /* with bypass on, the middle level soon proposes alone, and still probes the draft */
+    g_bypass = 0.3f;
+    run(t, dr, &tri, prompt, np, 60, out, st);
+    print_message("triforce, random draft, bypass: middle proposed %lld alone, verified %lld of the draft's\n",
+                  (long long)st[1].bypassed, (long long)st[1].verified);
+    assert_true(st[1].bypassed > 20 && st[1].verified > 0);
+    run(t, dq, &tri, prompt, np, 60, out, st); /* a good draft is not bypassed */
+    assert_true(st[1].bypassed * 4 < st[1].verified);
+    g_bypass = 0.0f;
     sweep(t, t, prompt, 40, 100, "stories/self draft, short prompt");
     sweep(t, dr, prompt, np, 80, "stories/random draft");
     /* the target's first layers as the draft (--draft-layers) */

@@ -98,14 +98,15 @@ static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const in
 
 /* Run N generations of the mode and return the chi-square verdict. */
 static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_mode vmode, const joint *J,
-                       const int32_t *prompt) {
+                       const int32_t *prompt, bool bypass) {
     tf_model *t, *d;
     tf_err err = {0};
     assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
     assert_int_equal(tf_model_load(&d, g_draft, NULL, &err), TF_OK);
     tf_spec_cfg c = {.mode = mode, .gamma1 = 2, .gamma2 = 3, .budget = 16, .chunk = 4, .recent = 4,
                      .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = NP + 32,
-                     .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg};
+                     .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
+                     .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2};
     tf_spec s;
     assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL ? NULL : d, &c, g_pool, &err), TF_OK);
     s.ver.mode = vmode;
@@ -120,6 +121,9 @@ static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_
     for (int r = 0; r < N_RUNS; r++) {
         tf_spec_reset(&s, 1000003ull * (uint64_t)r + 17);
         assert_int_equal(tf_spec_prefill(&s, prompt, NP, NULL, NULL), TF_OK);
+        /* bypass: start as if the draft had been rejected, so the middle level
+         * alternates proposing alone and probing the draft (probe every 2) */
+        if (bypass) s.lv[s.n_levels - 1].accept_ewma = 0.0f;
         int32_t out[64], n = 0, k;
         while (n < 2) {
             assert_int_equal(tf_spec_step(&s, out + n, 32, &k), TF_OK);
@@ -150,7 +154,7 @@ static void load_joint(const tf_sampling_cfg *cfg, const int32_t *prompt, joint 
 static void check(const char *what, tf_spec_mode mode, const tf_sampling_cfg *cfg, const int32_t *prompt) {
     joint J;
     load_joint(cfg, prompt, &J);
-    tu_gof g = run_mode(mode, cfg, TF_VERIFY_EXACT, &J, prompt);
+    tu_gof g = run_mode(mode, cfg, TF_VERIFY_EXACT, &J, prompt, strstr(what, "bypass") != NULL);
     print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld\n", what, g.chi2, g.crit, g.df,
                   g.off_support);
     assert_true(g.df >= 3);
@@ -161,7 +165,7 @@ static void check(const char *what, tf_spec_mode mode, const tf_sampling_cfg *cf
 static void check_broken(const char *what, tf_verify_mode vmode, const tf_sampling_cfg *cfg, const int32_t *prompt) {
     joint J;
     load_joint(cfg, prompt, &J);
-    tu_gof g = run_mode(TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt);
+    tu_gof g = run_mode(TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt, false);
     print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld (negative control)\n", what, g.chi2, g.crit,
                   g.df, g.off_support);
     assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
@@ -182,6 +186,7 @@ static void test_distribution_t1(void **state) {
     check("retrieval (middle level), T=1 top-k 4", TF_SPEC_RETRIEVAL, &cfg, prompt);
     check("streaming hierarchy, T=1 top-k 4", TF_SPEC_STREAMING, &cfg, prompt);
     check("triforce hierarchy, T=1 top-k 4", TF_SPEC_TRIFORCE, &cfg, prompt);
+    check("triforce, draft bypassed, T=1 top-k 4", TF_SPEC_TRIFORCE, &cfg, prompt);
     check_broken("triforce, accept-all verifier", TF_VERIFY_BROKEN_ACCEPT_ALL, &cfg, prompt);
     check_broken("triforce, residual-from-p verifier", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
 }

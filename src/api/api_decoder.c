@@ -35,7 +35,7 @@ tf_decoder_params tf_decoder_default_params(void) {
     tf_sampler_params sp = tf_sampler_default_params();
     return (tf_decoder_params){
         .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 4096, .chunk = 8, .recent = 16,
-        .rebuild_stride = 16, .rebuild_accept = 0.5f, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
+        .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
     };
 }
@@ -110,7 +110,8 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
         tf_spec_cfg c = {
             .mode = (tf_spec_mode)p.mode, .gamma1 = p.gamma1, .gamma2 = p.gamma2, .budget = p.budget,
             .chunk = p.chunk, .recent = p.recent, .rebuild_stride = p.rebuild_stride,
-            .rebuild_accept = p.rebuild_accept, .sinks = p.sinks, .window = p.window, .n_ctx = p.n_ctx,
+            .rebuild_accept = p.rebuild_accept, .bypass_accept = p.bypass_accept,
+            .bypass_probe = p.bypass_probe, .sinks = p.sinks, .window = p.window, .n_ctx = p.n_ctx,
             .n_batch = p.n_batch, .kv_type = p.kv_type == TF_KV_F32 ? TF_DTYPE_F32 : TF_DTYPE_F16,
             .isa = p.isa == 0 ? TF_ISA_BEST : (tf_isa)(p.isa - 1),
             .sampling = {.temp = p.sampling.temp, .top_k = p.sampling.top_k, .top_p = p.sampling.top_p,
@@ -176,5 +177,6 @@ void tf_decoder_level(const tf_decoder *d, int level, tf_level_info *o) {
     o->verified = L->st.verified;
     o->accepted = L->st.accepted;
     o->rebuilds = L->st.rebuilds;
+    o->bypassed = L->st.bypassed;
     o->seconds = L->st.seconds;
 }

@@ -117,6 +117,12 @@ static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
  * positions [need_from, upto] (need_from - 1 >= n_cached). */
 static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) {
     spec_level *L = &s->lv[i];
+    /* A level that was bypassed catches up in batches first (distributions of
+     * the skipped positions are not needed: only each batch's last is made). */
+    while (upto - L->n_cached > L->fwd.n_batch && need_from - 1 >= L->n_cached + L->fwd.n_batch) {
+        int64_t mid = L->n_cached + L->fwd.n_batch;
+        TF_TRY(level_feed(s, i, mid, mid));
+    }
     int64_t c = L->n_cached;
     int32_t n = (int32_t)(upto - c);
     if (n < 1 || need_from - 1 < c)
@@ -209,6 +215,18 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
     }
     spec_level *lower = &s->lv[i + 1];
     while (added < want) {
+        /* A middle level whose draft is rarely accepted proposes alone (exactly
+         * as the bottom level would), trying the draft again every
+         * bypass_probe tokens. */
+        if (i > 0 && lower->accept_ewma < s->cfg.bypass_accept && ++L->bypass_run < s->cfg.bypass_probe) {
+            if (s->n_seq >= s->cfg.n_ctx) break;
+            TF_TRY(level_feed(s, i, s->n_seq, s->n_seq));
+            push(s, tf_dist_sample(dist_at(s, L, s->n_seq), &s->rng));
+            added++;
+            L->st.bypassed++;
+            continue;
+        }
+        L->bypass_run = 0;
         int64_t base = s->n_seq;
         int room = (int)(s->cfg.n_ctx - base); /* keep the sequence within the context */
         int ask = L->gamma < room - 1 ? L->gamma : room - 1;
@@ -299,6 +317,9 @@ static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const t
         return tf_errf(err, TF_ERR_INVALID_ARG, "sinks %d / window %d: expected >= 0 / >= 1", c->sinks, c->window);
     if (c->rebuild_stride < 1)
         return tf_errf(err, TF_ERR_INVALID_ARG, "rebuild stride %d: expected >= 1", c->rebuild_stride);
+    if (!(c->bypass_accept >= 0 && c->bypass_accept <= 1) || (c->bypass_accept > 0 && c->bypass_probe < 1))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "bypass acceptance %g / probe %d: expected 0..1 / >= 1",
+                       (double)c->bypass_accept, c->bypass_probe);
     if (c->n_ctx < 2) return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected >= 2", c->n_ctx);
     if (draft && needs_draft) {
         if (draft->hp.n_vocab != target->hp.n_vocab)
@@ -484,6 +505,7 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
         }
         L->n_cached = 0;
         L->accept_ewma = 1.0f;
+        L->bypass_run = 0;
         memset(&L->st, 0, sizeof L->st);
     }
     tf_kv_truncate(&s->kv_p, 0);

@@ -43,6 +43,8 @@ typedef struct tf_spec_cfg {
     int32_t budget, chunk, recent; /* C_r */
     int32_t rebuild_stride;   /* rebuild C_r every R target passes */
     float rebuild_accept;     /* ... and when the middle level's rolling acceptance falls below this */
+    float bypass_accept;      /* a middle level drafts alone while its draft's acceptance is below this (0: never) */
+    int32_t bypass_probe;     /* ... retrying the draft every this many tokens */
     int32_t sinks, window;    /* C_q */
     int32_t n_ctx, n_batch;
     tf_dtype kv_type;
@@ -62,6 +64,7 @@ typedef struct tf_level_stats {
     int64_t verified;  /* candidates this level judged */
     int64_t accepted;  /* of which accepted */
     int64_t rebuilds;  /* retrieval cache rebuilds */
+    int64_t bypassed;  /* tokens proposed without the level below (see bypass_accept) */
     double seconds;    /* time in this level's forward passes and cache work */
 } tf_level_stats;
 
@@ -80,6 +83,7 @@ typedef struct spec_level {
     int32_t *pos;        /* [n_batch] positions scratch */
     int64_t last_feed;   /* n_cached before the latest pass */
     float accept_ewma;   /* rolling acceptance of this level's candidates (by the level above) */
+    int32_t bypass_run;  /* tokens proposed alone since the draft below was last tried */
     tf_level_stats st;
 } spec_level;
 

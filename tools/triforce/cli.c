@@ -66,6 +66,9 @@ static const opt_def k_opts[] = {
     {NULL, "--chunk", OPT_INT, O(chunk), "N", "retrieval chunk size (default 8)", CMD_GENERATE, 1, 64},
     {NULL, "--rebuild-stride", OPT_INT, O(rebuild_stride), "N", "rebuild the retrieval cache every N target passes (default 16)",
      CMD_GENERATE, 1, 1 << 30},
+    {NULL, "--bypass-accept", OPT_FLOAT, O(bypass_accept), "A",
+     "the middle level drafts alone while the draft's rolling acceptance is below A, 0 = never (default 0.2)",
+     CMD_GENERATE, 0, 1},
     {NULL, "--draft-layers", OPT_INT, O(draft_layers), "K",
      "no -md: draft with the target's first K layers (self-speculation); makes triforce the default mode",
      CMD_GENERATE, 1, 1024},
@@ -160,6 +163,7 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->budget = 4096;
     o->chunk = 8;
     o->rebuild_stride = 16;
+    o->bypass_accept = 0.2f;
     o->sinks = 16;
     o->window = 240;
     for (int i = 0; i < argc; i++) {

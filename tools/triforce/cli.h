@@ -40,6 +40,7 @@ typedef struct cli_opts {
     const char *draft, *mode, *stats_json;
     int gamma1, gamma2, budget, chunk, rebuild_stride, sinks, window;
     int draft_layers; /* 0: none */
+    float bypass_accept;
     bool compare;
     /* gen-model */
     const char *preset, *vocab_from, *wtype, *rope_scaling;

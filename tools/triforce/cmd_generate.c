@@ -159,6 +159,7 @@ static void print_levels(const gen_result *r) {
             fprintf(stderr, ", accepted %lld of %lld candidates (%.1f%%)", (long long)L->accepted,
                     (long long)L->verified, 100.0 * (double)L->accepted / (double)L->verified);
         if (L->rebuilds) fprintf(stderr, ", %lld rebuilds", (long long)L->rebuilds);
+        if (L->bypassed) fprintf(stderr, ", %lld proposed alone (draft bypassed)", (long long)L->bypassed);
         fprintf(stderr, ", %.0f%% of level time\n", total > 0 ? 100.0 * L->seconds / total : 0.0);
     }
     if (r->n_levels > 1 && r->lv[0].passes > 0)
@@ -177,8 +178,8 @@ static void write_json(const char *path, const cli_opts *o, const char *mode, si
             r->t_decode > 0 ? r->n / r->t_decode : 0.0);
     fprintf(f, "  \"temp\": %g,\n  \"gamma1\": %d,\n  \"gamma2\": %d,\n  \"budget\": %d,\n  \"chunk\": %d,\n", o->temp,
             o->gamma1, o->gamma2, o->budget, o->chunk);
-    fprintf(f, "  \"rebuild_stride\": %d,\n  \"sinks\": %d,\n  \"window\": %d,\n", o->rebuild_stride, o->sinks,
-            o->window);
+    fprintf(f, "  \"rebuild_stride\": %d,\n  \"bypass_accept\": %g,\n  \"sinks\": %d,\n  \"window\": %d,\n",
+            o->rebuild_stride, o->bypass_accept, o->sinks, o->window);
     if (ar)
         fprintf(f, "  \"ar_decode_s\": %.6f,\n  \"speedup\": %.4f,\n  \"identical\": %s,\n", ar->t_decode,
                 r->t_decode > 0 ? (ar->t_decode / ar->n) / (r->t_decode / r->n) : 0.0,
@@ -188,10 +189,10 @@ static void write_json(const char *path, const cli_opts *o, const char *mode, si
         const tf_level_info *L = &r->lv[i];
         fprintf(f,
                 "    {\"name\": \"%s\", \"cache\": \"%s\", \"passes\": %lld, \"tokens\": %lld, \"verified\": %lld, "
-                "\"accepted\": %lld, \"acceptance\": %.4f, \"rebuilds\": %lld, \"seconds\": %.6f}%s\n",
+                "\"accepted\": %lld, \"acceptance\": %.4f, \"rebuilds\": %lld, \"bypassed\": %lld, \"seconds\": %.6f}%s\n",
                 L->name, L->cache, (long long)L->passes, (long long)L->tokens, (long long)L->verified,
                 (long long)L->accepted, L->verified ? (double)L->accepted / (double)L->verified : 0.0,
-                (long long)L->rebuilds, L->seconds, i + 1 < r->n_levels ? "," : "");
+                (long long)L->rebuilds, (long long)L->bypassed, L->seconds, i + 1 < r->n_levels ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     fclose(f);
@@ -269,6 +270,7 @@ int cmd_generate(int argc, char **argv) {
     dp.chunk = o.chunk;
     dp.recent = 2 * o.chunk > 16 ? 2 * o.chunk : 16;
     dp.rebuild_stride = o.rebuild_stride;
+    dp.bypass_accept = o.bypass_accept;
     dp.sinks = o.sinks;
     dp.window = o.window;
     dp.n_threads = o.n_threads;
@@ -304,8 +306,8 @@ int cmd_generate(int argc, char **argv) {
             tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads, o.kv_type, o.temp, o.top_k,
             o.top_p, o.min_p, (unsigned long long)seed);
     if (mode != TF_MODE_AR)
-        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, sinks %d, window %d",
-                o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.sinks, o.window);
+        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
+                "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks, o.window);
     fprintf(stderr, "\n");
     fwrite(text, 1, text_len, stdout);
     fflush(stdout);
