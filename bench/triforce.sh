@@ -65,5 +65,6 @@ if [ "$ABLATE" = 1 ]; then
     for b in 256 512 1024 2048 4096 8192; do run budget 16384 0 retrieval --budget $b; done
     for c in 1 4 8 16 32 64; do run chunk 16384 0 retrieval --chunk $c; done
     for r in 1 4 16 64 1000000; do run stride 16384 0 retrieval --rebuild-stride $r; done
+    for a in 0 0.1 0.2 0.4; do run bypass 16384 0 triforce --bypass-accept $a; done
 fi
 sh bench/triforce_report.sh

@@ -33,7 +33,7 @@ function str(key,   m) { if (match($0, "\"" key "\": \"[^\"]*\"")) { m = substr(
                acc1 = (f[4] == "triforce" || f[4] == "streaming") ? sprintf("%.1f%%", 100 * f[7]) : "-";
                printf "| %s | %s | %s | %.1f | %.2f | %s | %s | %s |\n", f[2], f[3], f[4], f[5], 1000 / f[5], sp, acc0, acc1 } }' \
         "$TMP/records.txt"
-    for ab in gamma2 gamma1 budget chunk stride; do
+    for ab in gamma2 gamma1 budget chunk stride bypass; do
         if grep -q "^$ab " "$TMP/records.txt"; then
             echo
             echo "## Ablation: $ab (16K prompt, T = 0)"
