@@ -105,6 +105,10 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lm -lpthread" test
 
+$(BUILD)/dev/export_hf: dev/export_hf.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libtriforce.a -lcmocka $(LDLIBS)
+
 $(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
 
