@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "format/safetensors.h"
+#include "gen_case.h"
 #include "hf_export.h"
 #include "hf_tokjson.h"
 #include "model/gen.h"
@@ -26,43 +27,9 @@
 #define N_TOK 24
 
 typedef struct hcase {
-    const char *label;
-    int n_embd, n_layer, n_head, n_head_kv, n_ff;
-    tf_rope_scaling scaling;
-    float factor;
-    int orig_ctx;
-    bool tied;
-    tf_dtype wtype;
+    tu_gen_case g;
     hf_export_opts ex;
 } hcase;
-
-static const char *gen(const hcase *c, uint64_t seed) {
-    static char path[512];
-    snprintf(path, sizeof path, "%s", tu_tmp_path(".gguf"));
-    tf_gen_params p = tf_gen_params_default();
-    p.n_embd = c->n_embd;
-    p.n_layer = c->n_layer;
-    p.n_head = c->n_head;
-    p.n_head_kv = c->n_head_kv;
-    p.n_ff = c->n_ff;
-    p.n_ctx_train = 256;
-    p.n_vocab = 300;
-    p.rope_scaling = c->scaling;
-    p.rope_factor = c->factor;
-    p.rope_orig_ctx = c->orig_ctx;
-    p.llama3_low_freq_factor = 1.0f;
-    p.llama3_high_freq_factor = 4.0f;
-    p.tied_output = c->tied;
-    p.wtype = c->wtype;
-    p.seed = seed;
-    p.n_threads = 1;
-    tf_err err = {0};
-    if (tf_gen_model(&p, path, &err) != TF_OK) {
-        print_error("gen-model failed: %s\n", err.msg);
-        fail();
-    }
-    return path;
-}
 
 static tf_model *load(const char *path) {
     tf_model *m = NULL;
@@ -133,20 +100,20 @@ static double rotate_half_nmse(const tf_model *m_hf, const char *dir, const int3
 static void test_logits_equal_gguf(void **state) {
     (void)state;
     static const hcase cases[] = {
-        {"mha-f32", 64, 2, 4, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32, {0}},
-        {"gqa-f16-sharded", 64, 3, 8, 2, 160, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F16, {.n_shards = 3}},
-        {"bf16-linear", 128, 2, 4, 2, 128, TF_ROPE_SCALING_LINEAR, 4, 0, false, TF_DTYPE_BF16, {0}},
-        {"yarn-tied-embed", 128, 2, 4, 1, 128, TF_ROPE_SCALING_YARN, 8, 64, true, TF_DTYPE_F32, {.tie_flag = true}},
-        {"tied-as-head", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F16,
+        {{"mha-f32", 64, 2, 4, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}},
+        {{"gqa-f16-sharded", 64, 3, 8, 2, 160, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F16}, {.n_shards = 3}},
+        {{"bf16-linear", 128, 2, 4, 2, 128, TF_ROPE_SCALING_LINEAR, 4, 0, false, TF_DTYPE_BF16}, {0}},
+        {{"yarn-tied-embed", 128, 2, 4, 1, 128, TF_ROPE_SCALING_YARN, 8, 64, true, TF_DTYPE_F32}, {.tie_flag = true}},
+        {{"tied-as-head", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F16},
          {.tied_as_head = true, .n_shards = 2}},
-        {"llama3-gqa", 128, 2, 2, 1, 128, TF_ROPE_SCALING_LLAMA3, 8, 64, false, TF_DTYPE_F32,
+        {{"llama3-gqa", 128, 2, 2, 1, 128, TF_ROPE_SCALING_LLAMA3, 8, 64, false, TF_DTYPE_F32},
          {.llama3 = true, .llama3_factor = 8, .llama3_low = 1, .llama3_high = 4, .llama3_orig_ctx = 64}},
     };
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed());
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const hcase *hc = &cases[c];
-        const char *gpath = gen(hc, tu_seed() + 17 * c);
+        const char *gpath = tu_gen(&hc->g, tu_seed() + 17 * c);
         char gguf[512], dir[512];
         snprintf(gguf, sizeof gguf, "%s", gpath);
         snprintf(dir, sizeof dir, "%s", tu_tmp_path("_hf"));
@@ -157,20 +124,20 @@ static void test_logits_equal_gguf(void **state) {
         assert_int_equal(mh->hp.n_head_kv, mg->hp.n_head_kv);
         assert_int_equal(mh->hp.rope_scaling, mg->hp.rope_scaling);
         assert_int_equal(mh->hp.tied_output, mg->hp.tied_output);
-        assert_int_equal(mh->tok_embd.type, hc->wtype);
+        assert_int_equal(mh->tok_embd.type, hc->g.wtype);
         int32_t toks[N_TOK];
         for (int i = 0; i < N_TOK; i++) toks[i] = (int32_t)(tf_rng_next(&rng) % 300);
         float *lg = logits(mg, toks), *lh = logits(mh, toks);
         /* same weights in the same layout once loaded: bitwise equal */
         if (memcmp(lg, lh, sizeof(float) * N_TOK * (size_t)mg->hp.n_vocab) != 0) {
-            print_error("%s: logits of the HF directory differ from the GGUF's\n", hc->label);
+            print_error("%s: logits of the HF directory differ from the GGUF's\n", hc->g.label);
             fail();
         }
         for (size_t i = 0; i < (size_t)N_TOK * mg->hp.n_vocab; i++) assert_true(isfinite(lh[i]));
         double nmse = rotate_half_nmse(mh, dir, toks, lh);
-        double tol = hc->wtype == TF_DTYPE_F32 ? 1e-9 : 1e-6;
+        double tol = hc->g.wtype == TF_DTYPE_F32 ? 1e-9 : 1e-6;
         if (!(nmse <= tol)) {
-            print_error("%s: HF weights with rotate-half RoPE: NMSE %g > %g\n", hc->label, nmse, tol);
+            print_error("%s: HF weights with rotate-half RoPE: NMSE %g > %g\n", hc->g.label, nmse, tol);
             fail();
         }
         /* convert: HF directory -> GGUF in the stored type, logits again identical */
@@ -182,7 +149,7 @@ static void test_logits_equal_gguf(void **state) {
         tf_model *mc = load(out);
         float *lc = logits(mc, toks);
         if (memcmp(lg, lc, sizeof(float) * N_TOK * (size_t)mg->hp.n_vocab) != 0) {
-            print_error("%s: logits of the converted GGUF differ\n", hc->label);
+            print_error("%s: logits of the converted GGUF differ\n", hc->g.label);
             fail();
         }
         free(lg);
@@ -363,8 +330,8 @@ static void test_malformed(void **state) {
         {"truncated", NULL, "truncate -s 1000 model.safetensors", TF_ERR_FORMAT, "model.safetensors", NULL},
         {"no-config", NULL, "rm config.json", TF_ERR_IO, "config.json", NULL},
     };
-    hcase base = {"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32, {0}};
-    const char *gpath = gen(&base, tu_seed());
+    hcase base = {{"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}};
+    const char *gpath = tu_gen(&base.g, tu_seed());
     char gguf[512];
     snprintf(gguf, sizeof gguf, "%s", gpath);
     tf_model *mg = load(gguf);
@@ -399,8 +366,8 @@ static void test_malformed(void **state) {
 /* A weight stored in a dtype the engine cannot run is named with its dtype. */
 static void test_unsupported_dtype(void **state) {
     (void)state;
-    hcase base = {"base", 64, 1, 4, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32, {0}};
-    const char *gpath = gen(&base, tu_seed() + 5);
+    hcase base = {{"base", 64, 1, 4, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}};
+    const char *gpath = tu_gen(&base.g, tu_seed() + 5);
     char gguf[512], dir[512];
     snprintf(gguf, sizeof gguf, "%s", gpath);
     snprintf(dir, sizeof dir, "%s", tu_tmp_path("_i64"));

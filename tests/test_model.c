@@ -13,6 +13,7 @@
 #include "format/gguf_write.h"
 #include "model/forward.h"
 #include "model/gen.h"
+#include "gen_case.h"
 #include "ref_forward.h"
 #include "triforce.h"
 
@@ -21,42 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct gen_case {
-    const char *label;
-    int n_embd, n_layer, n_head, n_head_kv, n_ff;
-    tf_rope_scaling scaling;
-    float factor;
-    int orig_ctx;
-    bool tied;
-    tf_dtype wtype;
-} gen_case;
-
-static const char *gen(const gen_case *c, uint64_t seed) {
-    static char path[512];
-    snprintf(path, sizeof path, "%s", tu_tmp_path(".gguf"));
-    tf_gen_params p = tf_gen_params_default();
-    p.n_embd = c->n_embd;
-    p.n_layer = c->n_layer;
-    p.n_head = c->n_head;
-    p.n_head_kv = c->n_head_kv;
-    p.n_ff = c->n_ff;
-    p.n_ctx_train = 256;
-    p.n_vocab = 300;
-    p.rope_scaling = c->scaling;
-    p.rope_factor = c->factor;
-    p.rope_orig_ctx = c->orig_ctx;
-    p.tied_output = c->tied;
-    p.wtype = c->wtype;
-    p.seed = seed;
-    p.n_threads = 1;
-    tf_err err = {0};
-    if (tf_gen_model(&p, path, &err) != TF_OK) {
-        print_error("gen-model failed: %s\n", err.msg);
-        fail();
-    }
-    return path;
-}
 
 /* Evaluate n tokens through the public API in batches of n_batch, collecting
  * every row's logits, and compare against the float64 reference. */
@@ -94,7 +59,7 @@ static double run_nmse(tf_model *m, const int32_t *toks, int n, int n_batch, tf_
 
 static void test_logits_vs_reference(void **state) {
     (void)state;
-    static const gen_case cases[] = {
+    static const tu_gen_case cases[] = {
         {"mha-untied", 64, 2, 4, 4, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32},
         {"gqa-tied", 64, 2, 8, 2, 160, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F32},
         {"gqa-linear", 128, 2, 4, 2, 128, TF_ROPE_SCALING_LINEAR, 4, 0, false, TF_DTYPE_F32},
@@ -110,8 +75,8 @@ static void test_logits_vs_reference(void **state) {
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed());
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const gen_case *gc = &cases[c];
-        const char *path = gen(gc, tu_seed() + c);
+        const tu_gen_case *gc = &cases[c];
+        const char *path = tu_gen(gc, tu_seed() + c);
         tf_model *m;
         char err[512];
         if (tf_model_load_file(&m, path, NULL, err, sizeof err) != TF_OK) {
@@ -154,10 +119,10 @@ static void greedy_steps(tf_context *ctx, const tf_model *m, tf_sampler *s, int3
 
 static void test_side_by_side(void **state) {
     (void)state;
-    gen_case c = {"side", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+    tu_gen_case c = {"side", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
     char pa[512], pb[512];
-    snprintf(pa, sizeof pa, "%s", gen(&c, 11));
-    snprintf(pb, sizeof pb, "%s", gen(&c, 12));
+    snprintf(pa, sizeof pa, "%s", tu_gen(&c, 11));
+    snprintf(pb, sizeof pb, "%s", tu_gen(&c, 12));
     tf_model *ma, *mb;
     char err[512];
     assert_int_equal(tf_model_load_file(&ma, pa, NULL, err, sizeof err), TF_OK);
@@ -214,9 +179,9 @@ static bool on_progress(void *ud, uint64_t done, uint64_t total) {
  * cancelled prefill keeps what it evaluated and the context stays usable. */
 static void test_progress_and_cancel(void **state) {
     (void)state;
-    gen_case c = {"prog", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+    tu_gen_case c = {"prog", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
     char path[512];
-    snprintf(path, sizeof path, "%s", gen(&c, 21));
+    snprintf(path, sizeof path, "%s", tu_gen(&c, 21));
     tf_model_params mp = tf_model_default_params();
     prog lp = {0};
     mp.progress = on_progress;
@@ -267,9 +232,9 @@ static void test_batch_invariant_logits(void **state) {
     (void)state;
     static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        gen_case c = {"inv", 256, 2, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, types[ti]};
+        tu_gen_case c = {"inv", 256, 2, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, types[ti]};
         char path[512];
-        snprintf(path, sizeof path, "%s", gen(&c, 31 + ti));
+        snprintf(path, sizeof path, "%s", tu_gen(&c, 31 + ti));
         tf_model *m;
         char err[512];
         assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
@@ -307,8 +272,8 @@ static void test_batch_invariant_logits(void **state) {
 /* The scaling metadata written by the generator is read back as written. */
 static void test_rope_metadata(void **state) {
     (void)state;
-    gen_case c = {"yarn", 64, 1, 4, 2, 64, TF_ROPE_SCALING_YARN, 32, 4096, false, TF_DTYPE_F32};
-    const char *path = gen(&c, 7);
+    tu_gen_case c = {"yarn", 64, 1, 4, 2, 64, TF_ROPE_SCALING_YARN, 32, 4096, false, TF_DTYPE_F32};
+    const char *path = tu_gen(&c, 7);
     tf_model *m;
     char err[512];
     assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
@@ -414,9 +379,9 @@ static void rewrite(const char *src, const char *dst, const defect *d) {
 
 static void test_hostile_models(void **state) {
     (void)state;
-    gen_case c = {"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+    tu_gen_case c = {"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
     char src[512];
-    snprintf(src, sizeof src, "%s", gen(&c, 3));
+    snprintf(src, sizeof src, "%s", tu_gen(&c, 3));
     static const defect defects[] = {
         {"unknown arch", .arch = "gpt-neox", .want = TF_ERR_UNSUPPORTED, .want_msg = "gpt-neox"},
         {"no arch", .drop_key = "general.architecture", .want = TF_ERR_FORMAT, .want_msg = "general.architecture"},
