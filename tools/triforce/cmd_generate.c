@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 typedef struct progress_state {
@@ -303,7 +304,7 @@ int cmd_generate(int argc, char **argv) {
             "threads %d, kv %s, temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu",
             o.model, info.name, (double)info.n_params / 1e6, draft ? ", draft " : "",
             o.draft ? o.draft : draft ? "(the target's first layers)" : "",
-            tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads, o.kv_type, o.temp, o.top_k,
+            tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads > 0 ? o.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), o.kv_type, o.temp, o.top_k,
             o.top_p, o.min_p, (unsigned long long)seed);
     if (mode != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
