@@ -55,15 +55,16 @@ static tf_status load_rope_scaling(tf_hf_config *c, const char *file, const cJSO
     if (!f_found)
         return tf_errf(err, TF_ERR_FORMAT, "%s: key 'rope_scaling.factor' is missing (required by '%s' scaling)",
                        file, type);
+    bool opt; /* optional keys keep their defaults when absent */
     int64_t orig = c->n_ctx_train;
-    TF_TRY(tf_json_get_int(file, rs, "original_max_position_embeddings", 1, (int64_t)1 << 30, &orig, &f_found, err));
+    TF_TRY(tf_json_get_int(file, rs, "original_max_position_embeddings", 1, (int64_t)1 << 30, &orig, &opt, err));
     c->rope_orig_ctx = orig;
     if (strcmp(type, "linear") == 0) {
         c->rope_scaling = TF_ROPE_SCALING_LINEAR;
     } else if (strcmp(type, "yarn") == 0) {
         c->rope_scaling = TF_ROPE_SCALING_YARN;
-        TF_TRY(tf_json_get_num(file, rs, "beta_fast", 1e-3, 1e6, &c->yarn_beta_fast, &f_found, err));
-        TF_TRY(tf_json_get_num(file, rs, "beta_slow", 1e-3, 1e6, &c->yarn_beta_slow, &f_found, err));
+        TF_TRY(tf_json_get_num(file, rs, "beta_fast", 1e-3, 1e6, &c->yarn_beta_fast, &opt, err));
+        TF_TRY(tf_json_get_num(file, rs, "beta_slow", 1e-3, 1e6, &c->yarn_beta_slow, &opt, err));
         double attn = 0;
         bool has_attn;
         TF_TRY(tf_json_get_num(file, rs, "attention_factor", 1e-3, 1e3, &attn, &has_attn, err));

@@ -250,20 +250,21 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
 
 /* ---- assembly ---- */
 
-static const char *base_name(const char *dir) {
+/* The directory's last path component (trailing slashes ignored), into buf. */
+static const char *base_name(const char *dir, char *buf, size_t cap) {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--;
     size_t s = n;
     while (s > 0 && dir[s - 1] != '/') s--;
-    static __thread char buf[128];
-    snprintf(buf, sizeof buf, "%.*s", (int)(n - s > 120 ? 120 : n - s), dir + s);
+    snprintf(buf, cap, "%.*s", (int)(n - s > 120 ? 120 : n - s), dir + s);
     return buf;
 }
 
 /* Metadata: config keys, tokenizer keys, BOS/EOS from the config files. */
 static tf_status build_metadata(tf_gguf_writer *w, const char *dir, const tf_hf_config *c, bool have_cfg,
                                 bool vocab_only, const tf_logger *lg, tf_err *err) {
-    if (have_cfg) TF_TRY(tf_hf_config_to_gguf(c, base_name(dir), w, err));
+    char name[128];
+    if (have_cfg) TF_TRY(tf_hf_config_to_gguf(c, base_name(dir, name, sizeof name), w, err));
     char tj[1100], tc[1100];
     snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
     snprintf(tc, sizeof tc, "%s/tokenizer_config.json", dir);
