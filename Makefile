@@ -22,9 +22,20 @@ BUILD   ?= build-cuda
 endif
 BUILD   ?= build
 
-# CUDA toolkit (used only with CUDA=1).
-CUDA_HOME ?= /usr/local/cuda
+# CUDA toolkit (used only with CUDA=1). NVCC defaults to $(CUDA_HOME)/bin/nvcc when
+# CUDA_HOME is given, else to the nvcc on PATH; CUDA_HOME defaults to the toolkit that
+# nvcc itself reports (its TOP directory), so a wrapper script such as /usr/local/bin/nvcc
+# still finds the real toolkit. CUDA_LIBDIR is the first of lib64, lib and
+# targets/x86_64-linux/lib under it that holds libcudart.so.
+ifneq ($(CUDA_ON),)
+ifdef CUDA_HOME
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
+else
+NVCC      ?= $(firstword $(shell command -v nvcc 2>/dev/null) /usr/local/cuda/bin/nvcc)
+CUDA_HOME := $(realpath $(shell $(NVCC) --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^\#\$$ TOP=//p' | head -n 1))
+endif
+CUDA_LIBDIR ?= $(firstword $(foreach d,lib64 lib targets/x86_64-linux/lib,$(if $(wildcard $(CUDA_HOME)/$(d)/libcudart.so),$(CUDA_HOME)/$(d))))
+endif
 CUDA_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC -Xcompiler -Wall -lineinfo -Iinclude -Isrc
@@ -47,7 +58,7 @@ CUDA_SRCS  := $(sort $(wildcard src/backend/cuda/*.cu))
 CUDA_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
 LIB_OBJS   += $(CUDA_OBJS)
 CFLAGS     += -DTF_HAVE_CUDA
-LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+LDLIBS     += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
 endif
 
 # SIMD kernels: -O3 for full unrolling of fixed-trip loops, FMA contraction on
@@ -59,11 +70,20 @@ AVX512_FLAGS := $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
-.PHONY: all lib test asan bench clean info cuda-labs
+.PHONY: all lib test asan bench clean info cuda-labs cuda-objs
 all: info lib $(BUILD)/triforce
 
 info:
 	@echo "triforce build: CC=$(CC) CUDA=$(if $(CUDA_ON),yes,no) host AVX2=$(HAVE_AVX2) AVX-512=$(HAVE_AVX512) (SIMD is dispatched at run time)"
+ifneq ($(CUDA_ON),)
+	@echo "CUDA: NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) CUDA_LIBDIR=$(CUDA_LIBDIR)"
+	@test -x "$(NVCC)" || { echo "error: CUDA=1 but nvcc was not found (NVCC=$(NVCC)); put it on PATH or set NVCC or CUDA_HOME" >&2; exit 2; }
+	@test -n "$(CUDA_LIBDIR)" || { echo "error: CUDA=1 but libcudart.so was not found under CUDA_HOME=$(CUDA_HOME) (lib64, lib, targets/x86_64-linux/lib); set CUDA_HOME or CUDA_LIBDIR" >&2; exit 2; }
+	@test -e "$(CUDA_LIBDIR)/libcublas.so" || { echo "error: CUDA=1 but libcublas.so is not in $(CUDA_LIBDIR); install cuBLAS or set CUDA_LIBDIR" >&2; exit 2; }
+endif
+
+# The objects of the CUDA build without linking (a check that needs nvcc and headers only).
+cuda-objs: $(LIB_OBJS)
 
 lib: $(BUILD)/libtriforce.a $(BUILD)/libtriforce.so
 
@@ -92,7 +112,7 @@ $(BUILD)/libtriforce.so: $(LIB_OBJS)
 
 $(BUILD)/triforce: $(TOOL_OBJS) $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libtriforce.a $(LDLIBS)
-	@ln -sf $(BUILD)/triforce triforce 2>/dev/null || true
+	@$(if $(filter build,$(BUILD)),ln -sf $(BUILD)/triforce triforce 2>/dev/null || true,true)
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
