@@ -91,18 +91,17 @@ static void embed(tf_fwd *f, const int32_t *tokens, int32_t n) {
                                      e->ne[0]);
 }
 
-tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
-                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
-    const tf_model *m = f->m;
-    const tf_hparams *hp = &m->hp;
-    if (n < 1 || n > f->n_batch)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: %d tokens (expected 1..%d)", n, f->n_batch);
-    if (slot0 < 0 || slot0 > kv->n_slots - n)
+tf_status tf_forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_logits, int32_t n_slots,
+                           const int32_t *tokens, int32_t n, int32_t slot0, const int32_t *kv_len,
+                           int32_t logits_from, tf_err *err) {
+    if (n < 1 || n > n_batch)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: %d tokens (expected 1..%d)", n, n_batch);
+    if (slot0 < 0 || slot0 > n_slots - n)
         return tf_errf(err, TF_ERR_RANGE, "forward: slots [%d, %d) exceed the KV cache of %d", slot0, slot0 + n,
-                       kv->n_slots);
-    if (logits_from < 0 || logits_from > n || n - logits_from > f->n_logits)
+                       n_slots);
+    if (logits_from < 0 || logits_from > n || n - logits_from > n_logits)
         return tf_errf(err, TF_ERR_INVALID_ARG, "forward: logits for rows [%d, %d) exceed %d rows", logits_from, n,
-                       f->n_logits);
+                       n_logits);
     for (int32_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
             return tf_errf(err, TF_ERR_INVALID_ARG, "forward: token id %d at row %d (expected 0..%d)", tokens[i], i,
@@ -111,6 +110,14 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
             return tf_errf(err, TF_ERR_INVALID_ARG, "forward: row %d sees %d slots (expected 1..%d)", i, kv_len[i],
                            slot0 + n);
     }
+    return TF_OK;
+}
+
+tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
+                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
+    const tf_model *m = f->m;
+    const tf_hparams *hp = &m->hp;
+    TF_TRY(tf_forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
     int32_t *len = f->kv_len;
     const int64_t E = hp->n_embd, hd = hp->head_dim;
     const int64_t q_dim = (int64_t)hp->n_head * hd, kv_dim = (int64_t)hp->n_head_kv * hd;

@@ -11,6 +11,8 @@
  */
 #include "model/forward_cuda.h"
 
+#include "model/forward.h"
+
 #ifdef TF_HAVE_CUDA
 
 #include "core/mem.h"
@@ -281,27 +283,14 @@ static tf_status enqueue(tf_cuda_fwd *f, tf_cuda_kv *kv, int32_t n, int32_t logi
 tf_status tf_cuda_forward(tf_cuda_fwd *f, tf_cuda_kv *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
                           int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
     const tf_hparams *hp = &f->m->hp;
-    if (n < 1 || n > f->n_batch)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: %d tokens (expected 1..%d)", n, f->n_batch);
-    if (slot0 < 0 || slot0 > kv->n_slots - n)
-        return tf_errf(err, TF_ERR_RANGE, "forward: slots [%d, %d) exceed the KV cache of %d", slot0, slot0 + n,
-                       kv->n_slots);
-    if (logits_from < 0 || logits_from > n || n - logits_from > f->n_logits)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: logits for rows [%d, %d) exceed %d rows", logits_from, n,
-                       f->n_logits);
+    TF_TRY(tf_forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
     if (kv->n_layer != hp->n_layer || kv->n_head_kv != hp->n_head_kv || kv->head_dim != hp->head_dim)
         return tf_errf(err, TF_ERR_INVALID_ARG, "forward: the KV cache's shape is not the model's");
     if (f->pending) TF_TRY(tf_cuda_sync(f->cu, "the previous forward pass", err)); /* staging is reused */
     int32_t *tok_h = f->args_h, *pos_h = tok_h + f->n_batch, *len_h = pos_h + f->n_batch, *slot0_h = len_h + f->n_batch;
     int32_t max_len = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
-            return tf_errf(err, TF_ERR_INVALID_ARG, "forward: token id %d at row %d (expected 0..%d)", tokens[i], i,
-                           hp->n_vocab - 1);
         int32_t len = kv_len ? kv_len[i] : slot0 + i + 1;
-        if (len < 1 || len > slot0 + n)
-            return tf_errf(err, TF_ERR_INVALID_ARG, "forward: row %d sees %d slots (expected 1..%d)", i, len,
-                           slot0 + n);
         tok_h[i] = tokens[i];
         pos_h[i] = pos[i];
         len_h[i] = len;
