@@ -135,6 +135,9 @@ $(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
 $(BUILD)/kvscale: bench/kvscale.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
 
+$(BUILD)/attnbw: bench/attnbw.c $(BUILD)/libtriforce.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
+
 bench: all $(BUILD)/tfbench $(BUILD)/kvscale
 	BUILD=$(BUILD) sh bench/run.sh
 

@@ -1,0 +1,190 @@
+/*
+ * attnbw.c — decode attention against the memory it must read: one layer's KV
+ * cache (n_head_kv heads x head_dim, f16 or f32) filled with random values,
+ * tf_cpu_attn over all L slots for n query rows, and next to it a plain
+ * multi-threaded read of the same K and V bytes (the ceiling this process can
+ * reach). Prints one JSON object per (L, rows): ms, GB/s and the share of the
+ * read ceiling.
+ *
+ *   attnbw [-t THREADS] [--heads 32] [--kv-heads 32] [--head-dim 128]
+ *          [--type f16|f32] [--slots 65536] [--rows 1,7] [--reps 7]
+ */
+#include "backend/cpu/attn.h"
+#include "backend/cpu/quant.h"
+#include "core/fp16.h"
+#include "core/mem.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "kv/kv.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct read_job {
+    const uint8_t *a, *b;
+    size_t n;
+    double sink[64];
+} read_job;
+
+/* Sum 64-byte lines of both buffers; each thread takes a contiguous range. */
+static void read_task(void *arg, int ith, int nth) {
+    read_job *j = arg;
+    long lo, hi;
+    tf_split_range((long)(j->n / 64), ith, nth, &lo, &hi);
+    uint64_t acc = 0;
+    for (const uint8_t *base = j->a;; base = j->b) {
+        for (long i = lo; i < hi; i++) {
+            uint64_t w[8];
+            memcpy(w, base + (size_t)i * 64, 64);
+            acc += w[0] ^ w[3] ^ w[7];
+        }
+        if (base == j->b) break;
+    }
+    j->sink[ith % 64] = (double)acc;
+}
+
+static int parse_list(const char *s, int *out, int cap) {
+    int n = 0;
+    while (s && *s && n < cap) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1) return -1;
+        out[n++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    int threads = 2, n_head = 32, n_kv = 32, hd = 128, reps = 7;
+    const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--heads")) n_head = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kv-heads")) n_kv = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--head-dim")) hd = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--type")) type_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--slots")) slots_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--rows")) rows_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "attnbw: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    int slots[16], rows[16];
+    int n_slots = parse_list(slots_s, slots, 16), n_rows = parse_list(rows_s, rows, 16);
+    tf_dtype type = !strcmp(type_s, "f32") ? TF_DTYPE_F32 : TF_DTYPE_F16;
+    if (threads < 1 || n_head < 1 || n_kv < 1 || n_head % n_kv || hd < 1 || hd > 256 || reps < 1 || n_slots < 1 ||
+        n_rows < 1 || (strcmp(type_s, "f16") && strcmp(type_s, "f32"))) {
+        fprintf(stderr, "attnbw: invalid arguments (see the comment at the top of bench/attnbw.c)\n");
+        return 2;
+    }
+    int max_slots = 0, max_rows = 0;
+    for (int i = 0; i < n_slots; i++) max_slots = slots[i] > max_slots ? slots[i] : max_slots;
+    for (int i = 0; i < n_rows; i++) max_rows = rows[i] > max_rows ? rows[i] : max_rows;
+    if (max_rows > 16) {
+        fprintf(stderr, "attnbw: at most 16 rows (the decode / verification path)\n");
+        return 2;
+    }
+
+    tf_err err = {0};
+    tf_pool *pool = NULL;
+    tf_kv_cache kv;
+    if (tf_pool_create(&pool, threads, &err) != TF_OK ||
+        tf_kv_init(&kv, 1, n_kv, hd, max_slots + max_rows, type, &err) != TF_OK) {
+        fprintf(stderr, "attnbw: %s\n", err.msg);
+        return 1;
+    }
+    tf_rng rng;
+    tf_rng_seed(&rng, 7);
+    size_t n_elem = kv.bytes / (size_t)kv.elem;
+    for (size_t i = 0; i < n_elem; i++) {
+        float k = (float)(tf_rng_uniform(&rng) * 2 - 1), v = (float)(tf_rng_uniform(&rng) * 2 - 1);
+        if (type == TF_DTYPE_F16) {
+            ((uint16_t *)kv.k)[i] = tf_f32_to_f16(k);
+            ((uint16_t *)kv.v)[i] = tf_f32_to_f16(v);
+        } else {
+            ((float *)kv.k)[i] = k;
+            ((float *)kv.v)[i] = v;
+        }
+    }
+    kv.n_used = kv.n_slots;
+    size_t qn = (size_t)max_rows * n_head * hd;
+    float *q = malloc(sizeof(float) * qn), *out = malloc(sizeof(float) * qn);
+    int32_t kv_len[16];
+    void *scratch = malloc(tf_attn_scratch_size(threads, max_rows, n_head, hd, kv.n_slots));
+    if (!q || !out || !scratch) {
+        fprintf(stderr, "attnbw: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < qn; i++) q[i] = (float)(tf_rng_uniform(&rng) * 2 - 1);
+    double *t = malloc(sizeof(double) * (size_t)reps);
+
+    for (int si = 0; si < n_slots; si++) {
+        int L = slots[si];
+        /* the ceiling: K and V of all heads over L slots, read once */
+        size_t per_head = (size_t)L * hd * (size_t)kv.elem;
+        double read_gbs = 0;
+        {
+            /* heads are kv.head_stride apart; read each head's first L slots */
+            double best = 0;
+            for (int r = 0; r < reps; r++) {
+                double t0 = now();
+                for (int h = 0; h < n_kv; h++) {
+                    read_job j = {.a = tf_kv_k(&kv, 0, h), .b = tf_kv_v(&kv, 0, h), .n = per_head};
+                    tf_pool_run(pool, read_task, &j);
+                }
+                double gbs = 2.0 * per_head * n_kv / (now() - t0) / 1e9;
+                t[r] = gbs;
+                if (gbs > best) best = gbs;
+            }
+            qsort(t, (size_t)reps, sizeof(double), cmp_d);
+            read_gbs = t[reps / 2];
+        }
+        for (int ri = 0; ri < n_rows; ri++) {
+            int n = rows[ri];
+            for (int i = 0; i < n; i++) kv_len[i] = L - n + i + 1;
+            tf_attn_args a = {.q = q, .ldq = (int64_t)n_head * hd, .kv = &kv, .layer = 0, .n_q = n,
+                              .kv_len = kv_len, .n_head = n_head, .scale = 1.0f / sqrtf((float)hd),
+                              .out = out, .ldo = (int64_t)n_head * hd};
+            tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch); /* warm-up */
+            for (int r = 0; r < reps; r++) {
+                double t0 = now();
+                tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
+                t[r] = now() - t0;
+            }
+            qsort(t, (size_t)reps, sizeof(double), cmp_d);
+            double sec = t[reps / 2], bytes = 2.0 * per_head * n_kv;
+            int finite = 1;
+            for (size_t i = 0; i < (size_t)n * n_head * hd; i++) finite &= isfinite(out[i]);
+            printf("{\"slots\": %d, \"rows\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, "
+                   "\"head_dim\": %d, \"threads\": %d, \"ms\": %.3f, \"bytes\": %.0f, \"gbs\": %.2f, "
+                   "\"read_gbs\": %.2f, \"of_read\": %.2f, \"finite\": %s}\n",
+                   L, n, type_s, n_head, n_kv, hd, threads, sec * 1e3, bytes, bytes / sec / 1e9, read_gbs,
+                   bytes / sec / 1e9 / read_gbs, finite ? "true" : "false");
+            fflush(stdout);
+        }
+    }
+    free(t);
+    free(scratch);
+    free(q);
+    free(out);
+    tf_kv_free(&kv);
+    tf_pool_free(pool);
+    return 0;
+}
