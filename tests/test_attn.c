@@ -115,6 +115,10 @@ static void test_kv_store_read(void **state) {
 
 /* Rows of a batch of up to 16 equal, bit for bit, the same rows computed one
  * at a time, on 1 or 2 threads (what greedy speculative decoding needs). */
+/* Rows of a batch of up to 16 give bitwise the results they give alone, on any
+ * thread count, for every ISA: for MHA with head_dim 64 and 128 a lone f16 row
+ * takes the convert-on-load path and a batch the scratch path, and the two must
+ * agree to the bit. */
 static void test_batch_invariance(void **state) {
     (void)state;
     tf_rng rng;
@@ -123,39 +127,58 @@ static void test_batch_invariance(void **state) {
     tf_pool *pools[2];
     assert_int_equal(tf_pool_create(&pools[0], 1, &err), TF_OK);
     assert_int_equal(tf_pool_create(&pools[1], 2, &err), TF_OK);
-    const int n_slots = 3000, hd = 8, n_head = 8, n_head_kv = 4, n_q = 11;
-    for (int t = 0; t < 2; t++) {
-        tf_kv_cache kv;
-        assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, t ? TF_DTYPE_F16 : TF_DTYPE_F32, &err), TF_OK);
-        float *k = malloc(sizeof(float) * n_slots * n_head_kv * hd), *v = malloc(sizeof(float) * n_slots * n_head_kv * hd);
-        tu_fill_uniform(&rng, k, (size_t)n_slots * n_head_kv * hd, -3, 3);
-        tu_fill_uniform(&rng, v, (size_t)n_slots * n_head_kv * hd, -1, 1);
-        tf_kv_store(&kv, 0, 0, n_slots, k, v, n_head_kv * hd);
-        kv.n_used = n_slots;
-        float q[11 * 64], out_b[11 * 64], out_1[64];
-        tu_fill_uniform(&rng, q, sizeof q / sizeof q[0], -2, 2);
-        int32_t len[11];
-        for (int i = 0; i < n_q; i++) len[i] = 2043 + i;             /* rows straddle the split at 2048 */
-        void *scratch = tf_alloc(tf_attn_scratch_size(2, n_q, n_head, hd, n_slots));
-        for (int pi = 0; pi < 2; pi++) {
-            tf_attn_args a = {.q = q, .ldq = n_head * hd, .kv = &kv, .layer = 0, .n_q = n_q, .kv_len = len,
-                              .n_head = n_head, .scale = 0.35f, .out = out_b, .ldo = n_head * hd};
-            tf_cpu_attn(pools[pi], TF_ISA_BEST, &a, scratch);
-            for (int i = 0; i < n_q; i++) {
-                tf_attn_args a1 = a;
-                a1.q = q + i * n_head * hd;
-                a1.n_q = 1;
-                a1.kv_len = &len[i];
-                a1.out = out_1;
-                tf_cpu_attn(pools[1 - pi], TF_ISA_BEST, &a1, scratch);
-                assert_memory_equal(out_1, out_b + i * n_head * hd, sizeof(float) * n_head * hd);
+    static const struct { int hd, n_head, n_head_kv; } shapes[] = {{8, 8, 4}, {64, 4, 4}, {128, 2, 2}, {128, 4, 2}, {32, 2, 1}};
+    const int n_slots = 3000, n_q = 11;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (tf_isa isa = TF_ISA_SCALAR; isa <= tf_cpu_best_isa(); isa++)
+            for (int t = 0; t < 2; t++) {
+                const int hd = shapes[sh].hd, n_head = shapes[sh].n_head, n_head_kv = shapes[sh].n_head_kv;
+                const int qd = n_head * hd;
+                tf_kv_cache kv;
+                assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, t ? TF_DTYPE_F16 : TF_DTYPE_F32, &err),
+                                 TF_OK);
+                size_t nkv = (size_t)n_slots * n_head_kv * hd;
+                float *k = malloc(sizeof(float) * nkv), *v = malloc(sizeof(float) * nkv);
+                float *q = malloc(sizeof(float) * n_q * qd), *out_b = malloc(sizeof(float) * n_q * qd),
+                      *out_1 = malloc(sizeof(float) * qd);
+                assert_non_null(k);
+                assert_non_null(v);
+                assert_non_null(q);
+                assert_non_null(out_b);
+                assert_non_null(out_1);
+                tu_fill_uniform(&rng, k, nkv, -3, 3);
+                tu_fill_uniform(&rng, v, nkv, -1, 1);
+                tf_kv_store(&kv, 0, 0, n_slots, k, v, n_head_kv * hd);
+                kv.n_used = n_slots;
+                tu_fill_uniform(&rng, q, (size_t)n_q * qd, -2, 2);
+                int32_t len[11];
+                for (int i = 0; i < n_q; i++) len[i] = 2043 + i; /* rows straddle the split at 2048 */
+                void *scratch = tf_alloc(tf_attn_scratch_size(2, n_q, n_head, hd, n_slots));
+                for (int pi = 0; pi < 2; pi++) {
+                    tf_attn_args a = {.q = q, .ldq = qd, .kv = &kv, .layer = 0, .n_q = n_q, .kv_len = len,
+                                      .n_head = n_head, .scale = 0.35f, .out = out_b, .ldo = qd};
+                    tf_cpu_attn(pools[pi], isa, &a, scratch);
+                    for (size_t i = 0; i < (size_t)n_q * qd; i++) assert_true(isfinite(out_b[i]));
+                    for (int i = 0; i < n_q; i++) {
+                        tf_attn_args a1 = a;
+                        a1.q = q + (size_t)i * qd;
+                        a1.n_q = 1;
+                        a1.kv_len = &len[i];
+                        a1.out = out_1;
+                        tf_cpu_attn(pools[1 - pi], isa, &a1, scratch);
+                        if (memcmp(out_1, out_b + (size_t)i * qd, sizeof(float) * qd) != 0)
+                            fail_msg("row %d differs alone and in the batch: hd %d heads %d/%d %s isa %d", i, hd,
+                                     n_head, n_head_kv, t ? "f16" : "f32", isa);
+                    }
+                }
+                tf_free(scratch);
+                free(k);
+                free(v);
+                free(q);
+                free(out_b);
+                free(out_1);
+                tf_kv_free(&kv);
             }
-        }
-        tf_free(scratch);
-        free(k);
-        free(v);
-        tf_kv_free(&kv);
-    }
     tf_pool_free(pools[0]);
     tf_pool_free(pools[1]);
 }

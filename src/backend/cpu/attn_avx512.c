@@ -1,5 +1,5 @@
 /* attn_avx512.c — attention work item compiled for AVX-512 (F16 conversion with vcvtph2ps zmm). */
 #include <immintrin.h>
-#define CVT_F16x16(src, dst) _mm512_storeu_ps((dst), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src))))
+#define CVT_LOAD16(src) ((v16f)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src))))
 #define ATTN_ITEM_FN tf_attn_item_avx512
 #include "backend/cpu/attn_kernel.inc"

@@ -1,9 +1,11 @@
 /* attn_generic.c — attention work item for any x86-64 (scalar F16 conversion). */
 #include "core/fp16.h"
-#define CVT_F16x16(src, dst)                                                      \
-    do {                                                                          \
-        for (int cvt_i_ = 0; cvt_i_ < 16; cvt_i_++)                               \
-            (dst)[cvt_i_] = tf_f16_to_f32(((const uint16_t *)(src))[cvt_i_]);     \
-    } while (0)
+#define CVT_LOAD16(src)                                                                   \
+    ({                                                                                    \
+        v16f r_;                                                                          \
+        for (int cvt_i_ = 0; cvt_i_ < 16; cvt_i_++)                                       \
+            r_[cvt_i_] = tf_f16_to_f32(((const uint16_t *)(src))[cvt_i_]);                 \
+        r_;                                                                               \
+    })
 #define ATTN_ITEM_FN tf_attn_item_generic
 #include "backend/cpu/attn_kernel.inc"
