@@ -138,7 +138,7 @@ $(BUILD)/kvscale: bench/kvscale.c $(BUILD)/libtriforce.a
 $(BUILD)/attnbw: bench/attnbw.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
 
-bench: all $(BUILD)/tfbench $(BUILD)/kvscale
+bench: all $(BUILD)/tfbench $(BUILD)/kvscale $(BUILD)/attnbw
 	BUILD=$(BUILD) sh bench/run.sh
 
 cuda-labs:

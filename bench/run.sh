@@ -1,6 +1,7 @@
 #!/bin/sh
 # make bench — the engine-core benchmarks. Results: bench/results/latest.jsonl (one JSON
-# object per measurement) and bench/results/latest.txt (machine description + bandwidth).
+# object per measurement), bench/results/latest.txt (machine description + bandwidth) and
+# bench/results/attnbw.jsonl (attention alone, bench/attnbw.c).
 # Summarized in docs/BENCHMARKS.md. Needs ../shared (the model and texts); generated
 # models are written to bench/results/tmp/ (ignored by git).
 set -eu
@@ -15,6 +16,15 @@ mkdir -p "$TMP"
 S260=$SH/models/stories260K/stories260K.gguf
 TEXT=$SH/text/war_and_peace.txt
 VOCAB=$SH/vocab/ggml-vocab-llama-spm.gguf
+# Decode and verification attention alone against the bytes it reads (no model needed):
+# Llama2-7B (MHA), Llama-3-8B (GQA 4) and stories260K head shapes, one layer.
+A=$OUT/attnbw.jsonl
+: > "$A"
+$B/attnbw -t "$T" --heads 32 --kv-heads 32 --head-dim 128 --slots 16384,65536 --rows 1,7 --type f16 | tee -a "$A"
+$B/attnbw -t "$T" --heads 32 --kv-heads 32 --head-dim 128 --slots 65536 --rows 1,7 --type f32 | tee -a "$A"
+$B/attnbw -t "$T" --heads 32 --kv-heads 8 --head-dim 128 --slots 65536 --rows 1,7 --type f16 | tee -a "$A"
+$B/attnbw -t "$T" --heads 8 --kv-heads 4 --head-dim 8 --slots 65536 --rows 1,7 --type f16 | tee -a "$A"
+
 for f in "$S260" "$TEXT" "$VOCAB"; do
     [ -f "$f" ] || { echo "bench: skipped: $f not found"; exit 0; }
 done
