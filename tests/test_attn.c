@@ -127,7 +127,7 @@ static void test_batch_invariance(void **state) {
     tf_pool *pools[2];
     assert_int_equal(tf_pool_create(&pools[0], 1, &err), TF_OK);
     assert_int_equal(tf_pool_create(&pools[1], 2, &err), TF_OK);
-    static const struct { int hd, n_head, n_head_kv; } shapes[] = {{8, 8, 4}, {64, 4, 4}, {128, 2, 2}, {128, 4, 2}, {32, 2, 1}};
+    static const struct { int hd, n_head, n_head_kv; } shapes[] = {{8, 8, 4}, {64, 4, 4}, {128, 2, 2}, {128, 4, 2}, {128, 8, 2}, {32, 2, 1}};
     const int n_slots = 3000, n_q = 11;
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
         for (tf_isa isa = TF_ISA_SCALAR; isa <= tf_cpu_best_isa(); isa++)
