@@ -9,6 +9,7 @@
  *   attnbw [-t THREADS] [--heads 32] [--kv-heads 32] [--head-dim 128]
  *          [--type f16|f32] [--slots 65536] [--rows 1,7] [--reps 7]
  */
+#include "bench_util.h"
 #include "backend/cpu/attn.h"
 #include "backend/cpu/quant.h"
 #include "core/fp16.h"
@@ -21,18 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef struct read_job {
     const uint8_t *a, *b;
@@ -57,18 +46,6 @@ static void read_task(void *arg, int ith, int nth) {
     j->sink[ith % 64] = (double)acc;
 }
 
-static int parse_list(const char *s, int *out, int cap) {
-    int n = 0;
-    while (s && *s && n < cap) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1) return -1;
-        out[n++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
 int main(int argc, char **argv) {
     int threads = 2, n_head = 32, n_kv = 32, hd = 128, reps = 7;
     const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7";
@@ -87,7 +64,7 @@ int main(int argc, char **argv) {
         }
     }
     int slots[16], rows[16];
-    int n_slots = parse_list(slots_s, slots, 16), n_rows = parse_list(rows_s, rows, 16);
+    int n_slots = bench_parse_list(slots_s, slots, 16), n_rows = bench_parse_list(rows_s, rows, 16);
     tf_dtype type = !strcmp(type_s, "f32") ? TF_DTYPE_F32 : TF_DTYPE_F16;
     if (threads < 1 || n_head < 1 || n_kv < 1 || n_head % n_kv || hd < 1 || hd > 256 || reps < 1 || n_slots < 1 ||
         n_rows < 1 || (strcmp(type_s, "f16") && strcmp(type_s, "f32"))) {
@@ -101,6 +78,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "attnbw: at most 16 rows (the decode / verification path)\n");
         return 2;
     }
+    for (int i = 0; i < n_slots; i++)
+        if (slots[i] < max_rows) {
+            fprintf(stderr, "attnbw: --slots %d is fewer than the %d rows\n", slots[i], max_rows);
+            return 2;
+        }
 
     tf_err err = {0};
     tf_pool *pool = NULL;
@@ -142,19 +124,16 @@ int main(int argc, char **argv) {
         double read_gbs = 0;
         {
             /* heads are kv.head_stride apart; read each head's first L slots */
-            double best = 0;
             for (int r = 0; r < reps; r++) {
-                double t0 = now();
+                double t0 = bench_now();
                 for (int h = 0; h < n_kv; h++) {
                     read_job j = {.a = tf_kv_k(&kv, 0, h), .b = tf_kv_v(&kv, 0, h), .n = per_head};
                     tf_pool_run(pool, read_task, &j);
                 }
-                double gbs = 2.0 * per_head * n_kv / (now() - t0) / 1e9;
+                double gbs = 2.0 * per_head * n_kv / (bench_now() - t0) / 1e9;
                 t[r] = gbs;
-                if (gbs > best) best = gbs;
             }
-            qsort(t, (size_t)reps, sizeof(double), cmp_d);
-            read_gbs = t[reps / 2];
+            read_gbs = bench_median(t, reps);
         }
         for (int ri = 0; ri < n_rows; ri++) {
             int n = rows[ri];
@@ -164,12 +143,11 @@ int main(int argc, char **argv) {
                               .out = out, .ldo = (int64_t)n_head * hd};
             tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch); /* warm-up */
             for (int r = 0; r < reps; r++) {
-                double t0 = now();
+                double t0 = bench_now();
                 tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
-                t[r] = now() - t0;
+                t[r] = bench_now() - t0;
             }
-            qsort(t, (size_t)reps, sizeof(double), cmp_d);
-            double sec = t[reps / 2], bytes = 2.0 * per_head * n_kv;
+            double sec = bench_median(t, reps), bytes = 2.0 * per_head * n_kv;
             int finite = 1;
             for (size_t i = 0; i < (size_t)n * n_head * hd; i++) finite &= isfinite(out[i]);
             printf("{\"slots\": %d, \"rows\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, "

@@ -13,6 +13,7 @@
  * runs, and prints one JSON object per (L, n): ms per pass, bytes the pass
  * must read (weights + KV) and the bandwidth that implies.
  */
+#include "bench_util.h"
 #include "core/fp16.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -23,30 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int parse_list(const char *s, int *out, int cap) {
-    int n = 0;
-    while (s && *s && n < cap) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1) return -1;
-        out[n++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
 
 int main(int argc, char **argv) {
     const char *model = NULL, *label = "", *slots_s = "1024,4096,16384", *rows_s = "1";
@@ -64,7 +41,7 @@ int main(int argc, char **argv) {
         }
     }
     int slots[32], rows[16];
-    int n_slots = parse_list(slots_s, slots, 32), n_rows = parse_list(rows_s, rows, 16);
+    int n_slots = bench_parse_list(slots_s, slots, 32), n_rows = bench_parse_list(rows_s, rows, 16);
     if (!model || n_slots < 1 || n_rows < 1 || threads < 1 || reps < 1) {
         fprintf(stderr, "usage: kvscale -m MODEL [-t N] [--slots L1,L2,..] [--rows n1,n2,..] [--reps N] [--label S]\n");
         return 2;
@@ -108,15 +85,14 @@ int main(int argc, char **argv) {
             }
             for (int r = -1; r < reps; r++) { /* one warm-up */
                 kv.n_used = L;
-                double t0 = now();
+                double t0 = bench_now();
                 if (tf_forward(&f, &kv, tok, pos, n, L, NULL, 0, &err) != TF_OK) {
                     fprintf(stderr, "kvscale: %s\n", err.msg);
                     return 1;
                 }
-                if (r >= 0) t[r] = now() - t0;
+                if (r >= 0) t[r] = bench_now() - t0;
             }
-            qsort(t, (size_t)reps, sizeof *t, cmp_d);
-            double ms = 1e3 * t[reps / 2];
+            double ms = 1e3 * bench_median(t, reps);
             double kv_bytes = (double)tf_hparams_kv_bytes_per_token(hp, 2) * (L + n);
             /* the embedding table is read one row per token, not whole */
             double w_read = (double)m->weight_bytes;

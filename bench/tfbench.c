@@ -11,6 +11,7 @@
  * mean decode context) over the bandwidth, prefill FLOPs (matrix products +
  * causal attention) per second achieved.
  */
+#include "bench_util.h"
 #include "triforce.h"
 
 #include <immintrin.h>
@@ -19,13 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct bw_arg { const uint64_t *p; size_t n; uint64_t out; } bw_arg;
 
@@ -68,13 +62,13 @@ static double measure_bw(int nth, size_t bytes) {
     for (int rep = 0; rep < reps; rep++) {
         pthread_t th[64];
         bw_arg args[64];
-        double t0 = now();
+        double t0 = bench_now();
         for (int t = 0; t < nth; t++) {
             args[t] = (bw_arg){buf + n / nth * t, n / nth, 0};
             pthread_create(&th[t], NULL, bw_read, &args[t]);
         }
         for (int t = 0; t < nth; t++) pthread_join(th[t], NULL);
-        double gbs = (double)bytes / (now() - t0) / 1e9;
+        double gbs = (double)bytes / (bench_now() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
     free(buf);
@@ -162,17 +156,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tfbench: %s\n", err);
         return 1;
     }
-    double t0 = now();
+    double t0 = bench_now();
     if (tf_context_eval(ctx, toks, n_prompt, NULL) != TF_OK) {
         fprintf(stderr, "tfbench: %s\n", tf_context_error(ctx));
         return 1;
     }
-    double t_prefill = now() - t0;
+    double t_prefill = bench_now() - t0;
     tf_sampler_params sp = tf_sampler_default_params();
     sp.temp = 0;
     tf_sampler *s;
     tf_sampler_init(&s, m, &sp, err, sizeof err);
-    double t1 = now();
+    double t1 = bench_now();
     for (int i = 0; i < n_gen; i++) {
         int32_t t = tf_sampler_sample(s, tf_context_logits(ctx));
         if (tf_context_eval(ctx, &t, 1, NULL) != TF_OK) {
@@ -180,7 +174,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    double t_decode = now() - t1;
+    double t_decode = bench_now() - t1;
     /* floors */
     double kv_tok = (double)tf_model_kv_bytes_per_token(m, cp.kv_type == TF_KV_F16 ? 2 : 4);
     double mean_ctx = n_prompt + n_gen / 2.0;
