@@ -13,7 +13,8 @@
  * splits (tf_pre_kind, k_sets below): each regex of a set cuts the pieces of
  * the one before it, as the reference implementation applies its regex
  * lists. Programs read from tokenizer.triforce.pre_steps (written by the
- * tokenizer.json translation) may use every behaviour.
+ * tokenizer.json translation) may use every behaviour; their regexes run
+ * in multiline mode ("^"/"$" at line breaks), as tokenizer.json's do.
  *
  * Behaviours, over the sequence of matches (M) and stretches between them
  * (G), in order (invert swaps the two roles first):
@@ -118,13 +119,15 @@ void tf_pretok_free(tf_pretok *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* Compile pattern (len bytes; literal: PCRE2_LITERAL) into step s. what
- * names the step in messages. */
-static tf_status compile_step(tf_pretok_step *s, const char *pattern, size_t len, bool literal, const char *what,
-                              tf_err *err) {
+/* Compile pattern (len bytes; literal: PCRE2_LITERAL; multiline: "^" and
+ * "$" match at line breaks too, as in tokenizer.json's regex dialect) into
+ * step s. what names the step in messages. */
+static tf_status compile_step(tf_pretok_step *s, const char *pattern, size_t len, bool literal, bool multiline,
+                              const char *what, tf_err *err) {
     int ec = 0;
     PCRE2_SIZE eo = 0;
     uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+    if (multiline && !literal) opts |= PCRE2_MULTILINE;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &ec, &eo, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -154,7 +157,8 @@ tf_status tf_pretok_init(tf_pretok *p, tf_pre_kind kind, tf_err *err) {
         tf_pretok_step *s = &p->step[p->n_steps++];
         s->op = TF_STEP_SPLIT;
         s->behavior = TF_SPLIT_ISOLATED;
-        tf_status st = compile_step(s, k_sets[kind][i], strlen(k_sets[kind][i]), false, "pre-tokenizer regex", err);
+        tf_status st = compile_step(s, k_sets[kind][i], strlen(k_sets[kind][i]), false, false, "pre-tokenizer regex",
+                                    err);
         if (st != TF_OK) { /* a built-in pattern: cannot happen */
             tf_pretok_free(p);
             return st;
@@ -194,7 +198,7 @@ tf_status tf_pretok_add_step(tf_pretok *p, const char *spec, size_t len, const c
     s->op = TF_STEP_SPLIT;
     s->behavior = (uint8_t)b;
     s->invert = invert;
-    TF_TRY(compile_step(s, c2 + 1, len - (size_t)(c2 + 1 - spec), literal, what, err));
+    TF_TRY(compile_step(s, c2 + 1, len - (size_t)(c2 + 1 - spec), literal, true, what, err));
     p->n_steps++;
     return TF_OK;
 }
