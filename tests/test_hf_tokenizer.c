@@ -496,9 +496,50 @@ static void test_errors(void **state) {
     const char *B = k_tiny_bpe, *S = k_tiny_spm;
     expect_error_with(B, "model.type", "\"Unigram\"", U, "model.type 'Unigram' is not supported");
     expect_error_with(B, "model.type", "\"WordPiece\"", U, "'WordPiece'");
-    expect_error_with(B, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
-                      "\"pattern\": {\"Regex\": \"\\\\p{L}+|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}, "
-                      "{\"type\": \"ByteLevel\", \"use_regex\": false}]}", U, "regex '\\p{L}+|\\s+' is not a known one");
+    /* pre-tokenizer programs: Split, Digits, ByteLevel last */
+    static const struct {
+        const char *items, *msg;
+        tf_status st;
+    } k_pre[] = {
+        {"{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(a\"}, \"behavior\": \"Isolated\"}", "pre_tokenizer.pretokenizers[0]: "
+         "pattern '(a' does not compile", F},
+        {"{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a*\"}, \"behavior\": \"Isolated\"}", "can match the empty string", U},
+        {"{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a\", \"String\": \"b\"}, \"behavior\": \"Isolated\"}",
+         "pre_tokenizer.pretokenizers[0].pattern has both Regex and String (expected exactly one", F},
+        {"{\"type\": \"Split\", \"pattern\": {}, \"behavior\": \"Isolated\"}", "has neither Regex nor String", F},
+        {"{\"type\": \"Split\", \"pattern\": \"a\", \"behavior\": \"Isolated\"}", "pre_tokenizer.pretokenizers[0].pattern is a "
+         "string (expected an object", F},
+        {"{\"type\": \"Split\", \"pattern\": {\"String\": 7}, \"behavior\": \"Isolated\"}", "pretokenizers[0].String is a number "
+         "(expected a string)", F},
+        {"{\"type\": \"Split\", \"pattern\": {\"String\": \"\"}, \"behavior\": \"Isolated\"}", "pattern is empty", F},
+        {"{\"type\": \"Split\", \"pattern\": {\"String\": \"a\"}}", "pretokenizers[0].behavior is missing (expected a string)",
+         F},
+        {"{\"type\": \"Split\", \"pattern\": {\"String\": \"a\"}, \"behavior\": \"Sideways\"}", "behavior 'Sideways' is not "
+         "supported (expected Isolated, Removed, MergedWithPrevious, MergedWithNext or Contiguous)", U},
+        {"{\"type\": \"Split\", \"pattern\": {\"String\": \"a\"}, \"behavior\": \"Removed\", \"invert\": \"no\"}",
+         "pretokenizers[0].invert is a string (expected true or false)", F},
+        {"{\"type\": \"Digits\", \"individual_digits\": 1}", "pretokenizers[0].individual_digits is a number (expected true "
+         "or false)", F},
+        {"{\"type\": \"Punctuation\"}", "pretokenizers[0].type 'Punctuation' is not supported (expected ByteLevel, Split, "
+         "Digits, Metaspace or a Sequence of them)", U},
+        {"{\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, "
+         "{\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}", "pretokenizers[8]: more than 8 "
+         "pre-tokenizer steps", U},
+    };
+    for (size_t k = 0; k < sizeof k_pre / sizeof k_pre[0]; k++) {
+        char pre[1024];
+        snprintf(pre, sizeof pre, "{\"type\": \"Sequence\", \"pretokenizers\": [%s, {\"type\": \"ByteLevel\"}]}",
+                 k_pre[k].items);
+        expect_error_with(B, "pre_tokenizer", pre, k_pre[k].st, k_pre[k].msg);
+    }
+    expect_error_with(B, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, "
+                      "{\"type\": \"Digits\"}]}", U, "pre_tokenizer.pretokenizers[1] (type 'Digits') follows ByteLevel");
+    expect_error_with(B, "pre_tokenizer", "{\"type\": \"ByteLevel\", \"use_regex\": false}", U,
+                      "ByteLevel with use_regex false and no Split or Digits before it");
+    expect_error_with(B, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}, "
+                      "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\"}]}", U, "Split or Digits without ByteLevel");
+    expect_error_with(B, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": 3}", F,
+                      "pre_tokenizer.pretokenizers is a number (expected an array)");
     char *gap = with(B, "model.vocab", "{\"a\": 0, \"b\": 1, \"ab\": 3, \"\xc4\xa0\": 4, \"\xc4\xa0" "ab\": 5}");
     expect_error_with(gap, "added_tokens", "[{\"id\": 3, \"content\": \"ab\"}]", F, "no token has id 2 (ids must run 0..5");
     free(gap);
@@ -528,8 +569,8 @@ static void test_errors(void **state) {
     expect_error_with(B, "decoder", "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\"}", U,
                       "decoder (type 'Metaspace') does not fit a byte-level tokenizer");
     expect_error_with(B, "decoder", NULL, U, "decoder is missing (expected ByteLevel)");
-    expect_error_with(B, "pre_tokenizer", "{\"type\": \"ByteLevel\", \"add_prefix_space\": true}", U,
-                      "pre_tokenizer.add_prefix_space is true");
+    expect_error_with(B, "pre_tokenizer", "{\"type\": \"ByteLevel\", \"add_prefix_space\": 1}", F,
+                      "pre_tokenizer.add_prefix_space is a number (expected true or false)");
     expect_error_with(B, "pre_tokenizer", "{\"type\": \"Whitespace\"}", U, "pre_tokenizer.type 'Whitespace'");
     expect_error_with(B, "pre_tokenizer", NULL, U, "neither a ByteLevel nor a Metaspace");
     expect_error_with(B, "model.ignore_merges", "true", U, "ignore_merges is true with the GPT-2 regex");
@@ -635,12 +676,119 @@ static void test_hostile(void **state) {
     print_message("mutated tokenizers: %d loaded, %d refused\n", n_ok, n_fail);
 }
 
+/* ------------------------------------------------------------------------ */
+/* against Hugging Face tokenizers                                           */
+
+static int hex_nibble(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* tests/data/hf_tok_vectors.txt (written by tests/data/gen_hf_tok_vectors.py
+ * with HF tokenizers): per configuration, a shared vocabulary with a
+ * normalizer and pre-tokenizer, and texts with HF's ids. The tokenizer.json
+ * is rebuilt here from the GGUF (tests/common/hf_tokjson.c, the same
+ * vocabulary and merges as the script's), converted, and must give the same
+ * ids with add_special false (and parse_special true: HF always splits
+ * added tokens). */
+static void test_hf_vectors(void **state) {
+    (void)state;
+    const char *path = "tests/data/hf_tok_vectors.txt";
+    char *data;
+    size_t len;
+    tf_err err = {0};
+    if (tf_read_file(path, &data, &len, &err) != TF_OK) fail_msg("%s (run the tests from the repository root)", err.msg);
+    int n_config = 0, n_skipped = 0, n_total = 0, n_bad_total = 0;
+    loaded orig = {0}, conv = {0};
+    bool have = false;
+    char name[64] = "", *norm = NULL, *text = NULL;
+    size_t text_len = 0;
+    int n_case = 0, n_bad = 0;
+    for (char *line = data, *eol; line < data + len; line = eol + 1) {
+        eol = strchr(line, '\n');
+        assert_non_null(eol);
+        *eol = '\0';
+        if (!strncmp(line, "config ", 7) || !strcmp(line, "end")) {
+            if (have) {
+                print_message("hf vectors %-16s pre=%-16s %d/%d cases match\n", name, conv.tok->pre_name,
+                              n_case - n_bad, n_case);
+                n_total += n_case, n_bad_total += n_bad;
+                unload(&conv);
+                unload(&orig);
+                have = false;
+            }
+            if (!strcmp(line, "end")) break;
+            char vocab[64], rel[160];
+            assert_int_equal(sscanf(line + 7, "%63s %63s", name, vocab), 2);
+            snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocab);
+            const char *vp = tu_shared_path(rel);
+            n_config++;
+            if (!vp) {
+                print_message("skipped: ../shared/%s not found (config %s)\n", rel, name);
+                n_skipped++;
+                continue;
+            }
+            load_file(&orig, vp);
+            n_case = n_bad = 0;
+        } else if (!strncmp(line, "normalizer ", 11)) {
+            norm = line + 11;
+        } else if (!strncmp(line, "pre_tokenizer ", 14)) {
+            if (!orig.tok) continue;
+            char *json, *cfg;
+            assert_true(tu_hf_tokjson_from_gguf(&orig.g, &(tu_hf_opts){0}, &json, &cfg));
+            char *j1 = with(json, "pre_tokenizer", line + 14), *j2 = with(j1, "normalizer", norm);
+            convert_ok(&conv, j2, NULL);
+            have = true;
+            free(json), free(cfg), free(j1), free(j2);
+        } else if (!strncmp(line, "text ", 5)) {
+            size_t n = strlen(line + 5) / 2;
+            free(text);
+            text = malloc(n + 1);
+            for (size_t i = 0; i < n; i++) {
+                int hi = hex_nibble(line[5 + 2 * i]), lo = hex_nibble(line[6 + 2 * i]);
+                assert_true(hi >= 0 && lo >= 0);
+                text[i] = (char)(hi * 16 + lo);
+            }
+            text_len = n;
+        } else if (!strncmp(line, "ids", 3)) {
+            if (!have) continue;
+            int32_t expect[4096], *ids;
+            size_t n_expect = 0;
+            for (char *q = line + 3, *next;; q = next) {
+                long v = strtol(q, &next, 10);
+                if (next == q) break;
+                assert_true(n_expect < 4096);
+                expect[n_expect++] = (int32_t)v;
+            }
+            size_t n = tokenize_all(conv.tok, text, text_len, false, true, &ids);
+            if (n != n_expect || memcmp(ids, expect, n * sizeof *ids) != 0) {
+                size_t k = 0;
+                while (k < n && k < n_expect && ids[k] == expect[k]) k++;
+                print_error("%s: '%.*s': %zu ids, HF %zu; first difference at %zu (%d vs %d)\n", name,
+                            (int)(text_len < 60 ? text_len : 60), text, n, n_expect, k, k < n ? ids[k] : -1,
+                            k < n_expect ? expect[k] : -1);
+                n_bad++;
+            }
+            free(ids);
+            n_case++;
+        }
+    }
+    free(text);
+    free(data);
+    if (n_skipped == n_config) {
+        print_message("skipped: ../shared/vocab not found\n");
+        skip();
+    }
+    print_message("hf vectors: %d configurations (%d skipped), %d cases, %d mismatches\n", n_config, n_skipped,
+                  n_total, n_bad_total);
+    assert_int_equal(n_bad_total, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spm_normalizer), cmocka_unit_test(test_spm_metaspace),
         cmocka_unit_test(test_gpt2_bytelevel), cmocka_unit_test(test_gpt2_pairs_split),
         cmocka_unit_test(test_tiny_families),  cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_hostile),        cmocka_unit_test(test_hf_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -207,18 +207,25 @@ static int run_vectors(const char *rel) {
     return n_case;
 }
 
-static void test_vectors_llama_spm(void **state) {
-    (void)state;
-    TU_REQUIRE_SHARED(path, "vocab/ggml-vocab-llama-spm.gguf");
+/* Every vocabulary with llama.cpp vectors in ../shared/vocab; each runs as
+ * its own test so that a failure names it. */
+static void vectors_of(const char *rel) {
+    TU_REQUIRE_SHARED(path, rel);
     (void)path;
-    assert_int_equal(run_vectors("vocab/ggml-vocab-llama-spm.gguf"), 46);
+    assert_int_equal(run_vectors(rel), 46);
 }
 
-static void test_vectors_gpt2(void **state) {
+static void test_vectors_llama_spm(void **state) { (void)state; vectors_of("vocab/ggml-vocab-llama-spm.gguf"); }
+static void test_vectors_phi3(void **state) { (void)state; vectors_of("vocab/ggml-vocab-phi-3.gguf"); }
+static void test_vectors_gpt2(void **state) { (void)state; vectors_of("vocab/ggml-vocab-gpt-2.gguf"); }
+static void test_vectors_mpt(void **state) { (void)state; vectors_of("vocab/ggml-vocab-mpt.gguf"); }
+static void test_vectors_falcon(void **state) { (void)state; vectors_of("vocab/ggml-vocab-falcon.gguf"); }
+static void test_vectors_starcoder(void **state) { (void)state; vectors_of("vocab/ggml-vocab-starcoder.gguf"); }
+static void test_vectors_refact(void **state) { (void)state; vectors_of("vocab/ggml-vocab-refact.gguf"); }
+static void test_vectors_deepseek_llm(void **state) { (void)state; vectors_of("vocab/ggml-vocab-deepseek-llm.gguf"); }
+static void test_vectors_deepseek_coder(void **state) {
     (void)state;
-    TU_REQUIRE_SHARED(path, "vocab/ggml-vocab-gpt-2.gguf");
-    (void)path;
-    assert_int_equal(run_vectors("vocab/ggml-vocab-gpt-2.gguf"), 46);
+    vectors_of("vocab/ggml-vocab-deepseek-coder.gguf");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -541,15 +548,47 @@ static tf_status collect(void *user, const char *s, size_t n, tf_err *err) {
     return TF_OK;
 }
 
+static void check_pieces(const tf_pretok *pt, const char *text, const char *expect) {
+    tf_err err = {0};
+    pieces p = {.n = 0};
+    p.buf[0] = '\0';
+    assert_int_equal(tf_pretok_split(pt, text, strlen(text), collect, &p, &err), TF_OK);
+    if (strcmp(p.buf, expect) != 0) print_error("split '%s': got %s, expected %s\n", text, p.buf, expect);
+    assert_string_equal(p.buf, expect);
+}
+
 static void check_split(tf_pre_kind kind, const char *text, const char *expect) {
     tf_pretok pt;
     tf_err err = {0};
     assert_int_equal(tf_pretok_init(&pt, kind, &err), TF_OK);
-    pieces p = {.n = 0};
-    p.buf[0] = '\0';
-    assert_int_equal(tf_pretok_split(&pt, text, strlen(text), collect, &p, &err), TF_OK);
-    if (strcmp(p.buf, expect) != 0) print_error("split '%s': got %s, expected %s\n", text, p.buf, expect);
-    assert_string_equal(p.buf, expect);
+    check_pieces(&pt, text, expect);
+    tf_pretok_free(&pt);
+}
+
+/* A program of the given step spellings (NULL-terminated list). */
+static void check_program(const char *const *steps, const char *text, const char *expect) {
+    tf_pretok pt;
+    tf_err err = {0};
+    memset(&pt, 0, sizeof pt);
+    for (int i = 0; steps[i]; i++) {
+        tf_status st = tf_pretok_add_step(&pt, steps[i], strlen(steps[i]), "step", &err);
+        if (st != TF_OK) print_error("%s\n", err.msg);
+        assert_int_equal(st, TF_OK);
+    }
+    check_pieces(&pt, text, expect);
+    tf_pretok_free(&pt);
+}
+
+static void expect_step_error(const char *spec, tf_status st, const char *needle) {
+    tf_pretok pt;
+    tf_err err = {0};
+    memset(&pt, 0, sizeof pt);
+    tf_status got = tf_pretok_add_step(&pt, spec, strlen(spec), "pre_steps[0]", &err);
+    if (got != st || !strstr(err.msg, needle)) print_error("step '%s': status %d, %s\n", spec, got, err.msg);
+    assert_int_equal(got, st);
+    assert_non_null(strstr(err.msg, needle));
+    assert_non_null(strstr(err.msg, "pre_steps[0]"));
+    assert_int_equal(pt.n_steps, 0);
     tf_pretok_free(&pt);
 }
 
@@ -559,15 +598,57 @@ static void test_pretokenizers(void **state) {
     check_split(TF_PRE_LLAMA3, "Hello world'S 12345  x\n\n", "[Hello][ world]['S][ ][123][45][ ][ x][\n\n]");
     check_split(TF_PRE_LLAMA3, "a...\n\nb", "[a][...\n\n][b]");
     check_split(TF_PRE_QWEN2, "x 123", "[x][ ][1][2][3]");
+    /* the multi-regex sets: each regex cuts the pieces of the one before */
+    check_split(TF_PRE_STARCODER, "ab12 c3", "[ab][1][2][ c][3]");
+    check_split(TF_PRE_FALCON, "x=1234567, y", "[x][=][123][456][7][,][ y]");
+    check_split(TF_PRE_DEEPSEEK_CODER, "if x1:\n  \xe4\xbd\xa0\xe5\xa5\xbd",
+                "[if][ x][1][:][\n][ ][ ][\xe4\xbd\xa0\xe5\xa5\xbd]");
+    /* its punctuation class [!-/:-~] also holds the ASCII letters, so it cuts a letter piece again */
+    check_split(TF_PRE_DEEPSEEK_LLM, "Hi, 42 caf\xc3\xa9  ", "[Hi][,][ ][42][ caf][\xc3\xa9][  ]");
     /* ill-formed bytes become pieces of their own */
     check_split(TF_PRE_GPT2, "ab\xff" "cd", "[ab][\xff][cd]");
+    check_split(TF_PRE_STARCODER, "a\xff" "1", "[a][\xff][1]");
+
+    /* split behaviours (expected pieces from Hugging Face's Split on the same input) */
+    static const struct {
+        const char *step, *expect;
+    } k_beh[] = {
+        {"isolated:regex:\\p{N}| ", "[ab][1][2][c][ ][3][ ][4][d]"},
+        {"removed:regex:\\p{N}| ", "[ab][c][d]"},
+        {"removed!:regex:\\p{N}| ", "[1][2][ ][3][ ][4]"},
+        {"merged_with_previous:regex:\\p{N}| ", "[ab1][2][c ][3][ ][4][d]"},
+        {"merged_with_previous!:regex:\\p{N}| ", "[ab][1][2c][ ][3][ ][4d]"},
+        {"merged_with_next:regex:\\p{N}| ", "[ab][1][2c][ ][3][ ][4d]"},
+        {"merged_with_next!:regex:\\p{N}| ", "[ab1][2][c ][3][ ][4][d]"},
+        {"contiguous:regex:\\p{N}| ", "[ab][12][c][ 3 4][d]"},
+        {"contiguous!:regex:\\p{N}| ", "[ab][12][c][ 3 4][d]"},
+    };
+    for (size_t i = 0; i < sizeof k_beh / sizeof k_beh[0]; i++)
+        check_program((const char *const[]){k_beh[i].step, NULL}, "ab12c 3 4d", k_beh[i].expect);
+    /* a literal pattern (regex syntax is not special), then a prefix space per piece */
+    check_program((const char *const[]){"isolated:literal:.*", "prefix_space", NULL}, "a.*b .*", "[ a][ .*][ b ][ .*]");
+    check_program((const char *const[]){"removed:literal: ", NULL}, "a  b", "[a][b]");
+
+    /* spellings that are refused */
+    expect_step_error("isolated:regex:", TF_ERR_FORMAT, "is not a pre-tokenizer step");
+    expect_step_error("sideways:regex:x", TF_ERR_FORMAT, "'sideways:regex:x' is not a pre-tokenizer step");
+    expect_step_error("isolated:glob:x", TF_ERR_FORMAT, "is not a pre-tokenizer step");
+    expect_step_error("isolated", TF_ERR_FORMAT, "expected 'prefix_space' or");
+    expect_step_error("isolated:regex:(ab", TF_ERR_FORMAT, "does not compile");
+    expect_step_error("isolated:regex:a*", TF_ERR_UNSUPPORTED, "can match the empty string");
+    tf_pretok pt;
+    tf_err err = {0};
+    memset(&pt, 0, sizeof pt);
+    for (int i = 0; i < TF_PRETOK_MAX_STEPS; i++) assert_int_equal(tf_pretok_add_step(&pt, "prefix_space", 12, "s", &err), TF_OK);
+    assert_int_equal(tf_pretok_add_step(&pt, "prefix_space", 12, "s", &err), TF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "more than 8 pre-tokenizer steps"));
+    tf_pretok_free(&pt);
+
     /* a long whitespace run followed by a word */
     char big[20001];
     memset(big, ' ', 19999);
     big[19999] = 'x';
     big[20000] = '\0';
-    tf_pretok pt;
-    tf_err err = {0};
     assert_int_equal(tf_pretok_init(&pt, TF_PRE_LLAMA3, &err), TF_OK);
     pieces p = {.n = 0};
     assert_int_equal(tf_pretok_split(&pt, big, 20000, collect, &p, &err), TF_OK);
@@ -698,6 +779,50 @@ static void test_loader_errors(void **state) {
     variant_make(&v, &g); /* unknown pre-tokenizer */
     variant_kv(&v, "tokenizer.ggml.pre")->val.s = (tf_gguf_str){"mystery-pre", 11};
     expect_error(&v, TF_ERR_UNSUPPORTED, "tokenizer.ggml.pre", "'mystery-pre'");
+
+    /* tokenizer.triforce.pre_steps: a program instead of a name */
+    variant_make(&v, &g); /* wrong type */
+    variant_kv(&v, "tokenizer.ggml.pre")->key = (tf_gguf_str){"tokenizer.triforce.pre_steps", 28};
+    expect_error(&v, TF_ERR_FORMAT, "tokenizer.triforce.pre_steps", NULL);
+    {
+        static tf_gguf_str k_steps[] = {{"isolated:regex:\\p{N}", 20}, {"isolated:regex:'s|'t|'re|'ve|'m|'ll|'d| "
+                                        "?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", 0}};
+        k_steps[1].len = strlen(k_steps[1].data);
+        static const struct {
+            uint64_t n;
+            const char *bad, *needle;
+            tf_status st;
+        } k_cases[] = {
+            {2, NULL, NULL, TF_OK},
+            {0, NULL, "has 0 entries (expected 1..8)", TF_ERR_FORMAT},
+            {9, NULL, "has 9 entries (expected 1..8)", TF_ERR_FORMAT},
+            {2, "isolated:regex:[a-", "tokenizer.triforce.pre_steps[1]: pattern '[a-' does not compile", TF_ERR_FORMAT},
+            {2, "nosuch:regex:a", "tokenizer.triforce.pre_steps[1] = 'nosuch:regex:a' is not a pre-tokenizer step",
+             TF_ERR_FORMAT},
+            {2, "removed:regex:x?", "can match the empty string", TF_ERR_UNSUPPORTED},
+        };
+        for (size_t k = 0; k < sizeof k_cases / sizeof k_cases[0]; k++) {
+            tf_gguf_str steps[9];
+            for (int i = 0; i < 9; i++) steps[i] = k_steps[i == 1 ? 1 : 0];
+            if (k_cases[k].bad) steps[1] = (tf_gguf_str){k_cases[k].bad, strlen(k_cases[k].bad)};
+            variant_make(&v, &g);
+            tf_gguf_kv *kv = variant_kv(&v, "tokenizer.ggml.pre");
+            *kv = (tf_gguf_kv){.key = {"tokenizer.triforce.pre_steps", 28}, .type = TF_GGUF_ARRAY,
+                               .arr_type = TF_GGUF_STRING, .arr_n = k_cases[k].n, .arr_str = steps};
+            if (k_cases[k].needle) {
+                expect_error(&v, k_cases[k].st, k_cases[k].needle, NULL);
+                continue;
+            }
+            /* the program replaces the name: digits one by one, then GPT-2's regex (the StarCoder set) */
+            assert_int_equal(tf_tokenizer_from_gguf(&tok, &v.g, &err), TF_OK);
+            int32_t *ids;
+            size_t n = tokenize_all(tok, "x 2024", 6, false, false, &ids);
+            assert_int_equal(n, 6); /* "x", " ", "2", "0", "2", "4" */
+            free(ids);
+            tf_tokenizer_free(tok);
+            free(v.kv);
+        }
+    }
 
     variant_make(&v, &g); /* malformed merge */
     {
@@ -872,7 +997,11 @@ static void test_speed(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors_llama_spm), cmocka_unit_test(test_vectors_gpt2),
+        cmocka_unit_test(test_vectors_llama_spm), cmocka_unit_test(test_vectors_phi3),
+        cmocka_unit_test(test_vectors_gpt2),      cmocka_unit_test(test_vectors_mpt),
+        cmocka_unit_test(test_vectors_falcon),    cmocka_unit_test(test_vectors_starcoder),
+        cmocka_unit_test(test_vectors_refact),    cmocka_unit_test(test_vectors_deepseek_llm),
+        cmocka_unit_test(test_vectors_deepseek_coder),
         cmocka_unit_test(test_metadata),          cmocka_unit_test(test_stories260k),
         cmocka_unit_test(test_roundtrip_texts),   cmocka_unit_test(test_streaming_utf8),
         cmocka_unit_test(test_invalid_utf8),      cmocka_unit_test(test_pretokenizers),

@@ -5,7 +5,9 @@
  *   1. tokens: model.vocab and added_tokens into one id-indexed table (ids
  *      0..n-1, no gaps, no duplicate ids, added tokens agreeing with vocab);
  *   2. family: normalizer + pre_tokenizer + decoder must spell exactly one of
- *      the two supported families (SentencePiece-style or byte-level);
+ *      the two supported families (SentencePiece-style or byte-level); a
+ *      byte-level pre-tokenizer becomes a program of steps (pretok.c),
+ *      named by tokenizer.ggml.pre when it equals a built-in set;
  *   3. merges: both spellings ("a b" and ["a", "b"]), every part and result a
  *      model.vocab token; a pair listed twice keeps its last rank, as HF does;
  *   4. specials: post_processor template, then tokenizer_config.json;
@@ -52,6 +54,9 @@ typedef struct hf_ctx {
     /* what the file says */
     bool spm, byte_fallback, add_space_prefix, ignore_merges;
     const char *pre;
+    char *steps[TF_PRETOK_MAX_STEPS]; /* byte-level pre-tokenizer program (malloc'd spellings, see pretok.c) */
+    int n_steps;
+    bool write_steps;                 /* no tokenizer.ggml.pre name stands for the program */
     int add_bos, add_eos;           /* -1 = not known */
     int32_t bos, eos, unk, pad;     /* -1 = none */
 } hf_ctx;
@@ -239,24 +244,37 @@ static tf_status load_tokens(hf_ctx *c, const cJSON *model, const cJSON *added) 
 /* ------------------------------------------------------------------------ */
 /* the family: model options, normalizer, pre-tokenizer, decoder             */
 
-/* Pre-tokenizer regexes as tokenizer.json spells them, and the
+/* Llama 3's and Qwen2's regexes as tokenizer.json spells them (with
+ * (?i:...), where the built-in sets spell the classes out), and the
  * tokenizer.ggml.pre names with and without model.ignore_merges. */
 static const struct {
     const char *regex, *pre, *pre_ignore_merges;
 } k_regex[] = {
-    {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", "gpt-2", NULL},
     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
      "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "smaug-bpe", "llama-bpe"},
     {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
      "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "qwen2", NULL},
 };
 
+/* The tokenizer.ggml.pre name written for a program equal to a built-in
+ * set (tf_pre_kind). */
+static const char *const k_set_name[TF_PRE_COUNT] = {
+    [TF_PRE_GPT2] = "gpt-2",           [TF_PRE_LLAMA3] = "smaug-bpe", [TF_PRE_QWEN2] = "qwen2",
+    [TF_PRE_DEEPSEEK_LLM] = "deepseek-llm", [TF_PRE_DEEPSEEK_CODER] = "deepseek-coder",
+    [TF_PRE_FALCON] = "falcon",        [TF_PRE_STARCODER] = "starcoder",
+};
+
+/* GPT-2's regex, which ByteLevel with use_regex applies. */
+#define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+
+/* tokenizer.ggml.pre for a program written for tf_tokenizer_from_gguf only. */
+#define PROGRAM_PRE_NAME "triforce-steps"
+
 /* What the components say, gathered item by item. */
 typedef struct family {
     bool nfc, prepend, replace;                /* normalizer */
-    bool byte_level, bl_regex, metaspace;      /* pre-tokenizer */
+    bool byte_level, metaspace;                /* pre-tokenizer */
     bool ms_prepend, ms_split;
-    const char *split;                         /* Split regex, or NULL */
     bool dec_space, dec_bytes, dec_level;      /* decoder: "▁" -> " ", ByteFallback, ByteLevel */
     bool flags_given;                          /* tokenizer_config.json has both add_*_token */
 } family;
@@ -343,24 +361,78 @@ static tf_status normalizer_item(hf_ctx *c, const cJSON *v, const char *type, co
     return TF_OK;
 }
 
-/* Pre-tokenizers: ByteLevel, a first Split(Regex, Isolated), Metaspace. */
+/* Append the step spelled prefix + pattern to the program, checking it
+ * (it must compile) under the JSON path that gave it. */
+static tf_status add_step(hf_ctx *c, const char *path, const char *prefix, const char *pattern) {
+    if (c->n_steps == TF_PRETOK_MAX_STEPS)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: more than %d pre-tokenizer steps", path, TF_PRETOK_MAX_STEPS);
+    size_t np = strlen(prefix), nr = strlen(pattern);
+    char *spec = malloc(np + nr + 1);
+    if (!spec) return fail(c, NULL, TF_ERR_NOMEM, "out of memory for the pre-tokenizer");
+    memcpy(spec, prefix, np);
+    memcpy(spec + np, pattern, nr + 1);
+    c->steps[c->n_steps++] = spec;
+    tf_pretok check = {0};
+    char what[160];
+    snprintf(what, sizeof what, "%s: %s", c->name, path);
+    tf_status st = tf_pretok_add_step(&check, spec, np + nr, what, c->err);
+    tf_pretok_free(&check);
+    return st;
+}
+
+static const char *const k_behaviors[][2] = { /* tokenizer.json spelling, step spelling */
+    {"Isolated", "isolated"}, {"Removed", "removed"}, {"MergedWithPrevious", "merged_with_previous"},
+    {"MergedWithNext", "merged_with_next"}, {"Contiguous", "contiguous"},
+};
+
+/* Split: {"pattern": {"Regex": r} or {"String": s}, "behavior": b, "invert": i}. */
+static tf_status split_item(hf_ctx *c, const cJSON *v, const char *path) {
+    const cJSON *pat = member(v, "pattern");
+    const char *rx = NULL, *lit = NULL, *beh = NULL;
+    int invert = 0;
+    if (!cJSON_IsObject(pat))
+        return fail(c, NULL, TF_ERR_FORMAT, "%s.pattern is %s (expected an object {\"Regex\": ...} or {\"String\": "
+                    "...})", path, jtype(pat));
+    TF_TRY(get_str(c, pat, "Regex", path, &rx));
+    TF_TRY(get_str(c, pat, "String", path, &lit));
+    if (!rx == !lit)
+        return fail(c, NULL, TF_ERR_FORMAT, "%s.pattern has %s (expected exactly one of Regex and String)", path,
+                    rx ? "both Regex and String" : "neither Regex nor String");
+    if ((rx && !*rx) || (lit && !*lit))
+        return fail(c, NULL, TF_ERR_FORMAT, "%s.pattern is empty (expected a non-empty pattern)", path);
+    TF_TRY(get_str(c, v, "behavior", path, &beh));
+    TF_TRY(get_bool(c, NULL, v, "invert", path, &invert));
+    if (!beh) return fail(c, NULL, TF_ERR_FORMAT, "%s.behavior is missing (expected a string)", path);
+    size_t b = 0;
+    while (b < sizeof k_behaviors / sizeof k_behaviors[0] && strcmp(beh, k_behaviors[b][0])) b++;
+    if (b == sizeof k_behaviors / sizeof k_behaviors[0])
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.behavior '%.60s' is not supported (expected Isolated, Removed, "
+                    "MergedWithPrevious, MergedWithNext or Contiguous)", path, beh);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s%s:%s:", k_behaviors[b][1], invert ? "!" : "", rx ? "regex" : "literal");
+    return add_step(c, path, prefix, rx ? rx : lit);
+}
+
+/* Pre-tokenizers: byte-level programs of Split and Digits items ending in
+ * ByteLevel (which maps bytes to characters, so nothing may follow it);
+ * Metaspace for the SentencePiece style. */
 static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index, family *f) {
-    const char *s = NULL, *beh = NULL;
-    int aps = 0, rx = 1, invert = 0, split = 1;
+    const char *s = NULL;
+    int aps = 0, rx = 1, split = 1, each = 0;
+    if (*type && f->byte_level)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (type '%.60s') follows ByteLevel (expected ByteLevel last: "
+                    "steps after it would see the byte-mapped text)", path, type);
     if (!strcmp(type, "ByteLevel")) {
         TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps));
         TF_TRY(get_bool(c, NULL, v, "use_regex", path, &rx));
-        if (aps) return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.add_prefix_space is true (expected false)", path);
         f->byte_level = true;
-        f->bl_regex = rx;
-    } else if (!strcmp(type, "Split") && index == 0) {
-        TF_TRY(get_str(c, member(v, "pattern"), "Regex", path, &s));
-        TF_TRY(get_str(c, v, "behavior", path, &beh));
-        TF_TRY(get_bool(c, NULL, v, "invert", path, &invert));
-        if (!s || !beh || strcmp(beh, "Isolated") || invert)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: expected {\"pattern\": {\"Regex\": ...}, \"behavior\": "
-                        "\"Isolated\", \"invert\": false}", path);
-        f->split = s;
+        if (aps) TF_TRY(add_step(c, path, "prefix_space", ""));
+        if (rx) TF_TRY(add_step(c, path, "isolated:regex:", GPT2_REGEX));
+    } else if (!strcmp(type, "Split")) {
+        TF_TRY(split_item(c, v, path));
+    } else if (!strcmp(type, "Digits")) {
+        TF_TRY(get_bool(c, NULL, v, "individual_digits", path, &each));
+        TF_TRY(add_step(c, path, "isolated:regex:", each ? "\\p{N}" : "\\p{N}+"));
     } else if (!strcmp(type, "Metaspace")) {
         const char *scheme;
         aps = 1;
@@ -378,9 +450,45 @@ static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const 
         f->ms_prepend = scheme ? strcmp(scheme, "never") != 0 : aps;
         f->ms_split = split;
     } else if (*type) {
-        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported here (expected ByteLevel, Split "
-                    "then ByteLevel, or Metaspace)", path, type);
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported (expected ByteLevel, Split, Digits, "
+                    "Metaspace or a Sequence of them)", path, type);
     }
+    return TF_OK;
+}
+
+/* Byte-level: name the program. A program equal to a built-in set gets
+ * its tokenizer.ggml.pre name (a lone Split with Llama 3's or Qwen2's
+ * regex as tokenizer.json spells it, too); any other is written out as
+ * tokenizer.triforce.pre_steps. */
+static tf_status name_program(hf_ctx *c) {
+    if (c->n_steps == 0)
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: ByteLevel with use_regex false and no Split or "
+                    "Digits before it (expected a pre-tokenizer that splits the text)");
+    const char *which = "pre-tokenizer program";
+    static const char k_iso[] = "isolated:regex:";
+    if (c->n_steps == 1 && !strncmp(c->steps[0], k_iso, sizeof k_iso - 1)) {
+        for (size_t i = 0; i < sizeof k_regex / sizeof k_regex[0]; i++)
+            if (!strcmp(c->steps[0] + sizeof k_iso - 1, k_regex[i].regex)) {
+                if (!(c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre)) which = "Qwen2 regex";
+                break;
+            }
+    }
+    for (int k = TF_PRE_GPT2; !c->pre && k < TF_PRE_COUNT; k++) {
+        int i = 0;
+        for (const char *rx; i < c->n_steps && (rx = tf_pretok_regex((tf_pre_kind)k, i)) != NULL; i++)
+            if (strncmp(c->steps[i], k_iso, sizeof k_iso - 1) || strcmp(c->steps[i] + sizeof k_iso - 1, rx)) break;
+        if (i == c->n_steps && !tf_pretok_regex((tf_pre_kind)k, i)) {
+            c->pre = k_set_name[k];
+            if (k == TF_PRE_GPT2) which = "GPT-2 regex";
+        }
+    }
+    if (!c->pre) {
+        c->pre = PROGRAM_PRE_NAME;
+        c->write_steps = true;
+    }
+    if (c->ignore_merges && strcmp(c->pre, "llama-bpe"))
+        return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true with the %s (expected false: only "
+                    "Llama 3's regex is known to take whole-word tokens)", which);
     return TF_OK;
 }
 
@@ -425,22 +533,11 @@ static tf_status check_family(hf_ctx *c, const cJSON *root) {
         if (f.prepend || f.replace || f.metaspace)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "ByteLevel pre-tokenizer mixed with SentencePiece-style "
                         "Prepend/Replace/Metaspace (expected one family)");
-        if (f.split ? f.bl_regex : !f.bl_regex)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: %s (expected one regex: ByteLevel's own or a Split "
-                        "before a ByteLevel with use_regex false)", f.split ? "Split, then ByteLevel with use_regex "
-                        "true" : "ByteLevel with use_regex false and no Split");
-        const char *rx = f.split ? f.split : k_regex[0].regex;
-        size_t i = 0;
-        while (i < sizeof k_regex / sizeof k_regex[0] && strcmp(rx, k_regex[i].regex)) i++;
-        if (i == sizeof k_regex / sizeof k_regex[0])
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split regex '%.60s%s' is not a known one "
-                        "(expected GPT-2's, Llama 3's or Qwen2's)", rx, strlen(rx) > 60 ? "..." : "");
-        if (!(c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre))
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true with the %s regex (expected false)",
-                        i == 0 ? "GPT-2" : "Qwen2");
+        TF_TRY(name_program(c));
     } else {
-        if (f.split)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split without ByteLevel (expected byte-level BPE)");
+        if (c->n_steps)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split or Digits without ByteLevel (expected "
+                        "byte-level BPE)");
         if (f.metaspace == f.replace)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (expected a ByteLevel pre-tokenizer, or spaces escaped to '"
                         SPM_SPACE "' by a Replace normalizer or a Metaspace pre-tokenizer)",
@@ -620,6 +717,7 @@ static const char *const k_keys[] = {
     "tokenizer.ggml.scores", "tokenizer.ggml.merges", "tokenizer.ggml.add_space_prefix",
     "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+    "tokenizer.triforce.pre_steps",
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 
@@ -671,6 +769,11 @@ static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
     const int32_t ids[4] = {c->bos, c->eos, c->unk, c->pad};
     for (int k = 0; k < 4 && st == TF_OK; k++)
         if (ids[k] >= 0) st = tf_gguf_writer_set_u32(w, k_keys[9 + k], (uint32_t)ids[k], err);
+    if (st == TF_OK && c->write_steps) {
+        tf_gguf_str steps[TF_PRETOK_MAX_STEPS];
+        for (int k = 0; k < c->n_steps; k++) steps[k] = (tf_gguf_str){c->steps[k], strlen(c->steps[k])};
+        st = tf_gguf_writer_set_arr_strn(w, k_keys[13], steps, (uint64_t)c->n_steps, err);
+    }
     void *owned[] = {strs, merges, types, scores, pads, mtext};
     for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
     return st;
@@ -760,6 +863,7 @@ tf_status tf_hf_tokenizer_to_gguf_mem(tf_gguf_writer *w, const char *json, size_
     cJSON_Delete(cfg);
     void *owned[] = {c.text, c.len, c.type, c.in_model, c.hslot, c.ma, c.mb, c.mo, c.drop};
     for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
+    for (int k = 0; k < c.n_steps; k++) free(c.steps[k]);
     return st;
 }
 

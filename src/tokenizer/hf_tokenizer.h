@@ -12,9 +12,13 @@
  *     <0xXX> byte fallback. Written as model "llama" with scores derived
  *     from the merge ranks (score = -rank of the best merge producing the
  *     token), which makes the score-ordered SPM merger merge in rank order.
- *   - Byte-level (GPT-2, Llama 3, Qwen2): a ByteLevel pre-tokenizer, alone
- *     or after a Split regex that must be one of the known patterns. Written
- *     as model "gpt2" with the merges and tokenizer.ggml.pre naming the regex.
+ *   - Byte-level (GPT-2, Llama 3, Qwen2, SmolLM2, DeepSeek): a ByteLevel
+ *     pre-tokenizer (with or without add_prefix_space and use_regex), last
+ *     in a Sequence after any Split (Regex or String pattern, every
+ *     behaviour, inverted or not) and Digits items. Written as model "gpt2"
+ *     with the merges; tokenizer.ggml.pre names the pre-tokenizer when it
+ *     equals a built-in set, else the steps are written to
+ *     tokenizer.triforce.pre_steps (pre = "triforce-steps").
  * Anything else is refused with TF_ERR_UNSUPPORTED (never guessed); every
  * error names the file, the JSON path and what was expected.
  */
@@ -30,7 +34,8 @@
 /* Read tokenizer_json_path (and tokenizer_config_path, which may be NULL)
  * and add to w: tokenizer.ggml.model, .pre, .tokens, .token_type, .scores
  * (SPM) or .merges (byte-level), .add_space_prefix (SPM), and where known
- * .bos/.eos/.unknown/.padding_token_id and .add_bos_token/.add_eos_token.
+ * .bos/.eos/.unknown/.padding_token_id and .add_bos_token/.add_eos_token,
+ * and tokenizer.triforce.pre_steps for a pre-tokenizer no name stands for.
  *
  * n_vocab_model: the model's embedding rows. Larger than the tokenizer:
  * ids beyond it become "[PAD<id>]" tokens of type unused; smaller: error

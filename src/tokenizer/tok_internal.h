@@ -4,7 +4,7 @@
  * includes it.
  *
  *   vocab.c     loading from GGUF, string -> id hash, BPE merge table, accessors
- *   pretok.c    PCRE2 pre-tokenizer regexes (byte-level BPE only)
+ *   pretok.c    pre-tokenizer programs of PCRE2 splits (byte-level BPE only)
  *   spm.c       SentencePiece-style score-ordered merging with byte fallback
  *   bpe.c       byte-level BPE: GPT-2 byte map, rank-ordered merging
  *   heap.c      the bigram priority queue both merge loops use
@@ -35,20 +35,51 @@ enum {
     TF_TOKTYPE_BYTE = 6,
 };
 
-/* Pre-tokenizer regex families (byte-level BPE). */
+/* Pre-tokenizer regex sets (byte-level BPE), one per family of
+ * tokenizer.ggml.pre names (vocab.c maps the names). */
 typedef enum tf_pre_kind {
-    TF_PRE_NONE = 0, /* SPM: no pre-tokenization */
-    TF_PRE_GPT2,     /* GPT-2's regex */
-    TF_PRE_LLAMA3,   /* Llama 3's regex (digits in runs of 1..3) */
-    TF_PRE_QWEN2,    /* Llama 3's regex with single digits */
+    TF_PRE_NONE = 0,       /* SPM: no pre-tokenization */
+    TF_PRE_GPT2,           /* GPT-2's regex */
+    TF_PRE_LLAMA3,         /* Llama 3's regex (digits in runs of 1..3) */
+    TF_PRE_QWEN2,          /* Llama 3's regex with single digits */
+    TF_PRE_DEEPSEEK_LLM,   /* newlines, cased letters, punctuation, trailing space, CJK, digit runs */
+    TF_PRE_DEEPSEEK_CODER, /* newlines, letters, punctuation, CJK, single digits */
+    TF_PRE_FALCON,         /* punctuation runs, GPT-2's regex, digit triples */
+    TF_PRE_STARCODER,      /* single digits, then GPT-2's regex */
+    TF_PRE_COUNT
 } tf_pre_kind;
 
-/* A compiled pre-tokenizer (pcre2_code *, kept opaque here so that only
- * pretok.c includes pcre2.h). Read-only after tf_pretok_init. */
+#define TF_PRETOK_MAX_STEPS 8
+
+typedef enum tf_pretok_op { TF_STEP_SPLIT = 0, TF_STEP_PREFIX_SPACE } tf_pretok_op;
+
+/* What a split keeps of the matches (M) and the stretches between them
+ * (G); see pretok.c. */
+typedef enum tf_split_behavior {
+    TF_SPLIT_ISOLATED = 0, /* M and G each a piece */
+    TF_SPLIT_REMOVED,      /* G only */
+    TF_SPLIT_MERGED_PREV,  /* M glued to the G before it */
+    TF_SPLIT_MERGED_NEXT,  /* M glued to the G after it */
+    TF_SPLIT_CONTIGUOUS,   /* adjacent Ms as one piece */
+    TF_SPLIT_COUNT
+} tf_split_behavior;
+
+/* One step of a pre-tokenizer program. */
+typedef struct tf_pretok_step {
+    uint8_t op;       /* tf_pretok_op */
+    uint8_t behavior; /* tf_split_behavior (split) */
+    bool invert;      /* split: matches and stretches swap roles */
+    bool jit;         /* JIT compilation succeeded */
+    void *code;       /* split: pcre2_code_8 * (opaque so that only pretok.c includes pcre2.h) */
+} tf_pretok_step;
+
+/* A compiled pre-tokenizer: its steps run in order, each on every piece
+ * the steps before it produced. No steps: the text is one piece. Read-only
+ * after it is built. */
 typedef struct tf_pretok {
-    tf_pre_kind kind;
-    void *code; /* pcre2_code_8 * */
-    bool jit;   /* JIT compilation succeeded */
+    tf_pre_kind kind; /* the built-in set it came from; TF_PRE_NONE for a program read from the file */
+    int n_steps;
+    tf_pretok_step step[TF_PRETOK_MAX_STEPS];
 } tf_pretok;
 
 /* Special-token matcher entry (control, user-defined, unknown tokens). */
@@ -187,17 +218,25 @@ void tf_bpe_byte_map(uint16_t byte_cp[256], int16_t cp_byte[324]);
 
 /* ---- pretok.c ---- */
 
-/* Compile the regex of kind (PCRE2, UTF + UCP, invalid UTF-8 tolerated). */
+/* Build the built-in set of kind (PCRE2, UTF + UCP, invalid UTF-8
+ * tolerated). */
 tf_status tf_pretok_init(tf_pretok *p, tf_pre_kind kind, tf_err *err);
+/* Append one step spelled "prefix_space" or
+ * "<behavior>[!]:<regex|literal>:<pattern>" (spec need not be
+ * NUL-terminated; what names it in messages). TF_ERR_FORMAT for a bad
+ * spelling or a pattern that does not compile, TF_ERR_UNSUPPORTED for too
+ * many steps or a pattern that can match the empty string. */
+tf_status tf_pretok_add_step(tf_pretok *p, const char *spec, size_t len, const char *what, tf_err *err);
 void tf_pretok_free(tf_pretok *p);
-const char *tf_pretok_regex(tf_pre_kind kind);
+/* Regex i of the built-in set of kind, NULL past its end. */
+const char *tf_pretok_regex(tf_pre_kind kind, int i);
+const char *tf_split_behavior_name(tf_split_behavior b);
 
 /* Called once per piece, in order; return non-OK to stop the split. */
 typedef tf_status (*tf_piece_fn)(void *user, const char *s, size_t n, tf_err *err);
 
-/* Split text into pieces: every regex match, and every stretch between
- * matches (only invalid UTF-8 bytes fall there) as a piece of its own. The
- * pieces cover text exactly, in order. */
+/* Split text into pieces by running the program. Without prefix_space
+ * steps or removed stretches the pieces cover text exactly, in order. */
 tf_status tf_pretok_split(const tf_pretok *p, const char *text, size_t len, tf_piece_fn fn, void *user, tf_err *err);
 
 /* ---- UTF-8 ---- */

@@ -381,9 +381,9 @@ static tf_status load_merges(builder *b) {
     return st;
 }
 
-/* Pre-tokenizer names (tokenizer.ggml.pre) and what they mean. The Llama 3
- * family also takes whole-token pieces without merging and adds BOS by
- * default, as the reference implementation does. */
+/* Pre-tokenizer names (tokenizer.ggml.pre) and what they mean, as the
+ * reference implementation reads them. The Llama 3 family also takes
+ * whole-token pieces without merging and adds BOS by default. */
 typedef struct pre_name {
     const char *name;
     tf_pre_kind kind;
@@ -392,28 +392,82 @@ typedef struct pre_name {
 } pre_name;
 
 static const pre_name k_pre_names[] = {
-    {"default", TF_PRE_GPT2, false, false},   {"gpt-2", TF_PRE_GPT2, false, false},
-    {"phi-2", TF_PRE_GPT2, false, false},     {"jina-es", TF_PRE_GPT2, false, false},
-    {"jina-de", TF_PRE_GPT2, false, false},   {"jina-v2-es", TF_PRE_GPT2, false, false},
-    {"jina-v2-de", TF_PRE_GPT2, false, false}, {"jina-v2-code", TF_PRE_GPT2, false, false},
-    {"mpt", TF_PRE_GPT2, false, false},       {"olmo", TF_PRE_GPT2, false, false},
+    {"default", TF_PRE_GPT2, false, false},
+    {"gpt-2", TF_PRE_GPT2, false, false},
+    {"phi-2", TF_PRE_GPT2, false, false},
+    {"jina-es", TF_PRE_GPT2, false, false},
+    {"jina-de", TF_PRE_GPT2, false, false},
+    {"jina-v2-es", TF_PRE_GPT2, false, false},
+    {"jina-v2-de", TF_PRE_GPT2, false, false},
+    {"jina-v2-code", TF_PRE_GPT2, false, false},
+    {"gigachat", TF_PRE_GPT2, false, false},
+    {"a.x-4.0", TF_PRE_GPT2, false, false},
+    {"mellum", TF_PRE_GPT2, false, false},
+    {"exaone4", TF_PRE_GPT2, false, false},
+    {"mpt", TF_PRE_GPT2, false, false},
+    {"olmo", TF_PRE_GPT2, false, false},
     {"jais", TF_PRE_GPT2, false, false},
-    {"llama3", TF_PRE_LLAMA3, true, true},    {"llama-v3", TF_PRE_LLAMA3, true, true},
-    {"llama-bpe", TF_PRE_LLAMA3, true, true}, {"falcon3", TF_PRE_LLAMA3, true, true},
-    {"falcon-h1", TF_PRE_LLAMA3, true, true}, {"pixtral", TF_PRE_LLAMA3, true, true},
-    {"midm-2.0", TF_PRE_LLAMA3, true, true},  {"lfm2", TF_PRE_LLAMA3, true, true},
-    {"dbrx", TF_PRE_LLAMA3, false, false},    {"smaug-bpe", TF_PRE_LLAMA3, false, false},
-    {"qwen2", TF_PRE_QWEN2, false, false},    {"stablelm2", TF_PRE_QWEN2, false, false},
+    {"trillion", TF_PRE_GPT2, false, false},
+    {"granite-docling", TF_PRE_GPT2, false, false},
+    {"llama3", TF_PRE_LLAMA3, true, true},
+    {"llama-v3", TF_PRE_LLAMA3, true, true},
+    {"llama-bpe", TF_PRE_LLAMA3, true, true},
+    {"falcon3", TF_PRE_LLAMA3, true, true},
+    {"falcon-h1", TF_PRE_LLAMA3, true, true},
+    {"pixtral", TF_PRE_LLAMA3, true, true},
+    {"midm-2.0", TF_PRE_LLAMA3, true, true},
+    {"lfm2", TF_PRE_LLAMA3, true, true},
+    {"dbrx", TF_PRE_LLAMA3, false, false},
+    {"smaug-bpe", TF_PRE_LLAMA3, false, false},
+    {"qwen2", TF_PRE_QWEN2, false, false},
+    {"deepseek-r1-qwen", TF_PRE_QWEN2, false, false},
+    {"kormo", TF_PRE_QWEN2, false, false},
+    {"megrez", TF_PRE_QWEN2, false, false},
+    {"hunyuan", TF_PRE_QWEN2, false, false},
+    {"stablelm2", TF_PRE_QWEN2, false, false},
+    {"deepseek-llm", TF_PRE_DEEPSEEK_LLM, false, false},
+    {"deepseek-coder", TF_PRE_DEEPSEEK_CODER, false, false},
+    {"falcon", TF_PRE_FALCON, false, false},
+    {"starcoder", TF_PRE_STARCODER, false, false},
+    {"refact", TF_PRE_STARCODER, false, false},
+    {"command-r", TF_PRE_STARCODER, false, false},
+    {"codeshell", TF_PRE_STARCODER, false, false},
+    {"exaone", TF_PRE_STARCODER, false, false},
+    {"minerva-7b", TF_PRE_STARCODER, false, false},
 };
+
+/* tokenizer.triforce.pre_steps (an array of step spellings, see pretok.c):
+ * a pre-tokenizer program that no tokenizer.ggml.pre name stands for, as
+ * the tokenizer.json translation writes it. It takes precedence over the
+ * name, which is then informational. */
+static tf_status load_pre_steps(builder *b, const tf_gguf_kv *kv) {
+    tf_tokenizer *t = b->t;
+    if (kv->arr_n == 0 || kv->arr_n > TF_PRETOK_MAX_STEPS)
+        return tf_errf(b->err, TF_ERR_FORMAT, "%s: tokenizer.triforce.pre_steps has %llu entries (expected 1..%d)",
+                       b->g->path, (unsigned long long)kv->arr_n, TF_PRETOK_MAX_STEPS);
+    for (uint64_t i = 0; i < kv->arr_n; i++) {
+        char what[1100];
+        snprintf(what, sizeof what, "%s: tokenizer.triforce.pre_steps[%llu]", b->g->path, (unsigned long long)i);
+        tf_status st = tf_pretok_add_step(&t->pre, kv->arr_str[i].data, kv->arr_str[i].len, what, b->err);
+        if (st != TF_OK) {
+            tf_pretok_free(&t->pre);
+            return st;
+        }
+    }
+    return TF_OK;
+}
 
 static tf_status load_pre(builder *b, bool *default_add_bos) {
     tf_tokenizer *t = b->t;
     tf_gguf_str pre = {0};
-    bool found;
+    bool found, found_steps;
+    const tf_gguf_kv *steps = NULL;
     TF_TRY(tf_gguf_get_str(b->g, "tokenizer.ggml.pre", &pre, &found, b->err));
+    TF_TRY(tf_gguf_get_arr(b->g, "tokenizer.triforce.pre_steps", TF_GGUF_STRING, &steps, &found_steps, b->err));
     snprintf(t->pre_name, sizeof t->pre_name, "%.*s", found ? clip(pre.len) : 7, found ? pre.data : "default");
     *default_add_bos = t->kind == TF_TOK_SPM;
     if (t->kind == TF_TOK_SPM) return TF_OK; /* SPM does not pre-tokenize; the name is informational */
+    if (found_steps) return load_pre_steps(b, steps);
     const pre_name *hit = NULL;
     for (size_t i = 0; i < sizeof k_pre_names / sizeof k_pre_names[0]; i++)
         if (!found ? i == 0 : tf_gguf_str_eq(pre, k_pre_names[i].name)) {
@@ -421,7 +475,7 @@ static tf_status load_pre(builder *b, bool *default_add_bos) {
             break;
         }
     if (!hit) {
-        char list[512];
+        char list[1024];
         size_t o = 0;
         for (size_t i = 0; i < sizeof k_pre_names / sizeof k_pre_names[0] && o < sizeof list; i++)
             o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s'", i ? ", " : "", k_pre_names[i].name);
