@@ -90,12 +90,14 @@ tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_l
 
 typedef struct tf_model_info {
     const char *name;       /* general.name or "" */
-    const char *arch;       /* "llama" */
+    const char *arch;       /* "llama" or "qwen2" */
     int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot, n_ctx_train;
     float rms_eps, rope_base;
     const char *rope_scaling; /* "none", "linear", "yarn", "llama3" */
     float rope_factor;
     int32_t rope_orig_ctx;
+    bool rope_neox;         /* RoPE rotates pairs (i, i + n_rot/2) of a head (qwen2), else (2i, 2i+1) */
+    bool qkv_bias;          /* the query/key/value projections have biases (qwen2) */
     bool tied_output;
     uint64_t n_params;
     uint64_t weight_bytes;

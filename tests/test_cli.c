@@ -258,6 +258,20 @@ static void test_gen_model_cli(void **state) {
     assert_non_null(strstr(g_out, "n_head_kv:       2"));
     snprintf(args, sizeof args, "gen-model %s --preset nope", out);
     EXPECT(args, 2, "unknown preset 'nope'");
+    /* qwen2: generated, described, and decoded by TriForce with its first
+     * layer as the draft exactly as autoregressively */
+    snprintf(args, sizeof args, "gen-model %s --arch qwen2 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 "
+             "--n-ff 128 --n-vocab 300 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 256", out);
+    EXPECT(args, 0, "wrote");
+    snprintf(args, sizeof args, "info %s", out);
+    EXPECT(args, 0, "architecture:    qwen2");
+    assert_non_null(strstr(g_out, "pairs (i, i + n_rot/2)"));
+    assert_non_null(strstr(g_out, "blk.1.attn_v.bias"));
+    snprintf(args, sizeof args, "generate -m %s -p \"a b c d e f g\" --temp 0 -n 40 --mode triforce --draft-layers 1 "
+             "--budget 64 --window 16 --compare", out);
+    EXPECT(args, 0, "outputs identical");
+    snprintf(args, sizeof args, "gen-model %s --arch gpt2", out);
+    EXPECT(args, 2, "expected llama, qwen2");
     unlink(out);
 }
 

@@ -139,7 +139,7 @@ static void test_elementwise(void **state) {
           *st = malloc(sizeof(float) * n * 64);
     get_d(qg, dq, sizeof(float) * n * n_head * hd);
     tf_op_rope_table(ct, st, pos, n, n_rot, freq, mscale);
-    tf_op_rope(q, n, n_head * hd, n_head, hd, n_rot, ct, st);
+    tf_op_rope(q, n, n_head * hd, n_head, hd, n_rot, false, ct, st);
     expect_close("rope", qg, q, (size_t)n * n_head * hd, 1e-12);
     /* silu * mul, add */
     float *g = rnd((size_t)n * dim, -6, 6), *u = rnd((size_t)n * dim, -2, 2);

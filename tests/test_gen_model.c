@@ -58,7 +58,7 @@ static void test_presets(void **state) {
     (void)state;
     size_t n;
     const tf_gen_preset *ps = tf_gen_presets(&n);
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 4);
     const tf_gen_preset *p7 = tf_gen_preset_find("llama2-7b-128k");
     assert_non_null(p7);
     assert_int_equal(p7->n_embd, 4096);
@@ -74,8 +74,9 @@ static void test_presets(void **state) {
         {"llama2-7b-128k", 6738415616ull}, /* Llama 2 7B's published count */
         {"llama-68m", 68030208ull},
         {"tiny-24m", 23728640ull},
+        {"qwen2.5-0.5b", 494032768ull}, /* Qwen2.5-0.5B's published count (biases included) */
     };
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         assert_string_equal(ps[i].name, want[i].name);
         tf_gen_params_apply_preset(&p, &ps[i]);
         assert_int_equal(tf_gen_param_count(&p), want[i].params);

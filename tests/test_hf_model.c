@@ -1,8 +1,9 @@
 /* test_hf_model.c — Hugging Face checkpoint directories: the same weights as
  * a GGUF and as an HF directory (single file, shards, tied under either name,
- * F32/F16/BF16, every RoPE scaling) give the same logits; `convert` writes a
- * GGUF that loads with identical logits; every malformed checkpoint is
- * refused with a message naming the file and the key or tensor. */
+ * F32/F16/BF16, every RoPE scaling; llama and qwen2) give the same logits;
+ * `convert` writes a GGUF (llama or qwen2) that loads with identical logits;
+ * every malformed checkpoint is refused with a message naming the file and
+ * the key or tensor. */
 #include "testutil.h"
 
 #include "format/safetensors.h"
@@ -149,6 +150,89 @@ static void test_logits_equal_gguf(void **state) {
         tf_model *mc = load(out);
         float *lc = logits(mc, toks);
         if (memcmp(lg, lc, sizeof(float) * N_TOK * (size_t)mg->hp.n_vocab) != 0) {
+            print_error("%s: logits of the converted GGUF differ\n", hc->g.label);
+            fail();
+        }
+        free(lg);
+        free(lh);
+        free(lc);
+        tf_model_close(mc);
+        tf_model_close(mh);
+        tf_model_close(mg);
+        unlink(out);
+        unlink(gguf);
+        rm_rf(dir);
+    }
+}
+
+/* Qwen2ForCausalLM directories (q/k/v biases, stored rotate-half rows, Qwen's
+ * YaRN form, use_sliding_window false): logits equal the qwen2 GGUF's bit for
+ * bit, match the float64 reference with rotate-half RoPE and the biases, and
+ * `convert` writes a qwen2 GGUF (qwen2.* keys, f32 biases) with the same
+ * logits. */
+static void test_qwen2_dir(void **state) {
+    (void)state;
+    static const hcase cases[] = {
+        {{"qwen2-gqa-f32", 64, 2, 8, 2, 160, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}},
+        {{"qwen2-yarn-tied-f16", 128, 2, 4, 2, 128, TF_ROPE_SCALING_YARN, 4, 64, true, TF_DTYPE_F16},
+         {.tie_flag = true}},
+        {{"qwen2-bf16-sharded-tied-head", 64, 2, 4, 1, 96, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_BF16},
+         {.n_shards = 3, .tied_as_head = true}},
+    };
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() + 3);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const hcase *hc = &cases[c];
+        char gguf[512], dir[512], out[512];
+        snprintf(gguf, sizeof gguf, "%s", tu_gen_arch(&hc->g, TF_ARCH_QWEN2, tu_seed() + 31 * c));
+        snprintf(dir, sizeof dir, "%s", tu_tmp_path("_qwen2"));
+        snprintf(out, sizeof out, "%s", tu_tmp_path(".gguf"));
+        tf_model *mg = load(gguf);
+        assert_int_equal(hf_export(mg, dir, &hc->ex), 0);
+        tf_model *mh = load(dir);
+        assert_int_equal(mh->hp.arch, TF_ARCH_QWEN2);
+        assert_true(mh->hp.rope_neox && mh->hp.qkv_bias);
+        assert_int_equal(mh->hp.rope_scaling, mg->hp.rope_scaling);
+        assert_true(mh->hp.rope_factor == mg->hp.rope_factor);
+        assert_int_equal(mh->hp.rope_orig_ctx, mg->hp.rope_orig_ctx);
+        assert_int_equal(mh->hp.tied_output, hc->g.tied);
+        assert_int_equal(mh->layers[1].bk.type, TF_DTYPE_F32);
+        int32_t toks[N_TOK];
+        for (int i = 0; i < N_TOK; i++) toks[i] = (int32_t)(tf_rng_next(&rng) % 300);
+        size_t nl = sizeof(float) * N_TOK * (size_t)mg->hp.n_vocab;
+        float *lg = logits(mg, toks), *lh = logits(mh, toks);
+        if (memcmp(lg, lh, nl) != 0) {
+            print_error("%s: logits of the HF directory differ from the GGUF's\n", hc->g.label);
+            fail();
+        }
+        ref_opts ro = {.rotate_half = true};
+        double *ref = ref_forward_opts(mh, toks, N_TOK, &ro);
+        double num = 0, den = 0;
+        for (size_t i = 0; i < (size_t)N_TOK * mh->hp.n_vocab; i++) {
+            num += (lh[i] - ref[i]) * (lh[i] - ref[i]);
+            den += ref[i] * ref[i];
+        }
+        free(ref);
+        double tol = hc->g.wtype == TF_DTYPE_F32 ? 1e-9 : 1e-6;
+        if (!(num / den <= tol)) {
+            print_error("%s: against the rotate-half reference with biases: NMSE %g > %g\n", hc->g.label, num / den,
+                        tol);
+            fail();
+        }
+        tf_err err = {0};
+        assert_int_equal(tf_quantize_gguf(&mh->gguf, out, (tf_dtype)mh->tok_embd.type, 1, NULL, NULL, NULL, &err),
+                         TF_OK);
+        tf_model *mc = load(out);
+        tf_gguf_str a;
+        assert_int_equal(tf_gguf_get_str(&mc->gguf, "general.architecture", &a, NULL, &err), TF_OK);
+        assert_true(tf_gguf_str_eq(a, "qwen2"));
+        assert_non_null(tf_gguf_find_kv(&mc->gguf, "qwen2.context_length"));
+        assert_null(tf_gguf_find_kv(&mc->gguf, "llama.context_length"));
+        const tf_gguf_tensor *bt = tf_gguf_find_tensor(&mc->gguf, "blk.0.attn_v.bias");
+        assert_non_null(bt);
+        assert_int_equal(bt->type, TF_DTYPE_F32);
+        float *lc = logits(mc, toks);
+        if (memcmp(lg, lc, nl) != 0) {
             print_error("%s: logits of the converted GGUF differ\n", hc->g.label);
             fail();
         }
@@ -329,6 +413,11 @@ static void test_malformed(void **state) {
         {"no-weights", NULL, "rm model.safetensors", TF_ERR_IO, "model.safetensors", "model.safetensors.index.json"},
         {"truncated", NULL, "truncate -s 1000 model.safetensors", TF_ERR_FORMAT, "model.safetensors", NULL},
         {"no-config", NULL, "rm config.json", TF_ERR_IO, "config.json", NULL},
+        /* a Qwen2 config over llama weights: the biases it needs are missing */
+        {"qwen2-no-bias", "s/LlamaForCausalLM/Qwen2ForCausalLM/", NULL, TF_ERR_FORMAT,
+         "model.layers.0.self_attn.q_proj.bias", "missing"},
+        {"sliding-window", "s/\"rope_scaling\":[[:space:]]*null/\"rope_scaling\": null, \"use_sliding_window\": true/",
+         NULL, TF_ERR_UNSUPPORTED, "use_sliding_window = true", "config.json"},
     };
     hcase base = {{"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}};
     const char *gpath = tu_gen(&base.g, tu_seed());
@@ -417,6 +506,7 @@ static void test_unsupported_dtype(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits_equal_gguf),
+        cmocka_unit_test(test_qwen2_dir),
         cmocka_unit_test(test_yarn_llama2_config),
         cmocka_unit_test(test_stories260k_dir),
         cmocka_unit_test(test_malformed),

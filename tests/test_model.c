@@ -4,6 +4,9 @@
  *     ref_forward.c) on generated models of several shapes: MHA and GQA, tied
  *     and untied output, every RoPE scaling, f32 and f16 KV caches, one batch,
  *     several batches and token by token;
+ *   - the same for qwen2 models (q/k/v biases, rotate-half RoPE) against the
+ *     reference with Hugging Face's rotate-half RoPE and the biases, with
+ *     negative controls (adjacent-pair RoPE, biases left out) that must fail;
  *   - the stories260K golden greedy continuation (../shared);
  *   - hostile model-level files: missing / mis-shaped tensors, unknown
  *     architecture, inconsistent head counts, vocabulary mismatch.
@@ -25,7 +28,20 @@
 
 /* Evaluate n tokens through the public API in batches of n_batch, collecting
  * every row's logits, and compare against the float64 reference. */
-static double run_nmse(tf_model *m, const int32_t *toks, int n, int n_batch, tf_kv_type kv, int isa, int threads) {
+/* NMSE of the engine's logits lg[n][n_vocab] against the reference with opts o. */
+static double nmse_vs(const tf_model *m, const float *lg, const int32_t *toks, int n, const ref_opts *o) {
+    double *ref = ref_forward_opts(m, toks, n, o);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < (size_t)n * m->hp.n_vocab; i++) {
+        num += (lg[i] - ref[i]) * (lg[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    free(ref);
+    return num / den;
+}
+
+static double run_nmse_opts(tf_model *m, const int32_t *toks, int n, int n_batch, tf_kv_type kv, int isa, int threads,
+                            const ref_opts *o, float **lg_out) {
     tf_context_params cp = tf_context_default_params();
     cp.n_ctx = 64;
     cp.n_batch = n_batch;
@@ -40,7 +56,7 @@ static double run_nmse(tf_model *m, const int32_t *toks, int n, int n_batch, tf_
     tf_model_get_info(m, &info);
     float *lg = malloc(sizeof(float) * (size_t)n * info.n_vocab);
     assert_int_equal(tf_context_eval(ctx, toks, n, lg), TF_OK);
-    double *ref = ref_forward(m, toks, n);
+    double *ref = ref_forward_opts(m, toks, n, o);
     double num = 0, den = 0;
     for (size_t i = 0; i < (size_t)n * info.n_vocab; i++) {
         assert_true(isfinite(lg[i]));
@@ -52,9 +68,15 @@ static double run_nmse(tf_model *m, const int32_t *toks, int n, int n_batch, tf_
     for (int v = 1; v < info.n_vocab; v++) spread += fabs(ref[v] - ref[0]);
     assert_true(spread > 1e-3 * info.n_vocab);
     free(ref);
-    free(lg);
+    if (lg_out) *lg_out = lg;
+    else free(lg);
     tf_context_free(ctx);
     return num / den;
+}
+
+static double run_nmse(tf_model *m, const int32_t *toks, int n, int n_batch, tf_kv_type kv, int isa, int threads) {
+    ref_opts o = {0};
+    return run_nmse_opts(m, toks, n, n_batch, kv, isa, threads, &o, NULL);
 }
 
 static void test_logits_vs_reference(void **state) {
@@ -101,6 +123,73 @@ static void test_logits_vs_reference(void **state) {
                             runs[r].kv, runs[r].isa, nmse, runs[r].tol);
                 fail();
             }
+        }
+        tf_model_close(m);
+        unlink(path);
+    }
+}
+
+/* qwen2: GQA with q/k/v biases, tied and untied, with and without YaRN,
+ * against the float64 reference with rotate-half RoPE (Hugging Face's
+ * definition) and the biases. Two negative controls must fail on the same
+ * logits: the reference with adjacent-pair RoPE (the GGUF llama layout) and
+ * the reference without the biases. */
+static void test_qwen2_vs_reference(void **state) {
+    (void)state;
+    static const tu_gen_case cases[] = {
+        {"qwen2-gqa-untied", 64, 2, 8, 2, 160, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32},
+        {"qwen2-gqa-tied", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F32},
+        {"qwen2-mqa-yarn-tied", 128, 2, 4, 1, 128, TF_ROPE_SCALING_YARN, 4, 64, true, TF_DTYPE_F32},
+        {"qwen2-yarn-untied-f16", 128, 2, 8, 2, 128, TF_ROPE_SCALING_YARN, 8, 32, false, TF_DTYPE_F16},
+        {"qwen2-q8_0", 128, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q8_0},
+    };
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() + 99);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const tu_gen_case *gc = &cases[c];
+        const char *path = tu_gen_arch(gc, TF_ARCH_QWEN2, tu_seed() + 50 + c);
+        tf_model *m;
+        char err[512];
+        if (tf_model_load_file(&m, path, NULL, err, sizeof err) != TF_OK) {
+            print_error("%s: %s\n", gc->label, err);
+            fail();
+        }
+        tf_model_info info;
+        tf_model_get_info(m, &info);
+        assert_string_equal(info.arch, "qwen2");
+        assert_true(info.rope_neox && info.qkv_bias);
+        assert_int_equal(info.tied_output, gc->tied);
+        int32_t toks[40];
+        for (int i = 0; i < 40; i++) toks[i] = (int32_t)(tf_rng_next(&rng) % 300);
+        bool fw = gc->wtype == TF_DTYPE_F32 || gc->wtype == TF_DTYPE_F16;
+        double tol32 = gc->wtype == TF_DTYPE_F32 ? 1e-9 : fw ? 1e-6 : 2e-3;
+        double tol16 = fw ? 2e-5 : 3e-3;
+        struct { int batch; tf_kv_type kv; int isa; int threads; double tol; } runs[] = {
+            {40, TF_KV_F32, 0, 2, tol32}, {7, TF_KV_F32, 0, 1, tol32}, {1, TF_KV_F32, 0, 2, tol32},
+            {40, TF_KV_F16, 0, 2, tol16}, {13, TF_KV_F32, 1, 2, tol32},
+        };
+        const ref_opts hf = {.rotate_half = true};
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            float *lg = NULL;
+            double nmse = run_nmse_opts(m, toks, 40, runs[r].batch, runs[r].kv, runs[r].isa, runs[r].threads, &hf,
+                                        r == 0 ? &lg : NULL);
+            if (!(nmse <= runs[r].tol)) {
+                print_error("%s: batch %d kv %d isa %d: logits NMSE %g > %g\n", gc->label, runs[r].batch,
+                            runs[r].kv, runs[r].isa, nmse, runs[r].tol);
+                fail();
+            }
+            if (r != 0) continue;
+            /* negative controls on the same logits: each must miss by far */
+            const ref_opts adjacent = {.rotate_half = false}, no_bias = {.rotate_half = true, .no_bias = true};
+            double e_adj = nmse_vs(m, lg, toks, 40, &adjacent), e_nob = nmse_vs(m, lg, toks, 40, &no_bias);
+            print_message("%s: NMSE %.3g; controls: adjacent-pair RoPE %.3g, no biases %.3g\n", gc->label, nmse,
+                          e_adj, e_nob);
+            if (!(e_adj > 1e-3 && e_nob > 1e-3)) {
+                print_error("%s: a negative control passed (adjacent-pair RoPE %g, no biases %g): the comparison "
+                            "cannot tell\n", gc->label, e_adj, e_nob);
+                fail();
+            }
+            free(lg);
         }
         tf_model_close(m);
         unlink(path);
@@ -230,11 +319,14 @@ static void test_progress_and_cancel(void **state) {
  * speculative decoding to be lossless. The prompt crosses a 1024-slot split. */
 static void test_batch_invariant_logits(void **state) {
     (void)state;
-    static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_K};
+    static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_K,
+                                     TF_DTYPE_F16};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         tu_gen_case c = {"inv", 256, 2, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, types[ti]};
+        /* the last: a qwen2 model (biases, rotate-half RoPE) */
+        tf_arch arch = ti + 1 == sizeof types / sizeof types[0] ? TF_ARCH_QWEN2 : TF_ARCH_LLAMA;
         char path[512];
-        snprintf(path, sizeof path, "%s", tu_gen(&c, 31 + ti));
+        snprintf(path, sizeof path, "%s", tu_gen_arch(&c, arch, 31 + ti));
         tf_model *m;
         char err[512];
         assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
@@ -377,6 +469,8 @@ static void rewrite(const char *src, const char *dst, const defect *d) {
     tf_gguf_close(&g);
 }
 
+static void check_defects(const char *src, const defect *defects, size_t n);
+
 static void test_hostile_models(void **state) {
     (void)state;
     tu_gen_case c = {"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
@@ -384,6 +478,8 @@ static void test_hostile_models(void **state) {
     snprintf(src, sizeof src, "%s", tu_gen(&c, 3));
     static const defect defects[] = {
         {"unknown arch", .arch = "gpt-neox", .want = TF_ERR_UNSUPPORTED, .want_msg = "gpt-neox"},
+        {"supported list", .arch = "qwen3", .want = TF_ERR_UNSUPPORTED, .want_msg = "supported: llama, qwen2"},
+        {"qwen2 keys missing", .arch = "qwen2", .want = TF_ERR_FORMAT, .want_msg = "qwen2.embedding_length"},
         {"no arch", .drop_key = "general.architecture", .want = TF_ERR_FORMAT, .want_msg = "general.architecture"},
         {"no width", .drop_key = "llama.embedding_length", .want = TF_ERR_FORMAT, .want_msg = "embedding_length"},
         {"heads not divisible", .set_key = "llama.attention.head_count_kv", .set_val = 3, .want = TF_ERR_FORMAT,
@@ -405,7 +501,23 @@ static void test_hostile_models(void **state) {
         {"bos out of range", .set_key = "tokenizer.ggml.bos_token_id", .set_val = 300, .want = TF_ERR_FORMAT,
          .want_msg = "bos_token_id"},
     };
-    for (size_t i = 0; i < sizeof defects / sizeof defects[0]; i++) {
+    check_defects(src, defects, sizeof defects / sizeof defects[0]);
+    unlink(src);
+    /* qwen2: its biases are required and shape-checked */
+    snprintf(src, sizeof src, "%s", tu_gen_arch(&c, TF_ARCH_QWEN2, 4));
+    static const defect qwen2_defects[] = {
+        {"missing bias", .drop_tensor = "blk.1.attn_k.bias", .want = TF_ERR_FORMAT,
+         .want_msg = "tensor 'blk.1.attn_k.bias' is missing (required by the qwen2 architecture)"},
+        {"mis-shaped bias", .reshape_tensor = "blk.0.attn_q.bias", .want = TF_ERR_FORMAT,
+         .want_msg = "blk.0.attn_q.bias"},
+        {"llama keys missing", .arch = "llama", .want = TF_ERR_FORMAT, .want_msg = "llama.embedding_length"},
+    };
+    check_defects(src, qwen2_defects, sizeof qwen2_defects / sizeof qwen2_defects[0]);
+    unlink(src);
+}
+
+static void check_defects(const char *src, const defect *defects, size_t n) {
+    for (size_t i = 0; i < n; i++) {
         const char *dst = tu_tmp_path(".gguf");
         rewrite(src, dst, &defects[i]);
         tf_model *m = NULL;
@@ -418,7 +530,6 @@ static void test_hostile_models(void **state) {
         assert_null(m);
         unlink(dst);
     }
-    unlink(src);
 }
 
 int main(void) {
@@ -426,6 +537,7 @@ int main(void) {
         cmocka_unit_test(test_stories260k_greedy),
         cmocka_unit_test(test_rope_metadata),
         cmocka_unit_test(test_logits_vs_reference),
+        cmocka_unit_test(test_qwen2_vs_reference),
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_progress_and_cancel),

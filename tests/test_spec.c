@@ -4,12 +4,16 @@
  * gamma1 / gamma2, budgets below / equal to / beyond the generated length,
  * chunk sizes, short and long prompts, MHA and GQA targets, and drafts that
  * always agree (the target itself), never agree (an unrelated random model
- * with the same vocabulary) and the real pair (stories260K F32 and its Q8_0).
+ * with the same vocabulary) and the real pair (stories260K F32 and its Q8_0);
+ * a qwen2 target (biases, rotate-half RoPE also in the streaming cache) with
+ * its first layer as the draft.
  */
 #include "testutil.h"
 
 #include "model/gen.h"
 #include "model/quantize.h"
+#include "kv/streaming.h"
+#include "model/forward.h"
 #include "spec/spec.h"
 
 #include <stdio.h>
@@ -100,12 +104,14 @@ static void sweep(const tf_model *t, const tf_model *d, const int32_t *prompt, i
     g_bypass = 0.0f;
 }
 
-static const char *gen_model(int n_embd, int n_head, int n_head_kv, const char *vocab, uint64_t seed) {
+static const char *gen_model_arch(tf_arch arch, int n_embd, int n_head, int n_head_kv, const char *vocab,
+                                  uint64_t seed) {
     static char path[2][512];
     static int which;
     char *p = path[which++ & 1];
     snprintf(p, 512, "%s", tu_tmp_path(".gguf"));
     tf_gen_params g = tf_gen_params_default();
+    g.arch = arch;
     g.n_embd = n_embd;
     g.n_layer = 2;
     g.n_head = n_head;
@@ -123,6 +129,10 @@ static const char *gen_model(int n_embd, int n_head, int n_head_kv, const char *
         fail();
     }
     return p;
+}
+
+static const char *gen_model(int n_embd, int n_head, int n_head_kv, const char *vocab, uint64_t seed) {
+    return gen_model_arch(TF_ARCH_LLAMA, n_embd, n_head, n_head_kv, vocab, seed);
 }
 
 static tf_model *load(const char *path) {
@@ -238,6 +248,75 @@ static void test_greedy_equality_generated(void **state) {
     unlink(pd);
 }
 
+/* The streaming cache stores keys unrotated and rotates them itself: while
+ * its sinks + window hold the whole sequence, a forward pass over its view
+ * must give the full cache's logits (with qwen2's rotate-half pairs; the
+ * adjacent-pair rotation there makes this fail). Greedy agreement alone
+ * would not show it: small random models soon repeat one token. */
+static void streaming_equals_full(const tf_model *m) {
+    const tf_hparams *hp = &m->hp;
+    enum { N = 48 };
+    tf_err err = {0};
+    tf_fwd ff, fs;
+    tf_kv_cache kv;
+    tf_scache sc;
+    assert_int_equal(tf_kv_init(&kv, hp->n_layer, hp->n_head_kv, hp->head_dim, N, TF_DTYPE_F32, &err), TF_OK);
+    assert_int_equal(tf_scache_init(&sc, hp->n_layer, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_neox,
+                                    m->rope_freq, m->rope_mscale, 4, N, 8, 1, TF_DTYPE_F32, &err),
+                     TF_OK);
+    assert_int_equal(tf_fwd_init(&ff, m, 1, 1, N, g_pool, TF_ISA_BEST, &err), TF_OK);
+    assert_int_equal(tf_fwd_init(&fs, m, 1, 1, sc.view.n_slots, g_pool, TF_ISA_BEST, &err), TF_OK);
+    size_t kvd = (size_t)hp->n_head_kv * hp->head_dim;
+    fs.cap_k = malloc(sizeof(float) * hp->n_layer * kvd);
+    fs.cap_v = malloc(sizeof(float) * hp->n_layer * kvd);
+    double num = 0, den = 0;
+    for (int32_t t = 0; t < N; t++) {
+        int32_t tok = 3 + (t * 37 + 11) % 256, pos0;
+        assert_int_equal(tf_forward(&ff, &kv, &tok, &t, 1, t, NULL, 0, &err), TF_OK);
+        int32_t slot0 = tf_scache_view(&sc, &pos0);
+        assert_int_equal(pos0, t); /* nothing evicted: logical position = position */
+        assert_int_equal(tf_forward(&fs, &sc.view, &tok, &pos0, 1, slot0, NULL, 0, &err), TF_OK);
+        tf_scache_append(&sc, fs.cap_k, fs.cap_v, 1, 1);
+        for (int32_t v = 0; v < hp->n_vocab; v++) {
+            double a = ff.logits[v], b = fs.logits[v];
+            num += (a - b) * (a - b);
+            den += a * a;
+        }
+    }
+    print_message("%s architecture: streaming view vs full cache, logits NMSE %g\n", tf_arch_name(hp->arch),
+                  num / den);
+    assert_true(num / den < 1e-12);
+    free(fs.cap_k);
+    free(fs.cap_v);
+    fs.cap_k = fs.cap_v = NULL;
+    tf_fwd_free(&ff);
+    tf_fwd_free(&fs);
+    tf_scache_free(&sc);
+    tf_kv_free(&kv);
+}
+
+/* qwen2: every mode with the target's first layer as the draft (the
+ * --draft-layers 1 self-speculation), long and short prompts. */
+static void test_greedy_equality_qwen2(void **state) {
+    (void)state;
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", gen_model_arch(TF_ARCH_QWEN2, 64, 8, 2, NULL, 9));
+    tf_model *t = load(tpath), *d = NULL;
+    assert_true(t->hp.arch == TF_ARCH_QWEN2 && t->hp.rope_neox);
+    tf_err err = {0};
+    assert_int_equal(tf_model_view_layers(&d, t, 1, &err), TF_OK);
+    int32_t prompt[600];
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() + 1);
+    for (int i = 0; i < 600; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+    sweep(t, d, prompt, 600, 60, "qwen2 target, first-layer draft, long prompt");
+    sweep(t, d, prompt, 20, 60, "qwen2 target, first-layer draft, short prompt");
+    streaming_equals_full(t);
+    tf_model_free(d);
+    tf_model_free(t);
+    unlink(tpath);
+}
+
 static int setup(void **state) {
     (void)state;
     tf_err err = {0};
@@ -253,6 +332,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equality_generated),
+        cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -35,7 +35,7 @@ static void check_view(tf_scache *c, int S, int W) {
         for (int il = 0; il < L; il++) {
             float want[KVD];
             memcpy(want, ref_k[il][t], sizeof want);
-            tf_op_rope(want, 1, KVD, HKV, HD, ROT, cs, sn);
+            tf_op_rope(want, 1, KVD, HKV, HD, ROT, false, cs, sn);
             for (int h = 0; h < HKV; h++) {
                 float k[HD], v[HD];
                 tf_kv_read(&c->view, il, h, i, k, v);
@@ -71,7 +71,8 @@ static void test_append_rollback_vs_reference(void **state) {
         int S = cfg[ci][0], W = cfg[ci][1], slack = cfg[ci][2];
         tf_scache c;
         tf_err err = {0};
-        assert_int_equal(tf_scache_init(&c, L, HKV, HD, ROT, freq, 1.0f, S, W, slack, 8, TF_DTYPE_F32, &err), TF_OK);
+        assert_int_equal(tf_scache_init(&c, L, HKV, HD, ROT, false, freq, 1.0f, S, W, slack, 8, TF_DTYPE_F32, &err),
+                         TF_OK);
         while (c.n_seen < MAXT - 16) {
             int n = 1 + (int)(tf_rng_next(&rng) % 8);
             append(&c, &rng, n);

@@ -39,7 +39,7 @@ int main(void) {
         float *cs = (float *)malloc(sizeof(float) * n * 64), *sn = (float *)malloc(sizeof(float) * n * 64);
         memcpy(y, x, sizeof(float) * cnt);
         tf_op_rope_table(cs, sn, pos, n, 128, freq, 1.1386f);
-        tf_op_rope(y, n, dim, dim / 128, 128, 128, cs, sn);
+        tf_op_rope(y, n, dim, dim / 128, 128, 128, false, cs, sn);
         for (size_t i = 0; i < cnt; i++) ref[i] = y[i];
         int32_t *dpos = (int32_t *)lab_dev(pos, sizeof(int32_t) * n);
         float *dfreq = (float *)lab_dev(freq, sizeof freq);

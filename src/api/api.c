@@ -80,7 +80,8 @@ void tf_model_get_info(const tf_model *m, tf_model_info *info) {
     static const char *const scaling[] = {"none", "linear", "yarn", "llama3"};
     const tf_hparams *hp = &m->hp;
     *info = (tf_model_info){
-        .name = m->name, .arch = "llama", .n_vocab = hp->n_vocab, .n_embd = hp->n_embd, .n_layer = hp->n_layer,
+        .name = m->name, .arch = tf_arch_name(hp->arch), .n_vocab = hp->n_vocab, .n_embd = hp->n_embd,
+        .n_layer = hp->n_layer, .rope_neox = hp->rope_neox, .qkv_bias = hp->qkv_bias,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_ff = hp->n_ff,
         .n_rot = hp->n_rot, .n_ctx_train = hp->n_ctx_train, .rms_eps = hp->rms_eps, .rope_base = hp->rope_base,
         .rope_scaling = scaling[hp->rope_scaling], .rope_factor = hp->rope_factor,

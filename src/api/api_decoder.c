@@ -61,7 +61,9 @@ int tf_cuda_devices(void) {
 #endif
 }
 
-/* AUTO: CUDA if there is a device and it computes with every weight type of both models. */
+/* AUTO: CUDA if there is a device, it runs both models' architecture (llama
+ * only: qwen2's biases and rotate-half RoPE have no device kernels) and it
+ * computes with every weight type of both models. */
 static tf_device resolve_device(tf_device dev, const tf_model *target, const tf_model *draft) {
     if (dev != TF_DEVICE_AUTO) return dev;
 #ifdef TF_HAVE_CUDA
@@ -70,6 +72,7 @@ static tf_device resolve_device(tf_device dev, const tf_model *target, const tf_
     for (int i = 0; i < 2; i++) {
         const tf_model *m = ms[i];
         if (!m) continue;
+        if (m->hp.qkv_bias || m->hp.rope_neox) return TF_DEVICE_CPU;
         if (!tf_cuda_mat_type_ok(m->tok_embd.type) || !tf_cuda_mat_type_ok(m->output.type)) return TF_DEVICE_CPU;
         for (int il = 0; il < m->hp.n_layer; il++) {
             const tf_layer_weights *L = &m->layers[il];

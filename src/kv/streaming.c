@@ -7,7 +7,7 @@
 #include <string.h>
 
 tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
-                         const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
+                         bool rope_neox, const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
                          int32_t n_batch, tf_dtype view_type, tf_err *err) {
     memset(c, 0, sizeof *c);
     if (sinks < 0 || window < 1 || slack < 0 || n_batch < 1 || sinks > (1 << 20) || window > (1 << 24))
@@ -23,6 +23,7 @@ tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32
     c->ring = window + slack;
     c->n_batch = n_batch;
     c->n_rot = n_rot;
+    c->rope_neox = rope_neox;
     size_t slots = (size_t)sinks + (size_t)c->ring, vis = (size_t)sinks + (size_t)window;
     size_t npos = vis + (size_t)n_batch;
     c->k = tf_alloc(sizeof(float) * (size_t)n_layer * slots * c->kv_dim);
@@ -89,7 +90,7 @@ int32_t tf_scache_view(tf_scache *c, int32_t *pos0) {
             memcpy(c->tmp_v + (size_t)i * kvd, lv + s * kvd, sizeof(float) * kvd);
         }
         /* logical position of view slot i is i */
-        tf_op_rope(c->tmp_k, nv, (int64_t)kvd, c->n_head_kv, c->head_dim, c->n_rot, c->cos_t, c->sin_t);
+        tf_op_rope(c->tmp_k, nv, (int64_t)kvd, c->n_head_kv, c->head_dim, c->n_rot, c->rope_neox, c->cos_t, c->sin_t);
         tf_kv_store(&c->view, il, 0, nv, c->tmp_k, c->tmp_v, (int64_t)kvd);
     }
     for (int32_t i = 0; i < nv; i++) c->view.pos[i] = i;

@@ -24,6 +24,8 @@
 
 #include "kv/kv.h"
 
+#include <stdbool.h>
+
 typedef struct tf_scache {
     int32_t n_layer, n_head_kv, head_dim, kv_dim;
     int32_t sinks;   /* S */
@@ -38,11 +40,13 @@ typedef struct tf_scache {
     float *tmp_k, *tmp_v; /* [S + W][kv_dim] */
     float *cos_t, *sin_t; /* RoPE table for logical positions [S + W + n_batch][n_rot/2] */
     int32_t n_rot;
+    bool rope_neox;  /* RoPE pairs (i, i + n_rot/2), else (2i, 2i+1) (tf_op_rope) */
 } tf_scache;
 
-/* freq/mscale: the draft model's RoPE (tf_model rope_freq / rope_mscale). */
+/* rope_neox, freq, mscale: the draft model's RoPE (tf_hparams rope_neox,
+ * tf_model rope_freq / rope_mscale). */
 tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
-                         const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
+                         bool rope_neox, const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
                          int32_t n_batch, tf_dtype view_type, tf_err *err);
 void tf_scache_free(tf_scache *c);
 

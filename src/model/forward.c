@@ -2,7 +2,8 @@
  * forward.c — the llama forward pass over a batch of tokens:
  *
  *   x = embed(tokens)
- *   per layer:  x += Wo . attn(rope(Wq . norm(x)), rope(Wk . norm(x)), Wv . norm(x))
+ *   per layer:  q, k, v = Wq . norm(x) (+ bq), Wk . norm(x) (+ bk), Wv . norm(x) (+ bv)
+ *               x += Wo . attn(rope(q), rope(k), v)
  *               x += Wdown . (silu(Wgate . norm(x)) * (Wup . norm(x)))
  *   logits = Wout . norm(x)
  */
@@ -132,16 +133,21 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
         matmul(f, &L->wq, f->xn, n, f->q, q_dim);
         matmul(f, &L->wk, f->xn, n, f->k, kv_dim);
         matmul(f, &L->wv, f->xn, n, f->v, kv_dim);
+        if (hp->qkv_bias) { /* qwen2; per row, so batch invariance holds */
+            tf_op_add_bias(f->q, L->bq.data, n, q_dim, q_dim);
+            tf_op_add_bias(f->k, L->bk.data, n, kv_dim, kv_dim);
+            tf_op_add_bias(f->v, L->bv.data, n, kv_dim, kv_dim);
+        }
         if (f->cap_k) {
             memcpy(f->cap_k + (size_t)il * f->n_batch * kv_dim, f->k, sizeof(float) * (size_t)n * kv_dim);
             memcpy(f->cap_v + (size_t)il * f->n_batch * kv_dim, f->v, sizeof(float) * (size_t)n * kv_dim);
         }
-        tf_op_rope(f->q, n, q_dim, hp->n_head, (int)hd, hp->n_rot, f->rope_cos, f->rope_sin);
+        tf_op_rope(f->q, n, q_dim, hp->n_head, (int)hd, hp->n_rot, hp->rope_neox, f->rope_cos, f->rope_sin);
         if (f->cap_q)
             for (int32_t r = f->cap_q_row; r < n && r - f->cap_q_row < f->cap_q_max; r++)
                 memcpy(f->cap_q + ((size_t)il * f->cap_q_max + (size_t)(r - f->cap_q_row)) * q_dim,
                        f->q + (size_t)r * q_dim, sizeof(float) * q_dim);
-        tf_op_rope(f->k, n, kv_dim, hp->n_head_kv, (int)hd, hp->n_rot, f->rope_cos, f->rope_sin);
+        tf_op_rope(f->k, n, kv_dim, hp->n_head_kv, (int)hd, hp->n_rot, hp->rope_neox, f->rope_cos, f->rope_sin);
         tf_kv_store(kv, il, slot0, n, f->k, f->v, kv_dim);
         tf_attn_args aa = {.q = f->q, .ldq = q_dim, .kv = kv, .layer = il, .n_q = n, .kv_len = len,
                            .n_head = hp->n_head, .scale = 1.0f / sqrtf((float)hd), .out = f->att, .ldo = q_dim};

@@ -1,5 +1,5 @@
 /*
- * gen.c — random-weight Llama GGUF generator (see gen.h).
+ * gen.c — random-weight llama / qwen2 GGUF generator (see gen.h).
  *
  * The model is described as a list of tensor specs (name, shape, type, how
  * to draw values); each spec becomes a fill callback of the GGUF writer, so
@@ -41,6 +41,12 @@ static const tf_gen_preset k_presets[] = {
      .n_embd = 512, .n_layer = 4, .n_head = 8, .n_head_kv = 2, .n_ff = 768, .n_ctx_train = 2048,
      .n_vocab = 32000, .rms_eps = 1e-5f, .rope_base = 10000.0f, .rope_scaling = TF_ROPE_SCALING_NONE,
      .rope_factor = 1.0f, .rope_orig_ctx = 0, .tied_output = true},
+    {.name = "qwen2.5-0.5b",
+     .desc = "Qwen2.5-0.5B shape (qwen2: q/k/v biases, rotate-half RoPE): n_embd 896, 24 layers, 14 heads / 2 KV "
+             "heads, n_ff 4864, tied output, 151936 vocab: 494M params",
+     .arch = TF_ARCH_QWEN2, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .n_ff = 4864,
+     .n_ctx_train = 32768, .n_vocab = 151936, .rms_eps = 1e-6f, .rope_base = 1000000.0f,
+     .rope_scaling = TF_ROPE_SCALING_NONE, .rope_factor = 1.0f, .rope_orig_ctx = 0, .tied_output = true},
 };
 
 const tf_gen_preset *tf_gen_presets(size_t *n) {
@@ -55,6 +61,7 @@ const tf_gen_preset *tf_gen_preset_find(const char *name) {
 }
 
 void tf_gen_params_apply_preset(tf_gen_params *p, const tf_gen_preset *s) {
+    p->arch = s->arch;
     p->n_embd = s->n_embd;
     p->n_layer = s->n_layer;
     p->n_head = s->n_head;
@@ -94,6 +101,7 @@ uint64_t tf_gen_param_count(const tf_gen_params *p) {
     uint64_t q = (uint64_t)p->n_head * hd, kv = (uint64_t)p->n_head_kv * hd, ff = (uint64_t)p->n_ff;
     uint64_t v = (uint64_t)resolved_vocab(p);
     uint64_t layer = 2 * e + e * q + 2 * e * kv + q * e + 3 * e * ff;
+    if (p->arch == TF_ARCH_QWEN2) layer += q + 2 * kv; /* q/k/v biases */
     uint64_t n = v * e * (p->tied_output ? 1 : 2) + e + (uint64_t)p->n_layer * layer;
     if (p->rope_scaling == TF_ROPE_SCALING_LLAMA3) n += hd / 2;
     return n;
@@ -124,6 +132,7 @@ static tf_status check_params(const tf_gen_params *p, tf_err *err) {
     do {                                                                                                         \
         if (!(cond)) return tf_errf(err, TF_ERR_INVALID_ARG, "gen-model: " __VA_ARGS__);                         \
     } while (0)
+    REQ(tf_arch_name(p->arch) != NULL, "arch = %d (expected %s)", (int)p->arch, tf_arch_list());
     REQ(p->n_embd >= 2, "n_embd = %d (expected >= 2)", p->n_embd);
     REQ(p->n_layer >= 1, "n_layer = %d (expected >= 1)", p->n_layer);
     REQ(p->n_head >= 1 && p->n_embd % p->n_head == 0, "n_head = %d must divide n_embd = %d", p->n_head, p->n_embd);
@@ -160,7 +169,8 @@ static tf_status check_params(const tf_gen_params *p, tf_err *err) {
 
 /* ---- tensor specs and row generation ---- */
 
-typedef enum { DRAW_UNIFORM, DRAW_NORM, DRAW_ROPE_FREQS } draw_kind;
+/* UNIFORM: 2-D weights of the chosen type; BIAS: f32 vectors drawn like UNIFORM. */
+typedef enum { DRAW_UNIFORM, DRAW_NORM, DRAW_ROPE_FREQS, DRAW_BIAS } draw_kind;
 
 typedef struct gen_ctx gen_ctx;
 
@@ -169,7 +179,7 @@ typedef struct tspec {
     draw_kind kind;
     tf_dtype type;
     int64_t ne[2];
-    float amp;      /* DRAW_UNIFORM: values in [-amp, amp) */
+    float amp;      /* DRAW_UNIFORM, DRAW_BIAS: values in [-amp, amp) */
     uint64_t seed;  /* stream of this tensor */
     gen_ctx *ctx;
 } tspec;
@@ -259,7 +269,7 @@ static void add_spec(tspec *specs, size_t *n, gen_ctx *c, const char *name, draw
 
 static tspec *build_specs(gen_ctx *c, int64_t n_vocab, size_t *n_out) {
     const tf_gen_params *p = c->p;
-    size_t cap = 4 + 9 * (size_t)p->n_layer;
+    size_t cap = 4 + 12 * (size_t)p->n_layer;
     tspec *s = calloc(cap, sizeof *s);
     if (!s) return NULL;
     size_t n = 0;
@@ -280,6 +290,15 @@ static tspec *build_specs(gen_ctx *c, int64_t n_vocab, size_t *n_out) {
         LAYER("attn_q", DRAW_UNIFORM, e, q);
         LAYER("attn_k", DRAW_UNIFORM, e, kv);
         LAYER("attn_v", DRAW_UNIFORM, e, kv);
+        if (p->arch == TF_ARCH_QWEN2) {
+            /* biases of std 0.5 against projections of std ~1: large enough
+             * that a forward pass without them is clearly different */
+            static const char *const bn[3] = {"attn_q", "attn_k", "attn_v"};
+            for (int b = 0; b < 3; b++) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", il, bn[b]);
+                add_spec(s, &n, c, nm, DRAW_BIAS, b == 0 ? q : kv, 1, 0.5f);
+            }
+        }
         LAYER("attn_output", DRAW_UNIFORM, q, e);
         LAYER("ffn_norm", DRAW_NORM, e, 1);
         LAYER("ffn_gate", DRAW_UNIFORM, e, ff);
@@ -377,35 +396,54 @@ static tf_status copy_vocab(tf_gguf_writer *w, const char *path, int64_t *n_voca
 
 /* ---- metadata ---- */
 
+/* Setters of an architecture's metadata key "<arch>.<suffix>". */
+static tf_status set_u32(tf_gguf_writer *w, tf_arch arch, const char *suffix, uint32_t v, tf_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
+    return tf_gguf_writer_set_u32(w, key, v, err);
+}
+
+static tf_status set_f32(tf_gguf_writer *w, tf_arch arch, const char *suffix, float v, tf_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
+    return tf_gguf_writer_set_f32(w, key, v, err);
+}
+
+static tf_status set_str(tf_gguf_writer *w, tf_arch arch, const char *suffix, const char *v, tf_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
+    return tf_gguf_writer_set_str(w, key, v, err);
+}
+
 static tf_status add_hparams(tf_gguf_writer *w, const tf_gen_params *p, int32_t head_dim, int64_t n_vocab,
                              tf_err *err) {
-    TF_TRY(tf_gguf_writer_set_str(w, "general.architecture", "llama", err));
+    TF_TRY(tf_gguf_writer_set_str(w, "general.architecture", tf_arch_name(p->arch), err));
     TF_TRY(tf_gguf_writer_set_str(w, "general.name", p->name ? p->name : "triforce-gen", err));
     TF_TRY(tf_gguf_writer_set_u32(w, "general.file_type", (uint32_t)tf_gguf_file_type(p->wtype), err));
     if (tf_dtype_block_size(p->wtype) > 1) TF_TRY(tf_gguf_writer_set_u32(w, "general.quantization_version", 2, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.vocab_size", (uint32_t)n_vocab, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.context_length", (uint32_t)p->n_ctx_train, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)p->n_embd, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.block_count", (uint32_t)p->n_layer, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)p->n_ff, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)p->n_head, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)p->n_head_kv, err));
-    TF_TRY(tf_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", p->rms_eps, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim, err));
-    TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.freq_base", p->rope_base, err));
+    TF_TRY(set_u32(w, p->arch, "vocab_size", (uint32_t)n_vocab, err));
+    TF_TRY(set_u32(w, p->arch, "context_length", (uint32_t)p->n_ctx_train, err));
+    TF_TRY(set_u32(w, p->arch, "embedding_length", (uint32_t)p->n_embd, err));
+    TF_TRY(set_u32(w, p->arch, "block_count", (uint32_t)p->n_layer, err));
+    TF_TRY(set_u32(w, p->arch, "feed_forward_length", (uint32_t)p->n_ff, err));
+    TF_TRY(set_u32(w, p->arch, "attention.head_count", (uint32_t)p->n_head, err));
+    TF_TRY(set_u32(w, p->arch, "attention.head_count_kv", (uint32_t)p->n_head_kv, err));
+    TF_TRY(set_f32(w, p->arch, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
+    TF_TRY(set_u32(w, p->arch, "rope.dimension_count", (uint32_t)head_dim, err));
+    TF_TRY(set_f32(w, p->arch, "rope.freq_base", p->rope_base, err));
     if (p->rope_scaling == TF_ROPE_SCALING_LINEAR || p->rope_scaling == TF_ROPE_SCALING_YARN) {
         bool yarn = p->rope_scaling == TF_ROPE_SCALING_YARN;
-        TF_TRY(tf_gguf_writer_set_str(w, "llama.rope.scaling.type", yarn ? "yarn" : "linear", err));
-        TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.factor", p->rope_factor, err));
+        TF_TRY(set_str(w, p->arch, "rope.scaling.type", yarn ? "yarn" : "linear", err));
+        TF_TRY(set_f32(w, p->arch, "rope.scaling.factor", p->rope_factor, err));
         if (yarn) {
-            TF_TRY(tf_gguf_writer_set_u32(w, "llama.rope.scaling.original_context_length",
+            TF_TRY(set_u32(w, p->arch, "rope.scaling.original_context_length",
                                           (uint32_t)p->rope_orig_ctx, err));
             if (p->yarn_beta_fast > 0)
-                TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.yarn_beta_fast", p->yarn_beta_fast, err));
+                TF_TRY(set_f32(w, p->arch, "rope.scaling.yarn_beta_fast", p->yarn_beta_fast, err));
             if (p->yarn_beta_slow > 0)
-                TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.yarn_beta_slow", p->yarn_beta_slow, err));
+                TF_TRY(set_f32(w, p->arch, "rope.scaling.yarn_beta_slow", p->yarn_beta_slow, err));
             if (p->yarn_attn_factor > 0)
-                TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.attn_factor", p->yarn_attn_factor, err));
+                TF_TRY(set_f32(w, p->arch, "rope.scaling.attn_factor", p->yarn_attn_factor, err));
         }
     }
     return TF_OK;
@@ -481,10 +519,11 @@ tf_status tf_gen_model(const tf_gen_params *p, const char *out_path, tf_err *err
         tf_gen_params q = *p;
         q.n_vocab = (int32_t)n_vocab;
         tf_logf(&p->log, TF_LOG_INFO,
-                "gen-model: %s: n_embd %d, n_layer %d, n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_vocab %lld "
+                "gen-model: %s: %s, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_vocab %lld "
                 "(%s), n_ctx_train %d, rope base %g scaling %s (factor %g, orig ctx %d), rms_eps %g, %s output, "
                 "%s weights, seed %llu: %.1fM params, %.1f MB",
-                out_path, p->n_embd, p->n_layer, p->n_head, p->n_head_kv, ctx.head_dim, p->n_ff, (long long)n_vocab,
+                out_path, tf_arch_name(p->arch), p->n_embd, p->n_layer, p->n_head, p->n_head_kv, ctx.head_dim,
+                p->n_ff, (long long)n_vocab,
                 p->vocab_from ? p->vocab_from : "byte vocabulary", p->n_ctx_train, (double)p->rope_base,
                 scaling_name(p->rope_scaling), (double)p->rope_factor, p->rope_orig_ctx, (double)p->rms_eps,
                 p->tied_output ? "tied" : "untied", tf_dtype_name(p->wtype), (unsigned long long)p->seed,

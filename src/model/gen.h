@@ -1,10 +1,13 @@
 /*
- * gen.h — random-weight Llama models of any shape, written as GGUF.
+ * gen.h — random-weight Llama (or Qwen2) models of any shape, written as GGUF.
  *
  * tf_gen_model writes a file that loads like a converted llama.cpp model
  * (general.architecture = "llama", llama.* hyper-parameters, llama tensor
  * names and shapes) with deterministic pseudo-random weights, for testing
  * whole-model code paths and for benchmarking shapes we cannot download.
+ * With arch = TF_ARCH_QWEN2 the file is a qwen2 model instead: qwen2.* keys
+ * and f32 biases blk.N.attn_{q,k,v}.bias (uniform, std 0.5); its q/k rows
+ * are read in the rotate-half RoPE layout (random weights have no layout).
  *
  * Weights: every tensor has its own stream derived from (seed, tensor name)
  * and every row its own sub-stream, so the values do not depend on the
@@ -31,6 +34,7 @@
 #include <stdint.h>
 
 typedef struct tf_gen_params {
+    tf_arch arch;        /* TF_ARCH_LLAMA (default) or TF_ARCH_QWEN2 */
     /* shape (head_dim = n_embd / n_head, which must be even) */
     int32_t n_embd;
     int32_t n_layer;
@@ -78,11 +82,13 @@ typedef struct tf_gen_params {
  * no logger, no progress. */
 tf_gen_params tf_gen_params_default(void);
 
-/* Named shapes. Applying a preset sets the shape, vocabulary size, norm
- * epsilon, RoPE settings and tying; type, seed, name and vocab_from stay. */
+/* Named shapes. Applying a preset sets the architecture, shape, vocabulary
+ * size, norm epsilon, RoPE settings and tying; type, seed, name and
+ * vocab_from stay. */
 typedef struct tf_gen_preset {
     const char *name;
     const char *desc;
+    tf_arch arch;
     int32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx_train, n_vocab;
     float rms_eps, rope_base;
     tf_rope_scaling rope_scaling;
@@ -91,7 +97,7 @@ typedef struct tf_gen_preset {
     bool tied_output;
 } tf_gen_preset;
 
-/* The preset table: "llama2-7b-128k", "llama-68m", "tiny-24m". */
+/* The preset table: "llama2-7b-128k", "llama-68m", "tiny-24m", "qwen2.5-0.5b". */
 const tf_gen_preset *tf_gen_presets(size_t *n);
 /* Preset by name (case-sensitive), or NULL. */
 const tf_gen_preset *tf_gen_preset_find(const char *name);

@@ -5,17 +5,21 @@
  * model.safetensors.index.json) and tokenizer.json is assembled into an
  * in-memory GGUF view (a tf_gguf), so the GGUF model loader, the tokenizer
  * builder, `info` and the GGUF writer all work on it unchanged:
- *   - config.json (+ generation_config.json) become llama.* and general.*
+ *   - config.json (+ generation_config.json) become general.* and llama.*
+ *     (LlamaForCausalLM, MistralForCausalLM) or qwen2.* (Qwen2ForCausalLM)
  *     metadata keys, as the GGUF converters name them;
  *   - tokenizer.json becomes tokenizer.ggml.* keys (tokenizer/hf_tokenizer.h);
  *   - tensors keep their stored type (F32, F16, BF16) and point into the
  *     mapped safetensors files, renamed to GGUF names. Two kinds are copied:
  *     1-D norm weights (widened to F32, as the loader expects) and the query
- *     and key projections, whose rows are permuted from Hugging Face's
- *     rotate-half RoPE layout to the adjacent-pair layout of GGUF (rows of
- *     a head [x0..x(d/2-1), y0..y(d/2-1)] become [x0 y0 x1 y1 ...]), in their
- *     stored type. Llama 3 frequency factors become a rope_freqs.weight
- *     tensor.
+ *     and key projections of llama checkpoints, whose rows are permuted from
+ *     Hugging Face's rotate-half RoPE layout to the adjacent-pair layout of
+ *     GGUF llama files (rows of a head [x0..x(d/2-1), y0..y(d/2-1)] become
+ *     [x0 y0 x1 y1 ...]), in their stored type. qwen2 checkpoints keep the
+ *     rotate-half layout, as GGUF qwen2 files do (the model rotates pairs
+ *     (i, i + d/2) for them); their q/k/v biases become f32
+ *     blk.N.attn_{q,k,v}.bias. Llama 3 frequency factors become a
+ *     rope_freqs.weight tensor.
  * The view owns its mappings and copies (tf_gguf_close releases them).
  */
 #ifndef TF_MODEL_HF_H
@@ -33,6 +37,7 @@
 /* What config.json (and generation_config.json) say, validated. */
 typedef struct tf_hf_config {
     char arch[64];              /* architectures[0], e.g. "LlamaForCausalLM" */
+    tf_arch gguf_arch;          /* what it becomes: llama or qwen2 */
     char torch_dtype[16];       /* informational ("" when absent) */
     int64_t n_vocab, n_embd, n_ff, n_layer, n_head, n_head_kv;
     int64_t head_dim;           /* 0 when not given: n_embd / n_head */
@@ -54,10 +59,11 @@ bool tf_hf_is_dir(const char *path);
 
 /* Read and validate DIR/config.json and the optional DIR/generation_config.json.
  * Errors name the file, the key and what was expected; an architecture other
- * than LlamaForCausalLM / MistralForCausalLM is TF_ERR_UNSUPPORTED. */
+ * than LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM is
+ * TF_ERR_UNSUPPORTED, and so is a Qwen2 config with use_sliding_window true. */
 tf_status tf_hf_config_load(tf_hf_config *c, const char *dir, const tf_logger *log, tf_err *err);
 
-/* Write the general.* and llama.* metadata keys of c into w (name: general.name). */
+/* Write the general.* and llama.* / qwen2.* metadata keys of c into w (name: general.name). */
 tf_status tf_hf_config_to_gguf(const tf_hf_config *c, const char *name, tf_gguf_writer *w, tf_err *err);
 
 /* Assemble the directory into *g (see the banner). vocab_only: config.json

@@ -1,6 +1,12 @@
 /*
- * hf_config.c — config.json / generation_config.json of a Hugging Face Llama
- * or Mistral checkpoint -> validated tf_hf_config -> GGUF llama.* keys.
+ * hf_config.c — config.json / generation_config.json of a Hugging Face Llama,
+ * Mistral or Qwen2 checkpoint -> validated tf_hf_config -> GGUF llama.* or
+ * qwen2.* keys.
+ *
+ * Qwen2 configs carry sliding_window / max_window_layers; they are only
+ * meaningful with use_sliding_window true (every published Qwen2 / Qwen2.5
+ * checkpoint has false), which is refused: full attention would be another
+ * model beyond the window.
  *
  * RoPE scaling ("rope_scaling": {"type" or "rope_type": ...}):
  *   linear  — factor;
@@ -127,11 +133,18 @@ static tf_status parse_config(tf_hf_config *c, const char *file, const cJSON *ro
     if (cJSON_IsString(a0)) snprintf(c->arch, sizeof c->arch, "%s", a0->valuestring);
     else if (has_mt) snprintf(c->arch, sizeof c->arch, "%s", mt);
     else return tf_errf(err, TF_ERR_FORMAT, "%s: neither 'architectures' nor 'model_type' is given", file);
-    if (strcmp(c->arch, "LlamaForCausalLM") != 0 && strcmp(c->arch, "MistralForCausalLM") != 0 &&
-        strcmp(c->arch, "llama") != 0 && strcmp(c->arch, "mistral") != 0)
+    static const struct { const char *name; tf_arch arch; } k_archs[] = {
+        {"LlamaForCausalLM", TF_ARCH_LLAMA}, {"MistralForCausalLM", TF_ARCH_LLAMA}, {"Qwen2ForCausalLM", TF_ARCH_QWEN2},
+        {"llama", TF_ARCH_LLAMA},            {"mistral", TF_ARCH_LLAMA},            {"qwen2", TF_ARCH_QWEN2},
+    };
+    size_t ia = 0, n_archs = sizeof k_archs / sizeof k_archs[0];
+    while (ia < n_archs && strcmp(c->arch, k_archs[ia].name) != 0) ia++;
+    if (ia == n_archs)
         return tf_errf(err, TF_ERR_UNSUPPORTED,
-                       "%s: architecture '%s' is not supported (expected LlamaForCausalLM or MistralForCausalLM)", file,
-                       c->arch);
+                       "%s: architecture '%s' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
+                       "Qwen2ForCausalLM)",
+                       file, c->arch);
+    c->gguf_arch = k_archs[ia].arch;
     const char *dt = NULL;
     bool has_dt;
     TF_TRY(tf_json_get_str(file, root, "torch_dtype", &dt, &has_dt, err));
@@ -165,8 +178,15 @@ static tf_status parse_config(tf_hf_config *c, const char *file, const cJSON *ro
     c->rope_theta = 10000.0;
     TF_TRY(tf_json_get_num(file, root, "rope_theta", 1.0, 1e12, &c->rope_theta, &found, err));
     TF_TRY(tf_json_get_bool(file, root, "tie_word_embeddings", &c->tied, &c->tied_given, err));
+    bool use_sw = false, has_use_sw = false;
+    TF_TRY(tf_json_get_bool(file, root, "use_sliding_window", &use_sw, &has_use_sw, err));
+    if (use_sw)
+        return tf_errf(err, TF_ERR_UNSUPPORTED,
+                       "%s: use_sliding_window = true is not supported (every layer attends to the whole context "
+                       "here; expected false, as the published Qwen2 / Qwen2.5 checkpoints have)",
+                       file);
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
-    if (cJSON_IsNumber(sw) && sw->valuedouble > 0 && sw->valuedouble < (double)c->n_ctx_train)
+    if (!has_use_sw && cJSON_IsNumber(sw) && sw->valuedouble > 0 && sw->valuedouble < (double)c->n_ctx_train)
         tf_logf(log, TF_LOG_WARN,
                 "%s: sliding_window = %.0f is ignored: every token attends to the whole context (exact up to "
                 "the window, a different model beyond it)", file, sw->valuedouble);
@@ -197,40 +217,59 @@ tf_status tf_hf_config_load(tf_hf_config *c, const char *dir, const tf_logger *l
     return st;
 }
 
+/* Setters of an architecture's metadata key "<arch>.<suffix>". */
+static tf_status set_u32(tf_gguf_writer *w, tf_arch arch, const char *suffix, uint32_t v, tf_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
+    return tf_gguf_writer_set_u32(w, key, v, err);
+}
+
+static tf_status set_f32(tf_gguf_writer *w, tf_arch arch, const char *suffix, float v, tf_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
+    return tf_gguf_writer_set_f32(w, key, v, err);
+}
+
+static tf_status set_str(tf_gguf_writer *w, tf_arch arch, const char *suffix, const char *v, tf_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
+    return tf_gguf_writer_set_str(w, key, v, err);
+}
+
 tf_status tf_hf_config_to_gguf(const tf_hf_config *c, const char *name, tf_gguf_writer *w, tf_err *err) {
-    TF_TRY(tf_gguf_writer_set_str(w, "general.architecture", "llama", err));
+    TF_TRY(tf_gguf_writer_set_str(w, "general.architecture", tf_arch_name(c->gguf_arch), err));
     TF_TRY(tf_gguf_writer_set_str(w, "general.name", name, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.vocab_size", (uint32_t)c->n_vocab, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.context_length", (uint32_t)c->n_ctx_train, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)c->n_embd, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.block_count", (uint32_t)c->n_layer, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)c->n_ff, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)c->n_head, err));
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)c->n_head_kv, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "vocab_size", (uint32_t)c->n_vocab, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "context_length", (uint32_t)c->n_ctx_train, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "embedding_length", (uint32_t)c->n_embd, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "block_count", (uint32_t)c->n_layer, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "feed_forward_length", (uint32_t)c->n_ff, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "attention.head_count", (uint32_t)c->n_head, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "attention.head_count_kv", (uint32_t)c->n_head_kv, err));
     int64_t hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
     if (c->head_dim) {
-        TF_TRY(tf_gguf_writer_set_u32(w, "llama.attention.key_length", (uint32_t)hd, err));
-        TF_TRY(tf_gguf_writer_set_u32(w, "llama.attention.value_length", (uint32_t)hd, err));
+        TF_TRY(set_u32(w, c->gguf_arch, "attention.key_length", (uint32_t)hd, err));
+        TF_TRY(set_u32(w, c->gguf_arch, "attention.value_length", (uint32_t)hd, err));
     }
-    TF_TRY(tf_gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)hd, err));
-    TF_TRY(tf_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", (float)c->rms_eps, err));
-    TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.freq_base", (float)c->rope_theta, err));
+    TF_TRY(set_u32(w, c->gguf_arch, "rope.dimension_count", (uint32_t)hd, err));
+    TF_TRY(set_f32(w, c->gguf_arch, "attention.layer_norm_rms_epsilon", (float)c->rms_eps, err));
+    TF_TRY(set_f32(w, c->gguf_arch, "rope.freq_base", (float)c->rope_theta, err));
     switch (c->rope_scaling) {
     case TF_ROPE_SCALING_NONE:
     case TF_ROPE_SCALING_LLAMA3: break; /* llama3: the rope_freqs.weight tensor */
     case TF_ROPE_SCALING_LINEAR:
-        TF_TRY(tf_gguf_writer_set_str(w, "llama.rope.scaling.type", "linear", err));
-        TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.factor", (float)c->rope_factor, err));
+        TF_TRY(set_str(w, c->gguf_arch, "rope.scaling.type", "linear", err));
+        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.factor", (float)c->rope_factor, err));
         break;
     case TF_ROPE_SCALING_YARN:
-        TF_TRY(tf_gguf_writer_set_str(w, "llama.rope.scaling.type", "yarn", err));
-        TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.factor", (float)c->rope_factor, err));
-        TF_TRY(tf_gguf_writer_set_u32(w, "llama.rope.scaling.original_context_length", (uint32_t)c->rope_orig_ctx,
+        TF_TRY(set_str(w, c->gguf_arch, "rope.scaling.type", "yarn", err));
+        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.factor", (float)c->rope_factor, err));
+        TF_TRY(set_u32(w, c->gguf_arch, "rope.scaling.original_context_length", (uint32_t)c->rope_orig_ctx,
                                       err));
-        TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.yarn_beta_fast", (float)c->yarn_beta_fast, err));
-        TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.yarn_beta_slow", (float)c->yarn_beta_slow, err));
+        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.yarn_beta_fast", (float)c->yarn_beta_fast, err));
+        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.yarn_beta_slow", (float)c->yarn_beta_slow, err));
         if (c->yarn_attn_factor != 1.0)
-            TF_TRY(tf_gguf_writer_set_f32(w, "llama.rope.scaling.attn_factor", (float)c->yarn_attn_factor, err));
+            TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.attn_factor", (float)c->yarn_attn_factor, err));
         break;
     }
     return TF_OK;

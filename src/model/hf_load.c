@@ -54,6 +54,8 @@ static bool file_exists(const char *path) {
 
 /* ---- tensors ---- */
 
+/* NORM: a vector widened to F32 (norm weights, biases); PERM_Q / PERM_K: the
+ * llama row permutation (hf.h), not applied to qwen2. */
 typedef enum conv_kind { CONV_NONE, CONV_NORM, CONV_PERM_Q, CONV_PERM_K } conv_kind;
 
 /* Dimensions a shape is made of. */
@@ -64,19 +66,33 @@ typedef struct layer_map {
     const char *gguf; /* suffix after "blk.N." */
     conv_kind conv;
     dim rows, cols;   /* expected shape [rows, cols] (rows D_NONE: a vector of cols) */
+    bool qwen2_only;  /* the q/k/v biases */
 } layer_map;
 
 static const layer_map k_layer_map[] = {
-    {"input_layernorm.weight", "attn_norm.weight", CONV_NORM, D_NONE, D_EMBD},
-    {"self_attn.q_proj.weight", "attn_q.weight", CONV_PERM_Q, D_Q, D_EMBD},
-    {"self_attn.k_proj.weight", "attn_k.weight", CONV_PERM_K, D_KV, D_EMBD},
-    {"self_attn.v_proj.weight", "attn_v.weight", CONV_NONE, D_KV, D_EMBD},
-    {"self_attn.o_proj.weight", "attn_output.weight", CONV_NONE, D_EMBD, D_Q},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", CONV_NORM, D_NONE, D_EMBD},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", CONV_NONE, D_FF, D_EMBD},
-    {"mlp.up_proj.weight", "ffn_up.weight", CONV_NONE, D_FF, D_EMBD},
-    {"mlp.down_proj.weight", "ffn_down.weight", CONV_NONE, D_EMBD, D_FF},
+    {"input_layernorm.weight", "attn_norm.weight", CONV_NORM, D_NONE, D_EMBD, false},
+    {"self_attn.q_proj.weight", "attn_q.weight", CONV_PERM_Q, D_Q, D_EMBD, false},
+    {"self_attn.k_proj.weight", "attn_k.weight", CONV_PERM_K, D_KV, D_EMBD, false},
+    {"self_attn.v_proj.weight", "attn_v.weight", CONV_NONE, D_KV, D_EMBD, false},
+    {"self_attn.o_proj.weight", "attn_output.weight", CONV_NONE, D_EMBD, D_Q, false},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", CONV_NORM, D_NONE, D_EMBD, false},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", CONV_NONE, D_FF, D_EMBD, false},
+    {"mlp.up_proj.weight", "ffn_up.weight", CONV_NONE, D_FF, D_EMBD, false},
+    {"mlp.down_proj.weight", "ffn_down.weight", CONV_NONE, D_EMBD, D_FF, false},
+    {"self_attn.q_proj.bias", "attn_q.bias", CONV_NORM, D_NONE, D_Q, true},
+    {"self_attn.k_proj.bias", "attn_k.bias", CONV_NORM, D_NONE, D_KV, true},
+    {"self_attn.v_proj.bias", "attn_v.bias", CONV_NORM, D_NONE, D_KV, true},
 };
+
+/* Whether entry lm belongs to c's architecture, and how it is converted. */
+static bool layer_map_used(const tf_hf_config *c, const layer_map *lm) {
+    return !lm->qwen2_only || c->gguf_arch == TF_ARCH_QWEN2;
+}
+
+static conv_kind layer_map_conv(const tf_hf_config *c, const layer_map *lm) {
+    bool perm = lm->conv == CONV_PERM_Q || lm->conv == CONV_PERM_K;
+    return perm && c->gguf_arch == TF_ARCH_QWEN2 ? CONV_NONE : lm->conv;
+}
 
 static int64_t dim_size(const tf_hf_config *c, dim d) {
     int64_t hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
@@ -166,7 +182,7 @@ static const tf_st_tensor *need(builder *b, const char *name, const tf_st_file *
     return tf_st_set_find(&b->o->st, name, file);
 }
 
-/* Collect the llama tensors in GGUF order; check nothing required is missing
+/* Collect the llama / qwen2 tensors in GGUF order; check nothing required is missing
  * and warn about what is not used. */
 static tf_status build_tensors(builder *b, const tf_logger *lg) {
     const tf_hf_config *c = b->cfg;
@@ -190,6 +206,7 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
     uint64_t used = (emb != NULL) + (head != NULL) + 1;
     for (int64_t il = 0; il < c->n_layer; il++) {
         for (size_t k = 0; k < sizeof k_layer_map / sizeof k_layer_map[0]; k++) {
+            if (!layer_map_used(c, &k_layer_map[k])) continue;
             char hn[128], gn[64];
             snprintf(hn, sizeof hn, "model.layers.%lld.%s", (long long)il, k_layer_map[k].hf);
             snprintf(gn, sizeof gn, "blk.%lld.%s", (long long)il, k_layer_map[k].gguf);
@@ -199,7 +216,7 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
                 return tf_errf(b->err, TF_ERR_FORMAT, "%s: tensor '%s' is missing (num_hidden_layers = %lld)", b->dir,
                                hn, (long long)c->n_layer);
             const layer_map *lm = &k_layer_map[k];
-            TF_TRY(add_tensor(b, gn, t, f, lm->conv, dim_size(c, lm->rows), dim_size(c, lm->cols)));
+            TF_TRY(add_tensor(b, gn, t, f, layer_map_conv(c, lm), dim_size(c, lm->rows), dim_size(c, lm->cols)));
             used++;
         }
     }
@@ -236,15 +253,15 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
         int off = 0;
         if (!known && sscanf(nm, "model.layers.%lld.%n", &il, &off) == 1 && off > 0 && il >= 0 && il < c->n_layer)
             for (size_t k = 0; k < sizeof k_layer_map / sizeof k_layer_map[0] && !known; k++)
-                known = strcmp(nm + off, k_layer_map[k].hf) == 0;
+                known = layer_map_used(c, &k_layer_map[k]) && strcmp(nm + off, k_layer_map[k].hf) == 0;
         if (!known) {
             unused++;
             if (!first) first = nm;
         }
     }
     if (unused)
-        tf_logf(lg, TF_LOG_WARN, "%s: %llu tensor(s) not used by the llama architecture are ignored (first: '%s')",
-                b->dir, (unsigned long long)unused, first);
+        tf_logf(lg, TF_LOG_WARN, "%s: %llu tensor(s) not used by the %s architecture are ignored (first: '%s')",
+                b->dir, (unsigned long long)unused, tf_arch_name(c->gguf_arch), first);
     return TF_OK;
 }
 

@@ -1,6 +1,13 @@
 /*
- * model.c — load a llama-architecture GGUF: validate hyper-parameters, bind
- * and shape-check every weight tensor, build RoPE tables and the tokenizer.
+ * model.c — load a llama- or qwen2-architecture GGUF: validate
+ * hyper-parameters, bind and shape-check every weight tensor, build RoPE
+ * tables and the tokenizer.
+ *
+ * The two architectures share the graph and the metadata keys (under their
+ * own prefix, "llama." or "qwen2."). qwen2 adds f32 biases to the q, k and v
+ * projections (blk.N.attn_{q,k,v}.bias, required) and keeps its q/k rows in
+ * the rotate-half order of the Hugging Face checkpoint, so RoPE rotates pairs
+ * (i, i + n_rot/2) there (hp.rope_neox), as GGUF readers do for qwen2 files.
  */
 #include "model/model.h"
 
@@ -12,6 +19,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+static const char *const k_arch_names[TF_ARCH_COUNT] = {
+    [TF_ARCH_LLAMA] = "llama",
+    [TF_ARCH_QWEN2] = "qwen2",
+};
+_Static_assert(sizeof k_arch_names / sizeof k_arch_names[0] == TF_ARCH_COUNT, "one name per architecture");
+
+const char *tf_arch_name(tf_arch arch) { return (unsigned)arch < TF_ARCH_COUNT ? k_arch_names[arch] : NULL; }
+
+bool tf_arch_from_name(const char *name, size_t len, tf_arch *out) {
+    for (int i = 0; i < TF_ARCH_COUNT; i++)
+        if (strlen(k_arch_names[i]) == len && memcmp(k_arch_names[i], name, len) == 0) {
+            *out = (tf_arch)i;
+            return true;
+        }
+    return false;
+}
+
+const char *tf_arch_list(void) { return "llama, qwen2"; }
 
 typedef struct loader {
     tf_model *m;
@@ -83,7 +109,11 @@ static tf_status load_rope_scaling(loader *ld, tf_hparams *hp) {
 static tf_status load_hparams(loader *ld) {
     tf_model *m = ld->m;
     tf_hparams *hp = &m->hp;
+    tf_arch arch = hp->arch;
     memset(hp, 0, sizeof *hp);
+    hp->arch = arch;
+    hp->rope_neox = arch == TF_ARCH_QWEN2;
+    hp->qkv_bias = arch == TF_ARCH_QWEN2;
     TF_TRY(get_u32(ld, "embedding_length", &hp->n_embd, true, 1, 1 << 16));
     TF_TRY(get_u32(ld, "block_count", &hp->n_layer, true, 1, 1024));
     TF_TRY(get_u32(ld, "feed_forward_length", &hp->n_ff, true, 1, 1 << 20));
@@ -134,8 +164,8 @@ static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, 
     memset(t, 0, sizeof *t);
     if (!gt) {
         if (optional) return TF_OK;
-        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor '%s' is missing (required by the llama architecture)",
-                       ld->path, name);
+        return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor '%s' is missing (required by the %s architecture)",
+                       ld->path, name, ld->arch);
     }
     bool shape_ok = gt->ne[0] == cols && (rows ? gt->ne[1] == rows : gt->ne[1] == 1) && gt->ne[2] == 1 &&
                     gt->ne[3] == 1;
@@ -197,6 +227,14 @@ static tf_status bind_weights(loader *ld) {
         BIND(wq, "attn_q", hp->n_embd, q_dim);
         BIND(wk, "attn_k", hp->n_embd, kv_dim);
         BIND(wv, "attn_v", hp->n_embd, kv_dim);
+        if (hp->qkv_bias) { /* f32 vectors, one value per output row */
+            struct { tf_tensor *t; const char *suffix; int64_t n; } bs[] = {
+                {&L->bq, "attn_q", q_dim}, {&L->bk, "attn_k", kv_dim}, {&L->bv, "attn_v", kv_dim}};
+            for (int b = 0; b < 3; b++) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", il, bs[b].suffix);
+                TF_TRY(bind(ld, bs[b].t, nm, bs[b].n, 0, false));
+            }
+        }
         BIND(wo, "attn_output", q_dim, hp->n_embd);
         BIND(ffn_norm, "ffn_norm", hp->n_embd, 0);
         BIND(w_gate, "ffn_gate", hp->n_embd, hp->n_ff);
@@ -236,19 +274,20 @@ tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, 
     tf_model *m = calloc(1, sizeof *m);
     if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
     snprintf(m->path, sizeof m->path, "%s", path);
-    loader ld = {.m = m, .path = path, .arch = "llama", .err = err};
+    loader ld = {.m = m, .path = path, .err = err};
     tf_status st = tf_hf_is_dir(path) ? tf_hf_open(&m->gguf, path, false, log, err) : tf_gguf_open(&m->gguf, path, err);
     if (st != TF_OK) goto fail;
     tf_gguf_str arch;
     st = tf_gguf_get_str(&m->gguf, "general.architecture", &arch, NULL, err);
     if (st != TF_OK) goto fail;
-    if (!tf_gguf_str_eq(arch, "llama")) {
+    if (!tf_arch_from_name(arch.data, arch.len, &m->hp.arch)) {
         st = tf_errf(err, TF_ERR_UNSUPPORTED,
-                     "%s: general.architecture = '%.*s' is not supported (expected 'llama'; Mistral, Llama 2/3, "
-                     "TinyLlama and similar models use it)",
-                     path, (int)(arch.len > 40 ? 40 : arch.len), arch.data);
+                     "%s: general.architecture = '%.*s' is not supported (supported: %s; Llama 2/3, Mistral and "
+                     "TinyLlama use llama, Qwen2 and Qwen2.5 use qwen2)",
+                     path, (int)(arch.len > 40 ? 40 : arch.len), arch.data, tf_arch_list());
         goto fail;
     }
+    ld.arch = tf_arch_name(m->hp.arch);
     tf_gguf_str name;
     bool has_name = false;
     if (tf_gguf_get_str(&m->gguf, "general.name", &name, &has_name, NULL) == TF_OK && has_name)
@@ -336,8 +375,10 @@ tf_status tf_model_view_layers(tf_model **out, const tf_model *src, int32_t n_la
     for (int il = n_layer; il < src->hp.n_layer; il++) {
         const tf_tensor *ts[] = {&src->layers[il].attn_norm, &src->layers[il].wq, &src->layers[il].wk,
                                  &src->layers[il].wv, &src->layers[il].wo, &src->layers[il].ffn_norm,
-                                 &src->layers[il].w_gate, &src->layers[il].w_up, &src->layers[il].w_down};
+                                 &src->layers[il].w_gate, &src->layers[il].w_up, &src->layers[il].w_down,
+                                 &src->layers[il].bq, &src->layers[il].bk, &src->layers[il].bv};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+            if (!ts[i]->data) continue; /* no biases */
             per_layer_params += (uint64_t)(ts[i]->ne[0] * ts[i]->ne[1]);
             per_layer_bytes += tf_dtype_row_size(ts[i]->type, ts[i]->ne[0]) * (uint64_t)ts[i]->ne[1];
         }

@@ -24,7 +24,26 @@ typedef enum tf_rope_scaling {
     TF_ROPE_SCALING_LLAMA3 = 3, /* per-dimension factors from the rope_freqs tensor */
 } tf_rope_scaling;
 
+/* Supported architectures (GGUF general.architecture). Both are the llama
+ * graph; qwen2 adds biases to the query, key and value projections and
+ * rotates RoPE pairs (i, i + n_rot/2) instead of (2i, 2i+1). */
+typedef enum tf_arch {
+    TF_ARCH_LLAMA = 0, /* "llama": Llama 1/2/3, Mistral, TinyLlama, ... */
+    TF_ARCH_QWEN2 = 1, /* "qwen2": Qwen2, Qwen2.5 */
+    TF_ARCH_COUNT
+} tf_arch;
+
+/* The GGUF name of an architecture ("llama", "qwen2"), or NULL. */
+const char *tf_arch_name(tf_arch arch);
+/* The architecture of a GGUF name; false if it is not supported. */
+bool tf_arch_from_name(const char *name, size_t len, tf_arch *out);
+/* "llama, qwen2": for error messages. */
+const char *tf_arch_list(void);
+
 typedef struct tf_hparams {
+    tf_arch arch;
+    bool rope_neox;      /* RoPE rotates pairs (i, i + n_rot/2) (qwen2), else (2i, 2i+1) */
+    bool qkv_bias;       /* the q/k/v projections have biases (qwen2) */
     int32_t n_vocab;
     int32_t n_embd;      /* model width */
     int32_t n_layer;
@@ -58,6 +77,9 @@ typedef struct tf_layer_weights {
     tf_tensor wq;        /* rows n_head*head_dim, cols n_embd */
     tf_tensor wk;        /* rows n_head_kv*head_dim, cols n_embd */
     tf_tensor wv;        /* rows n_head_kv*head_dim, cols n_embd */
+    tf_tensor bq;        /* [n_head*head_dim] f32 (qkv_bias; else data NULL) */
+    tf_tensor bk;        /* [n_head_kv*head_dim] f32 (qkv_bias; else data NULL) */
+    tf_tensor bv;        /* [n_head_kv*head_dim] f32 (qkv_bias; else data NULL) */
     tf_tensor wo;        /* rows n_embd, cols n_head*head_dim */
     tf_tensor ffn_norm;  /* [n_embd] f32 */
     tf_tensor w_gate;    /* rows n_ff, cols n_embd */
@@ -85,8 +107,9 @@ typedef struct tf_model {
     const struct tf_model *view_of; /* a layer view: everything above is borrowed from it */
 } tf_model;
 
-/* Load a GGUF model file. Every metadata value and tensor is validated
- * against the llama architecture; failures name the file, key or tensor and
+/* Load a GGUF model file (or a Hugging Face directory, see hf.h). Every
+ * metadata value and tensor is validated against the file's architecture
+ * (llama or qwen2; others are TF_ERR_UNSUPPORTED, naming the supported ones); failures name the file, key or tensor and
  * what was expected. *out is NULL on failure. */
 tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, tf_err *err);
 /* Read every weight page of a loaded model into memory, reporting bytes done /

@@ -376,8 +376,9 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
         n_kv = L->view.n_slots;
     } else {
         n_batch = rows + 2 > 64 ? rows + 2 : 64;
-        TF_TRY(tf_scache_init(&L->sc, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot, m->rope_freq,
-                              m->rope_mscale, c->sinks, c->window, 2 * rows + 8, n_batch, c->kv_type, err));
+        TF_TRY(tf_scache_init(&L->sc, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot, m->hp.rope_neox,
+                              m->rope_freq, m->rope_mscale, c->sinks, c->window, 2 * rows + 8, n_batch,
+                              c->kv_type, err));
         n_kv = L->sc.view.n_slots;
     }
     TF_TRY(tf_fwd_init(&L->fwd, m, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, s->pool, c->isa, err));

@@ -6,10 +6,13 @@
 
 #include <stdio.h>
 
-const char *tu_gen(const tu_gen_case *c, uint64_t seed) {
+const char *tu_gen(const tu_gen_case *c, uint64_t seed) { return tu_gen_arch(c, TF_ARCH_LLAMA, seed); }
+
+const char *tu_gen_arch(const tu_gen_case *c, tf_arch arch, uint64_t seed) {
     static char path[512];
     snprintf(path, sizeof path, "%s", tu_tmp_path(".gguf"));
     tf_gen_params p = tf_gen_params_default();
+    p.arch = arch;
     p.n_embd = c->n_embd;
     p.n_layer = c->n_layer;
     p.n_head = c->n_head;

@@ -26,5 +26,7 @@ typedef struct tu_gen_case {
 /* Write the model to a fresh temporary path (a static buffer, valid until
  * the next call); fails the current test if generation fails. */
 const char *tu_gen(const tu_gen_case *c, uint64_t seed);
+/* The same as a model of architecture arch (qwen2: q/k/v biases). */
+const char *tu_gen_arch(const tu_gen_case *c, tf_arch arch, uint64_t seed);
 
 #endif

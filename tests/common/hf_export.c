@@ -40,7 +40,7 @@ static int put(tensor_out *o, const char *name, const tf_tensor *t, int rope_hea
         fprintf(stderr, "hf_export: tensor %s has a type safetensors cannot hold\n", name);
         return -1;
     }
-    bool vec = t->ne[1] == 1 && strstr(name, "norm") != NULL;
+    bool vec = t->ne[1] == 1 && (strstr(name, "norm") != NULL || strstr(name, ".bias") != NULL);
     o->n_dims = vec ? 1 : 2;
     o->shape[0] = vec ? t->ne[0] : t->ne[1];
     o->shape[1] = t->ne[0];
@@ -66,9 +66,15 @@ static int put(tensor_out *o, const char *name, const tf_tensor *t, int rope_hea
 static int write_config(const tf_model *m, const char *dir, const hf_export_opts *o) {
     const tf_hparams *hp = &m->hp;
     cJSON *c = cJSON_CreateObject();
+    bool qwen2 = hp->arch == TF_ARCH_QWEN2;
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddStringToObject(c, "model_type", "llama");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(c, "model_type", qwen2 ? "qwen2" : "llama");
+    if (qwen2) { /* as Qwen2.5 publishes them: a window that is not used */
+        cJSON_AddBoolToObject(c, "use_sliding_window", false);
+        cJSON_AddNumberToObject(c, "sliding_window", hp->n_ctx_train > 8 ? hp->n_ctx_train / 2 : 4);
+        cJSON_AddNumberToObject(c, "max_window_layers", hp->n_layer);
+    }
     cJSON_AddNumberToObject(c, "vocab_size", hp->n_vocab);
     cJSON_AddNumberToObject(c, "hidden_size", hp->n_embd);
     cJSON_AddNumberToObject(c, "intermediate_size", hp->n_ff);
@@ -83,7 +89,14 @@ static int write_config(const tf_model *m, const char *dir, const hf_export_opts
                                               : m->tok_embd.type == TF_DTYPE_F16 ? "float16" : "bfloat16");
     if (hp->tied_output && o->tie_flag) cJSON_AddBoolToObject(c, "tie_word_embeddings", true);
     if (!hp->tied_output) cJSON_AddBoolToObject(c, "tie_word_embeddings", false);
-    if (hp->rope_scaling == TF_ROPE_SCALING_LINEAR || hp->rope_scaling == TF_ROPE_SCALING_YARN) {
+    if (qwen2 && hp->rope_scaling == TF_ROPE_SCALING_YARN && hp->yarn_beta_fast == 32.0f &&
+        hp->yarn_beta_slow == 1.0f && hp->yarn_attn_factor == 1.0f) {
+        /* Qwen's published form: type, factor and the original context only */
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "type", "yarn");
+        cJSON_AddNumberToObject(rs, "factor", hp->rope_factor);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", hp->rope_orig_ctx);
+    } else if (hp->rope_scaling == TF_ROPE_SCALING_LINEAR || hp->rope_scaling == TF_ROPE_SCALING_YARN) {
         cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
         cJSON_AddStringToObject(rs, "type", hp->rope_scaling == TF_ROPE_SCALING_YARN ? "yarn" : "linear");
         cJSON_AddNumberToObject(rs, "factor", hp->rope_factor);
@@ -126,7 +139,10 @@ static int write_config(const tf_model *m, const char *dir, const hf_export_opts
 int hf_export(const tf_model *m, const char *dir, const hf_export_opts *o) {
     const tf_hparams *hp = &m->hp;
     mkdir(dir, 0755);
-    size_t n_max = (size_t)hp->n_layer * 9 + 4, n = 0;
+    size_t n_max = (size_t)hp->n_layer * 12 + 4, n = 0;
+    /* llama: GGUF keeps q/k rows in adjacent-pair order, HF in rotate-half
+     * order; qwen2: both keep rotate-half order */
+    bool perm = hp->arch != TF_ARCH_QWEN2;
     tensor_out *t = calloc(n_max, sizeof *t);
     int rc = 0;
     if (hp->tied_output)
@@ -143,14 +159,19 @@ int hf_export(const tf_model *m, const char *dir, const hf_export_opts *o) {
     snprintf(nm, sizeof nm, "model.layers.%d.%s", il, suffix);             \
     rc |= put(&t[n++], nm, &L->field, heads, hp->head_dim)
         PUT("input_layernorm.weight", attn_norm, 0);
-        PUT("self_attn.q_proj.weight", wq, hp->n_head);
-        PUT("self_attn.k_proj.weight", wk, hp->n_head_kv);
+        PUT("self_attn.q_proj.weight", wq, perm ? hp->n_head : 0);
+        PUT("self_attn.k_proj.weight", wk, perm ? hp->n_head_kv : 0);
         PUT("self_attn.v_proj.weight", wv, 0);
         PUT("self_attn.o_proj.weight", wo, 0);
         PUT("post_attention_layernorm.weight", ffn_norm, 0);
         PUT("mlp.gate_proj.weight", w_gate, 0);
         PUT("mlp.up_proj.weight", w_up, 0);
         PUT("mlp.down_proj.weight", w_down, 0);
+        if (L->bq.data) {
+            PUT("self_attn.q_proj.bias", bq, 0);
+            PUT("self_attn.k_proj.bias", bk, 0);
+            PUT("self_attn.v_proj.bias", bv, 0);
+        }
 #undef PUT
     }
     int shards = o->n_shards > 1 ? o->n_shards : 1;

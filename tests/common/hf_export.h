@@ -4,9 +4,12 @@
  * the Hugging Face loader.
  *
  * Written from Hugging Face's conventions, not from the loader's code: tensor
- * names of LlamaForCausalLM, shapes [rows, cols], and the query/key rows of
- * each head in rotate-half order (the first half of a head's rows hold the
- * first element of every RoPE pair, the second half the second).
+ * names of LlamaForCausalLM / Qwen2ForCausalLM, shapes [rows, cols], and the
+ * query/key rows of each head in rotate-half order (the first half of a
+ * head's rows hold the first element of every RoPE pair, the second half the
+ * second): permuted from a llama GGUF, copied from a qwen2 GGUF (which keeps
+ * that order). qwen2 models also get their q/k/v biases and a config with
+ * use_sliding_window false.
  */
 #ifndef TF_TEST_HF_EXPORT_H
 #define TF_TEST_HF_EXPORT_H

@@ -4,6 +4,7 @@
 #include "backend/cpu/quant.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +70,23 @@ static void rope_freqs(const tf_model *m, double *inv, double *mscale) {
 
 double *ref_forward(const tf_model *m, const int32_t *tokens, int n) { return ref_forward_ex(m, tokens, n, false); }
 
+/* Bias `which` ("attn_q", ...) of layer il from the file, or NULL. */
+static const float *bias(const tf_model *m, int il, const char *which) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "blk.%d.%s.bias", il, which);
+    const tf_gguf_tensor *t = tf_gguf_find_tensor(&m->gguf, nm);
+    if (!t) return NULL;
+    if (t->type != TF_DTYPE_F32) abort(); /* the reference reads f32 vectors only */
+    return (const float *)t->data;
+}
+
 double *ref_forward_ex(const tf_model *m, const int32_t *tokens, int n, bool rotate_half) {
+    ref_opts o = {.rotate_half = rotate_half};
+    return ref_forward_opts(m, tokens, n, &o);
+}
+
+double *ref_forward_opts(const tf_model *m, const int32_t *tokens, int n, const ref_opts *o) {
+    const bool rotate_half = o->rotate_half;
     const tf_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, hd = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, F = hp->n_ff;
     const int64_t V = hp->n_vocab, qd = H * hd, kvd = Hkv * hd;
@@ -87,11 +104,17 @@ double *ref_forward_ex(const tf_model *m, const int32_t *tokens, int n, bool rot
         const tf_layer_weights *L = &m->layers[il];
         double *Wq = deq(&L->wq), *Wk = deq(&L->wk), *Wv = deq(&L->wv), *Wo = deq(&L->wo);
         double *Wg = deq(&L->w_gate), *Wu = deq(&L->w_up), *Wd = deq(&L->w_down);
+        const float *bq = o->no_bias ? NULL : bias(m, il, "attn_q");
+        const float *bk = o->no_bias ? NULL : bias(m, il, "attn_k");
+        const float *bv = o->no_bias ? NULL : bias(m, il, "attn_v");
         for (int t = 0; t < n; t++) {
             rmsnorm(x + t * E, L->attn_norm.data, E, hp->rms_eps, xn);
             matvec(Wq, qd, E, xn, q + t * qd);
             matvec(Wk, kvd, E, xn, k + t * kvd);
             matvec(Wv, kvd, E, xn, v + t * kvd);
+            for (int64_t i = 0; bq && i < qd; i++) q[t * qd + i] += bq[i];
+            for (int64_t i = 0; bk && i < kvd; i++) k[t * kvd + i] += bk[i];
+            for (int64_t i = 0; bv && i < kvd; i++) v[t * kvd + i] += bv[i];
             for (int which = 0; which < 2; which++) {
                 double *vec = which ? k + t * kvd : q + t * qd;
                 int nh = which ? (int)Hkv : (int)H;

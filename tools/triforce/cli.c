@@ -88,6 +88,8 @@ static const opt_def k_opts[] = {
     {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_INFO | CMD_QUANTIZE | CMD_CONVERT, 0, 0},
     /* gen-model */
     {NULL, "--preset", OPT_STR, O(preset), "NAME", "shape preset (see below)", CMD_GEN_MODEL, 0, 0},
+    {NULL, "--arch", OPT_STR, O(arch), "NAME",
+     "architecture: llama (default) or qwen2 (q/k/v biases, rotate-half RoPE)", CMD_GEN_MODEL, 0, 0},
     {NULL, "--vocab-from", OPT_STR, O(vocab_from), "FILE", "copy the tokenizer from this GGUF", CMD_GEN_MODEL, 0, 0},
     {NULL, "--type", OPT_STR, O(wtype), "TYPE", "weight type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k (default f32)",
      CMD_GEN_MODEL, 0, 0},

@@ -45,7 +45,7 @@ typedef struct cli_opts {
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
     const char *system;  /* --system TEXT (with --chat) */
     /* gen-model */
-    const char *preset, *vocab_from, *wtype, *rope_scaling;
+    const char *preset, *vocab_from, *wtype, *rope_scaling, *arch;
     int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, ctx_train, orig_ctx;
     float rope_base, rope_factor;
     bool tied;

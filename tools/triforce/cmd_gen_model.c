@@ -1,4 +1,4 @@
-/* cmd_gen_model.c — `triforce gen-model OUT.gguf`: random-weight llama models of any shape. */
+/* cmd_gen_model.c — `triforce gen-model OUT.gguf`: random-weight llama or qwen2 models of any shape. */
 #include "cli.h"
 
 #include "core/dtype.h"
@@ -34,6 +34,10 @@ int cmd_gen_model(int argc, char **argv) {
             return 2;
         }
         tf_gen_params_apply_preset(&p, ps);
+    }
+    if (o.arch && !tf_arch_from_name(o.arch, strlen(o.arch), &p.arch)) {
+        fprintf(stderr, "triforce gen-model: --arch '%s': expected %s\n", o.arch, tf_arch_list());
+        return 2;
     }
     if (o.n_embd) p.n_embd = o.n_embd;
     if (o.n_layer) p.n_layer = o.n_layer;

@@ -53,7 +53,8 @@ int cmd_info(int argc, char **argv) {
         printf("rope:            base %g, scaling %s", in.rope_base, in.rope_scaling);
         if (strcmp(in.rope_scaling, "linear") == 0 || strcmp(in.rope_scaling, "yarn") == 0)
             printf(", factor %g, original context %d", in.rope_factor, in.rope_orig_ctx);
-        printf("\n");
+        printf(", pairs %s\n", in.rope_neox ? "(i, i + n_rot/2) (rotate-half)" : "(2i, 2i+1)");
+        if (in.qkv_bias) printf("attention bias:  q, k and v projections\n");
         printf("output:          %s\n", in.tied_output ? "tied to token_embd" : "separate matrix");
         uint64_t kv16 = tf_model_kv_bytes_per_token(m, 2), kv32 = tf_model_kv_bytes_per_token(m, 4);
         printf("KV bytes/token:  %llu (f16), %llu (f32); %.2f GiB (f16) at the trained context\n",

@@ -25,20 +25,27 @@ void tf_op_rope_table(float *cos_t, float *sin_t, const int32_t *pos, int64_t n,
         }
 }
 
-void tf_op_rope(float *x, int64_t n, int64_t ld, int n_head, int head_dim, int n_rot, const float *cos_t,
+void tf_op_rope(float *x, int64_t n, int64_t ld, int n_head, int head_dim, int n_rot, bool neox, const float *cos_t,
                 const float *sin_t) {
     int half = n_rot / 2;
+    /* pair i is (2i, 2i+1), or (i, i + half) in the rotate-half (NeoX) layout */
+    int stride = neox ? 1 : 2, off = neox ? half : 1;
     for (int64_t r = 0; r < n; r++) {
         const float *c = cos_t + r * half, *s = sin_t + r * half;
         for (int h = 0; h < n_head; h++) {
             float *v = x + r * ld + (int64_t)h * head_dim;
             for (int i = 0; i < half; i++) {
-                float a = v[2 * i], b = v[2 * i + 1];
-                v[2 * i] = a * c[i] - b * s[i];
-                v[2 * i + 1] = a * s[i] + b * c[i];
+                float a = v[stride * i], b = v[stride * i + off];
+                v[stride * i] = a * c[i] - b * s[i];
+                v[stride * i + off] = a * s[i] + b * c[i];
             }
         }
     }
+}
+
+void tf_op_add_bias(float *y, const float *b, int64_t n, int64_t dim, int64_t ld) {
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t i = 0; i < dim; i++) y[r * ld + i] += b[i];
 }
 
 void tf_op_silu_mul(float *g, const float *u, int64_t n) {

@@ -6,15 +6,21 @@
 #ifndef TF_BACKEND_CPU_OPS_H
 #define TF_BACKEND_CPU_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* y = x / sqrt(mean(x^2) + eps) * w, for n rows of dim elements (strides ld). */
 void tf_op_rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t dim, int64_t ld, float eps);
 
-/* Rotate adjacent pairs (2i, 2i+1), i < n_rot/2, of every head of n rows:
- * x[r][h*head_dim + 2i..] by angle theta with cos/sin tables [n][n_rot/2]. */
-void tf_op_rope(float *x, int64_t n, int64_t ld, int n_head, int head_dim, int n_rot, const float *cos_t,
+/* Rotate pair i < n_rot/2 of every head of n rows by angle theta with
+ * cos/sin tables [n][n_rot/2]. The pair is (2i, 2i+1) of the head (adjacent
+ * pairs: GGUF llama files), or (i, i + n_rot/2) when neox (rotate-half, as
+ * Hugging Face defines RoPE and GGUF qwen2 files keep it). */
+void tf_op_rope(float *x, int64_t n, int64_t ld, int n_head, int head_dim, int n_rot, bool neox, const float *cos_t,
                 const float *sin_t);
+
+/* y[r][i] += b[i] for n rows of dim elements (row stride ld): projection biases. */
+void tf_op_add_bias(float *y, const float *b, int64_t n, int64_t dim, int64_t ld);
 
 /* Fill cos/sin tables [n][n_rot/2] for positions pos[n]: theta = pos*freq[i],
  * both scaled by mscale. Angles are formed in double precision. */
