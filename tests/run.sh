@@ -8,7 +8,8 @@
 # counted in tests, not binaries: P from the "[       OK ]" lines, S and F from
 # cmocka's "[  SKIPPED ] N test(s)" and "[  FAILED  ] N test(s)" summaries. A
 # test that exits non-zero without reporting a failure (a crash, a failed group
-# set-up) counts as one failed test. A skip is never a pass. Exit status: 0 only
+# set-up) counts as one failed test. Only the totals line has the form
+# "N passed, N failed", which CI tooling reads from the last such line. A skip is never a pass. Exit status: 0 only
 # if nothing failed. TESTS_LABEL replaces "tests" in the totals line; where
 # TESTS_TOTALS_FILE is set, the totals line is also appended to it (.ci/run sums them).
 pass=0; fail=0; skip=0; failed=""
@@ -26,7 +27,7 @@ for t in "$@"; do
     if [ $rc -ne 0 ]; then
         failed="$failed $name"
         printf '%s\n' "$out" | tail -n 40
-        printf 'FAIL  %-28s %3d passed, %d failed, %d skipped (exit %d)\n' "$name" "$p" "$f" "$s" "$rc"
+        printf 'FAIL  %-28s %3d failed, %d passed, %d skipped (exit %d)\n' "$name" "$f" "$p" "$s" "$rc"
     else
         printf 'ok    %-28s %3d passed, %d skipped\n' "$name" "$p" "$s"
         printf '%s\n' "$out" | grep -i 'skipped:' | sed 's/^/      /'
