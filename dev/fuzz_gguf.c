@@ -6,14 +6,10 @@
  * AddressSanitizer catches any pointer the parser let escape the buffer,
  * and the typed getters are exercised on every key.
  *
- * Build and run (clang with libFuzzer):
- *   SRC="src/format/gguf.c src/format/gguf_write.c src/core/error.c src/core/dtype.c src/core/mem.c"
- *   clang -g -O1 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
- *       dev/fuzz_gguf.c $SRC -o build-fuzz/fuzz_gguf
- *   clang -g -O1 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -DTF_FUZZ_WRITE_SEEDS \
- *       dev/fuzz_gguf.c $SRC -o build-fuzz/fuzz_gguf_seeds
- *   build-fuzz/fuzz_gguf_seeds build-fuzz/corpus
- *   build-fuzz/fuzz_gguf -max_total_time=300 -max_len=8192 -dict=dev/fuzz_gguf.dict build-fuzz/corpus
+ * Build and run: `make fuzz FUZZ_SECONDS=300` (clang with its libFuzzer runtime)
+ * compiles this file twice (the fuzzer under ASan + UBSan, and with
+ * -DTF_FUZZ_WRITE_SEEDS a seed writer), writes the seeds to build-fuzz/corpus
+ * and fuzzes for FUZZ_SECONDS with dev/fuzz_gguf.dict; see the Makefile.
  *
  * The seed writer makes a handful of small valid files (every value type,
  * every tensor type, several alignments) with the GGUF writer.

@@ -94,6 +94,8 @@ static void test_with_stories(void **state) {
     snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
     snprintf(args, sizeof args, "quantize %s %s q8_0", model, q8);
     EXPECT(args, 0, "wrote");
+    assert_null(strchr(g_out, '\r')); /* stderr is a pipe: progress in whole lines */
+    assert_non_null(strstr(g_out, "\nquantize: 100%\n"));
     snprintf(args, sizeof args, "info %s", q8);
     EXPECT(args, 0, "q8_0");
     snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8", q8);
@@ -258,6 +260,13 @@ static void test_gen_model_cli(void **state) {
     assert_non_null(strstr(g_out, "n_head_kv:       2"));
     snprintf(args, sizeof args, "gen-model %s --preset nope", out);
     EXPECT(args, 2, "unknown preset 'nope'");
+    /* the default weight type is the one --help names; progress into a pipe is whole lines */
+    EXPECT("gen-model --help", 0, "(default f16)");
+    snprintf(args, sizeof args, "gen-model %s --n-embd 64 --n-layer 1 --n-head 4 --n-ff 128 --n-vocab 300", out);
+    EXPECT(args, 0, "gen-model: 100%\n");
+    assert_null(strchr(g_out, '\r'));
+    snprintf(args, sizeof args, "info %s", out);
+    EXPECT(args, 0, "blk.0.attn_q.weight              f16");
     /* qwen2: generated, described, and decoded by TriForce with its first
      * layer as the draft exactly as autoregressively */
     snprintf(args, sizeof args, "gen-model %s --arch qwen2 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 "

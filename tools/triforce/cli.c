@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_FLOAT, OPT_FLAG } opt_kind;
 
@@ -91,7 +93,7 @@ static const opt_def k_opts[] = {
     {NULL, "--arch", OPT_STR, O(arch), "NAME",
      "architecture: llama (default) or qwen2 (q/k/v biases, rotate-half RoPE)", CMD_GEN_MODEL, 0, 0},
     {NULL, "--vocab-from", OPT_STR, O(vocab_from), "FILE", "copy the tokenizer from this GGUF", CMD_GEN_MODEL, 0, 0},
-    {NULL, "--type", OPT_STR, O(wtype), "TYPE", "weight type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k (default f32)",
+    {NULL, "--type", OPT_STR, O(wtype), "TYPE", "weight type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k (default f16)",
      CMD_GEN_MODEL, 0, 0},
     {NULL, "--n-embd", OPT_INT, O(n_embd), "N", "model width", CMD_GEN_MODEL, 1, 65536},
     {NULL, "--n-layer", OPT_INT, O(n_layer), "N", "layers", CMD_GEN_MODEL, 1, 1024},
@@ -245,6 +247,7 @@ char *cli_prompt_text(const cli_opts *o, size_t *len) {
 void cli_log(void *ud, tf_log_level level, const char *msg) {
     static const char *const names[] = {"debug", "info", "warning", "error"};
     (void)ud;
+    cli_progress_break();
     fprintf(stderr, "triforce: %s: %s\n", names[level], msg);
 }
 
@@ -254,8 +257,44 @@ double cli_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Whether a progress line on the terminal has no newline yet. This is the state of the
+ * process's stderr, which is process-wide itself; only the tool's main thread prints. */
+static bool g_progress_line_open;
+
+void cli_progress_break(void) {
+    if (!g_progress_line_open) return;
+    fputc('\n', stderr);
+    g_progress_line_open = false;
+}
+
+cli_progress cli_progress_make(const char *label) {
+    return (cli_progress){.label = label, .tty = isatty(STDERR_FILENO) == 1, .tenth = 0, .t_last = cli_now()};
+}
+
+void cli_progress_show(cli_progress *p, uint64_t done, uint64_t total, const char *fmt, ...) {
+    const bool end = done >= total;
+    if (!p->tty) {
+        const int tenth = total ? (int)(10.0 * (double)done / (double)total) : 10;
+        const double now = cli_now();
+        if (!(tenth > p->tenth || (!end && now - p->t_last >= CLI_PROGRESS_SECONDS))) return;
+        p->tenth = tenth > p->tenth ? tenth : p->tenth;
+        p->t_last = now;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    if (p->tty) fputc('\r', stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (!p->tty || end) {
+        fputc('\n', stderr);
+        g_progress_line_open = false;
+    } else {
+        g_progress_line_open = true;
+    }
+}
+
 bool cli_progress_percent(void *ud, uint64_t done, uint64_t total) {
-    fprintf(stderr, "\r%s: %3.0f%%", (const char *)ud, total ? 100.0 * (double)done / (double)total : 100.0);
-    if (done == total) fprintf(stderr, "\n");
+    cli_progress *p = ud;
+    cli_progress_show(p, done, total, "%s: %3.0f%%", p->label, total ? 100.0 * (double)done / (double)total : 100.0);
     return true;
 }

@@ -71,7 +71,28 @@ void cli_log(void *ud, tf_log_level level, const char *msg);
 
 double cli_now(void);
 
-/* Progress on stderr as "<label>: NN%"; ud is the label (const char *). Never cancels. */
+/* Progress on stderr. On a terminal one line is redrawn in place ("\r") and ended with a
+ * newline when the work is done; anywhere else (a file, a pipe, a CI log) every report is
+ * a full line, printed when another tenth of the work is done, when CLI_PROGRESS_SECONDS
+ * have passed since the last one, and at the end. Either way an error or log message
+ * never continues a progress line: cli_log and cli_progress_break end it first. */
+#define CLI_PROGRESS_SECONDS 5.0
+
+typedef struct cli_progress {
+    const char *label; /* "<label>: NN%" of cli_progress_percent */
+    bool tty;          /* stderr is a terminal */
+    int tenth;         /* not a terminal: the last tenth of the work reported (0..10) */
+    double t_last;     /* not a terminal: cli_now() of the last report */
+} cli_progress;
+
+cli_progress cli_progress_make(const char *label);
+/* Report `done` of `total` (same unit); the text is printf(fmt, ...), without "\r" or "\n". */
+void cli_progress_show(cli_progress *p, uint64_t done, uint64_t total, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* End a progress line left open on the terminal; call before printing an error after a
+ * call that reports progress. Does nothing when none is open. */
+void cli_progress_break(void);
+/* A tf_progress_fn printing "<label>: NN%"; ud is a cli_progress *. Never cancels. */
 bool cli_progress_percent(void *ud, uint64_t done, uint64_t total);
 
 int cmd_generate(int argc, char **argv);

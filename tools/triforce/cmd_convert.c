@@ -41,10 +41,12 @@ int cmd_convert(int argc, char **argv) {
     if (type == TF_DTYPE_COUNT) type = (tf_dtype)m->tok_embd.type;
     fprintf(stderr, "convert: %s (%d layers, n_embd %d, %d tokens) -> %s as %s\n", o.pos[0], m->hp.n_layer,
             m->hp.n_embd, m->hp.n_vocab, o.pos[1], tf_dtype_name(type));
+    cli_progress progress = cli_progress_make("convert");
     tf_status st = tf_quantize_gguf(&m->gguf, o.pos[1], type, o.n_threads > 0 ? o.n_threads : 0, &lg,
-                                    cli_progress_percent, (void *)"convert", &err);
+                                    cli_progress_percent, &progress, &err);
     tf_model_free(m);
     if (st != TF_OK) {
+        cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err.msg);
         return 1;
     }

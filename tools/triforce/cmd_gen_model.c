@@ -71,11 +71,13 @@ int cmd_gen_model(int argc, char **argv) {
     p.seed = (uint64_t)o.gen_seed;
     p.n_threads = o.n_threads;
     p.log = (tf_logger){.fn = cli_log, .min_level = TF_LOG_INFO};
+    cli_progress progress = cli_progress_make("gen-model");
     p.progress = cli_progress_percent;
-    p.progress_ud = (void *)"gen-model";
+    p.progress_ud = &progress;
     tf_err err = {0};
     double t0 = cli_now();
     if (tf_gen_model(&p, o.pos[0], &err) != TF_OK) {
+        cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err.msg);
         return 1;
     }

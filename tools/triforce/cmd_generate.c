@@ -7,19 +7,21 @@
 #include <unistd.h>
 #include <time.h>
 
+/* Prefill progress, for prompts of PREFILL_PROGRESS_MIN tokens or more. */
+#define PREFILL_PROGRESS_MIN 2048
+
 typedef struct progress_state {
     double t0;
-    bool shown;
+    cli_progress line;
 } progress_state;
 
 static bool show_progress(void *ud, uint64_t done, uint64_t total) {
     progress_state *ps = ud;
-    if (total < 2048) return true;
+    if (total < PREFILL_PROGRESS_MIN) return true;
     double el = cli_now() - ps->t0;
-    fprintf(stderr, "\rprefill: %llu/%llu tokens (%.0f%%, %.0f tok/s)", (unsigned long long)done,
-            (unsigned long long)total, 100.0 * (double)done / (double)total, el > 0 ? (double)done / el : 0.0);
-    if (done == total) fprintf(stderr, "\n");
-    ps->shown = true;
+    cli_progress_show(&ps->line, done, total, "prefill: %llu/%llu tokens (%.0f%%, %.0f tok/s)",
+                      (unsigned long long)done, (unsigned long long)total, 100.0 * (double)done / (double)total,
+                      el > 0 ? (double)done / el : 0.0);
     return true;
 }
 
@@ -63,11 +65,11 @@ static void utf8_flush(utf8_out *u) {
     u->n_held = 0;
 }
 
+/* Loading progress in MiB; ud is a cli_progress *. */
 static bool load_progress(void *ud, uint64_t done, uint64_t total) {
-    (void)ud;
     if (total < (256u << 20)) return true; /* small models load instantly */
-    fprintf(stderr, "\rloading: %.0f of %.0f MiB", (double)done / (1 << 20), (double)total / (1 << 20));
-    if (done == total) fprintf(stderr, "\n");
+    cli_progress_show(ud, done, total, "loading: %.0f of %.0f MiB", (double)done / (1 << 20),
+                      (double)total / (1 << 20));
     return true;
 }
 
@@ -101,8 +103,10 @@ static int run_one(const cli_opts *o, const tf_model *model, const tf_model *dra
     res->n = 0;
     ps.t0 = cli_now();
     double t0 = ps.t0;
+    ps.line = cli_progress_make(NULL);
     if (tf_decoder_prefill(dec, prompt, (int32_t)n_prompt) != TF_OK) {
-        fprintf(stderr, "\ntriforce: %s\n", tf_decoder_error(dec));
+        cli_progress_break();
+        fprintf(stderr, "triforce: %s\n", tf_decoder_error(dec));
         tf_decoder_free(dec);
         return 1;
     }
@@ -233,17 +237,22 @@ int cmd_generate(int argc, char **argv) {
     tf_model_params mp = tf_model_default_params();
     mp.log_fn = cli_log;
     mp.log_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_WARN;
+    cli_progress load_line = cli_progress_make(NULL);
     mp.progress = load_progress;
+    mp.progress_user_data = &load_line;
     char err[1024];
     tf_model *model = NULL, *draft = NULL;
     int rc = 1;
     int32_t *toks = NULL;
     gen_result res = {0}, ar = {0};
     if (tf_model_load_file(&model, o.model, &mp, err, sizeof err) != TF_OK) {
+        cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err);
         goto done;
     }
+    load_line = cli_progress_make(NULL);
     if (o.draft && tf_model_load_file(&draft, o.draft, &mp, err, sizeof err) != TF_OK) {
+        cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err);
         goto done;
     }

@@ -23,7 +23,9 @@ int cmd_quantize(int argc, char **argv) {
     tf_logger lg = {.fn = cli_log, .min_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_INFO};
     tf_err err = {0};
     double t0 = cli_now();
-    if (tf_quantize_file(o.pos[0], o.pos[1], type, &lg, cli_progress_percent, (void *)"quantize", &err) != TF_OK) {
+    cli_progress progress = cli_progress_make("quantize");
+    if (tf_quantize_file(o.pos[0], o.pos[1], type, &lg, cli_progress_percent, &progress, &err) != TF_OK) {
+        cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err.msg);
         return 1;
     }
