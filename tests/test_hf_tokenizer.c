@@ -437,6 +437,21 @@ static void test_tiny_families(void **state) {
         free(j1), free(j2), free(j3), free(j4);
     }
 
+    /* SmolLM: Sequence[Digits(individual_digits), ByteLevel(use_regex)] is GGUF's "smollm" */
+    char *jd = with(k_tiny_bpe, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                    "\"Digits\", \"individual_digits\": true}, {\"type\": \"ByteLevel\", \"add_prefix_space\": "
+                    "false, \"use_regex\": true}]}");
+    convert_ok(&l, jd, NULL);
+    assert_string_equal(pre_of(&l), "smollm");
+    unload(&l);
+    free(jd);
+    jd = with(k_tiny_bpe, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
+              "\"individual_digits\": false}, {\"type\": \"ByteLevel\", \"use_regex\": true}]}");
+    tf_err derr = {0};
+    assert_int_equal(convert(&l, jd, NULL, 0, &derr), TF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(derr.msg, "individual_digits"));
+    free(jd);
+
     /* SPM: scores follow merge ranks; <0x41> is a byte token, <unk> unknown */
     convert_ok(&l, k_tiny_spm, NULL);
     assert_int_equal(tf_tokenizer_kind(l.tok), TF_TOK_SPM);

@@ -255,6 +255,7 @@ static const struct {
 typedef struct family {
     bool nfc, prepend, replace;                /* normalizer */
     bool byte_level, bl_regex, metaspace;      /* pre-tokenizer */
+    bool digits;                               /* a first Digits(individual_digits) */
     bool ms_prepend, ms_split;
     const char *split;                         /* Split regex, or NULL */
     bool dec_space, dec_bytes, dec_level;      /* decoder: "▁" -> " ", ByteFallback, ByteLevel */
@@ -343,10 +344,11 @@ static tf_status normalizer_item(hf_ctx *c, const cJSON *v, const char *type, co
     return TF_OK;
 }
 
-/* Pre-tokenizers: ByteLevel, a first Split(Regex, Isolated), Metaspace. */
+/* Pre-tokenizers: ByteLevel, a first Split(Regex, Isolated) or
+ * Digits(individual_digits), Metaspace. */
 static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const char *path, int index, family *f) {
     const char *s = NULL, *beh = NULL;
-    int aps = 0, rx = 1, invert = 0, split = 1;
+    int aps = 0, rx = 1, invert = 0, split = 1, single = 0;
     if (!strcmp(type, "ByteLevel")) {
         TF_TRY(get_bool(c, NULL, v, "add_prefix_space", path, &aps));
         TF_TRY(get_bool(c, NULL, v, "use_regex", path, &rx));
@@ -361,6 +363,12 @@ static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const 
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s: expected {\"pattern\": {\"Regex\": ...}, \"behavior\": "
                         "\"Isolated\", \"invert\": false}", path);
         f->split = s;
+    } else if (!strcmp(type, "Digits") && index == 0) {
+        TF_TRY(get_bool(c, NULL, v, "individual_digits", path, &single));
+        if (!single)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.individual_digits is false (expected true: runs of digits "
+                        "kept together are not supported)", path);
+        f->digits = true;
     } else if (!strcmp(type, "Metaspace")) {
         const char *scheme;
         aps = 1;
@@ -379,7 +387,7 @@ static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const 
         f->ms_split = split;
     } else if (*type) {
         return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported here (expected ByteLevel, Split "
-                    "then ByteLevel, or Metaspace)", path, type);
+                    "or Digits then ByteLevel, or Metaspace)", path, type);
     }
     return TF_OK;
 }
@@ -425,22 +433,33 @@ static tf_status check_family(hf_ctx *c, const cJSON *root) {
         if (f.prepend || f.replace || f.metaspace)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "ByteLevel pre-tokenizer mixed with SentencePiece-style "
                         "Prepend/Replace/Metaspace (expected one family)");
-        if (f.split ? f.bl_regex : !f.bl_regex)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: %s (expected one regex: ByteLevel's own or a Split "
-                        "before a ByteLevel with use_regex false)", f.split ? "Split, then ByteLevel with use_regex "
-                        "true" : "ByteLevel with use_regex false and no Split");
-        const char *rx = f.split ? f.split : k_regex[0].regex;
-        size_t i = 0;
-        while (i < sizeof k_regex / sizeof k_regex[0] && strcmp(rx, k_regex[i].regex)) i++;
-        if (i == sizeof k_regex / sizeof k_regex[0])
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split regex '%.60s%s' is not a known one "
-                        "(expected GPT-2's, Llama 3's or Qwen2's)", rx, strlen(rx) > 60 ? "..." : "");
-        if (!(c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre))
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true with the %s regex (expected false)",
-                        i == 0 ? "GPT-2" : "Qwen2");
+        if (f.digits) { /* SmolLM: every digit alone, then ByteLevel's own (GPT-2) regex */
+            if (!f.bl_regex)
+                return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: Digits, then ByteLevel with use_regex false "
+                            "(expected use_regex true)");
+            if (c->ignore_merges)
+                return fail(c, NULL, TF_ERR_UNSUPPORTED, "model.ignore_merges is true with Digits and ByteLevel "
+                            "(expected false)");
+            c->pre = "smollm";
+        } else {
+            if (f.split ? f.bl_regex : !f.bl_regex)
+                return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer: %s (expected one regex: ByteLevel's own or a "
+                            "Split before a ByteLevel with use_regex false)", f.split ? "Split, then ByteLevel with "
+                            "use_regex true" : "ByteLevel with use_regex false and no Split");
+            const char *rx = f.split ? f.split : k_regex[0].regex;
+            size_t i = 0;
+            while (i < sizeof k_regex / sizeof k_regex[0] && strcmp(rx, k_regex[i].regex)) i++;
+            if (i == sizeof k_regex / sizeof k_regex[0])
+                return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split regex '%.60s%s' is not a known one "
+                            "(expected GPT-2's, Llama 3's or Qwen2's)", rx, strlen(rx) > 60 ? "..." : "");
+            if (!(c->pre = c->ignore_merges ? k_regex[i].pre_ignore_merges : k_regex[i].pre))
+                return fail(c, NULL, TF_ERR_UNSUPPORTED,
+                            "model.ignore_merges is true with the %s regex (expected false)", i == 0 ? "GPT-2" : "Qwen2");
+        }
     } else {
-        if (f.split)
-            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split without ByteLevel (expected byte-level BPE)");
+        if (f.split || f.digits)
+            return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer %s without ByteLevel (expected byte-level BPE)",
+                        f.split ? "Split" : "Digits");
         if (f.metaspace == f.replace)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s (expected a ByteLevel pre-tokenizer, or spaces escaped to '"
                         SPM_SPACE "' by a Replace normalizer or a Metaspace pre-tokenizer)",

@@ -41,14 +41,18 @@ typedef enum tf_pre_kind {
     TF_PRE_GPT2,     /* GPT-2's regex */
     TF_PRE_LLAMA3,   /* Llama 3's regex (digits in runs of 1..3) */
     TF_PRE_QWEN2,    /* Llama 3's regex with single digits */
+    TF_PRE_SMOLLM,   /* every digit (\p{N}) on its own, GPT-2's regex on the text between */
 } tf_pre_kind;
 
 /* A compiled pre-tokenizer (pcre2_code *, kept opaque here so that only
  * pretok.c includes pcre2.h). Read-only after tf_pretok_init. */
 typedef struct tf_pretok {
     tf_pre_kind kind;
-    void *code; /* pcre2_code_8 * */
-    bool jit;   /* JIT compilation succeeded */
+    void *code;    /* pcre2_code_8 *: the regex */
+    bool jit;      /* JIT compilation of code succeeded */
+    void *isolate; /* pcre2_code_8 * or NULL: a first stage whose matches become pieces of their own and
+                    * whose gaps are split by code, each gap as a text of its own */
+    bool isolate_jit;
 } tf_pretok;
 
 /* Special-token matcher entry (control, user-defined, unknown tokens). */
@@ -187,17 +191,21 @@ void tf_bpe_byte_map(uint16_t byte_cp[256], int16_t cp_byte[324]);
 
 /* ---- pretok.c ---- */
 
-/* Compile the regex of kind (PCRE2, UTF + UCP, invalid UTF-8 tolerated). */
+/* Compile the regexes of kind (PCRE2, UTF + UCP, invalid UTF-8 tolerated). */
 tf_status tf_pretok_init(tf_pretok *p, tf_pre_kind kind, tf_err *err);
 void tf_pretok_free(tf_pretok *p);
+/* The regex of kind, and the first-stage regex (NULL for one stage). */
 const char *tf_pretok_regex(tf_pre_kind kind);
+const char *tf_pretok_isolate_regex(tf_pre_kind kind);
 
 /* Called once per piece, in order; return non-OK to stop the split. */
 typedef tf_status (*tf_piece_fn)(void *user, const char *s, size_t n, tf_err *err);
 
 /* Split text into pieces: every regex match, and every stretch between
- * matches (only invalid UTF-8 bytes fall there) as a piece of its own. The
- * pieces cover text exactly, in order. */
+ * matches (only invalid UTF-8 bytes fall there) as a piece of its own. With
+ * a first stage, each of its matches is a piece and the regex splits each
+ * stretch between them as if it were the whole text (so a lookahead stops at
+ * the stretch's end). The pieces cover text exactly, in order. */
 tf_status tf_pretok_split(const tf_pretok *p, const char *text, size_t len, tf_piece_fn fn, void *user, tf_err *err);
 
 /* ---- UTF-8 ---- */

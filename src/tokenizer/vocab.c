@@ -404,6 +404,7 @@ static const pre_name k_pre_names[] = {
     {"midm-2.0", TF_PRE_LLAMA3, true, true},  {"lfm2", TF_PRE_LLAMA3, true, true},
     {"dbrx", TF_PRE_LLAMA3, false, false},    {"smaug-bpe", TF_PRE_LLAMA3, false, false},
     {"qwen2", TF_PRE_QWEN2, false, false},    {"stablelm2", TF_PRE_QWEN2, false, false},
+    {"smollm", TF_PRE_SMOLLM, false, false},
 };
 
 static tf_status load_pre(builder *b, bool *default_add_bos) {
