@@ -162,11 +162,6 @@ TF_AI __m512 block_scales(int kind, uint16_t d0, uint16_t d1) {
     return _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(f));
 }
 
-/* Two floats spread over the lanes of their blocks, as block_scales. */
-TF_AI __m512 block_values(int kind, float v0, float v1) {
-    return _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(_mm_setr_ps(v0, v1, 0.0f, 0.0f)));
-}
-
 /* 32 int8 quants at q0 and at q1 (q1 only if two) as [q0 | q1]. */
 TF_AI __m512i load_q8_pair(const int8_t *q0, const int8_t *q1, int two) {
     __m256i lo = _mm256_loadu_si256((const __m256i *)q0);
@@ -226,8 +221,9 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             aq = load_q8_pair(ab[0].qs, ab[1].qs, two);
             ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
             /* d_a * sum(a) / 8 per lane: exact (11 x 12 significant bits, then a power of 2) */
-            am = block_values(kind, f16(ab[0].d) * (float)ab[0].sum * 0.125f,
-                              two ? f16(ab[1].d) * (float)ab[1].sum * 0.125f : 0.0f);
+            __m128 sums = _mm_cvtepi32_ps(_mm_setr_epi32(ab[0].sum, two ? ab[1].sum : 0, 0, 0));
+            am = _mm512_mul_ps(ad, _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(
+                                                              _mm_mul_ps(sums, _mm_set1_ps(0.125f)))));
         } else {
             const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
             aq = load_q8_0_pair(ab, two);
