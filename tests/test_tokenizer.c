@@ -358,7 +358,9 @@ static void test_stories260k(void **state) {
  * from this GGUF's own tokenizer.ggml.tokens and .merges, and SmolLM2's
  * tokenizer.json pre-tokenizer, Sequence[Digits(individual_digits = true),
  * ByteLevel(add_prefix_space = false, use_regex = true)]; encode(text,
- * add_special_tokens = false). */
+ * add_special_tokens = false). llama.cpp (llama-cpp-python 0.3.36, the same
+ * GGUF with vocab_only, tokenize(add_bos = false, special = false)) gives the
+ * same ids for every case. */
 static const char *smollm2_path(void) {
     const char *env = getenv("TF_SMOLLM2_GGUF");
     if (env && access(env, R_OK) == 0) return env;
