@@ -88,12 +88,7 @@ void tf_pretok_free(tf_pretok *p) {
     p->code = p->isolate = NULL;
 }
 
-/* Walk the matches of re from left to right over text[0, len); text between
- * matches (ill-formed UTF-8 only, since the patterns' last alternatives cover
- * every character) becomes a piece too, unless gaps_to is given: then each
- * gap is handed to split_gap (the second stage) instead, and each match is a
- * piece. A JIT failure (e.g. its stack limit on a huge whitespace run) is
- * retried with the interpreter before giving up. md fits re. */
+/* The second stage of a two-stage split: the regex and its match data. */
 typedef struct gap_split {
     const tf_pretok *p;
     pcre2_match_data *md; /* for p->code */
@@ -108,6 +103,12 @@ static tf_status split_gap(const gap_split *g, const char *text, size_t len, tf_
     return walk(g->p->code, g->p->jit, g->md, text, len, NULL, fn, user, err);
 }
 
+/* Walk the matches of re from left to right over text[0, len); text between
+ * matches (ill-formed UTF-8 only, since the patterns' last alternatives cover
+ * every character) becomes a piece too, unless gaps_to is given: then each
+ * gap is handed to split_gap (the second stage) instead, and each match is a
+ * piece. A JIT failure (e.g. its stack limit on a huge whitespace run) is
+ * retried with the interpreter before giving up. md fits re. */
 static tf_status walk(const pcre2_code *re, bool jit, pcre2_match_data *md, const char *text, size_t len,
                       const gap_split *gaps_to, tf_piece_fn fn, void *user, tf_err *err) {
     tf_status st = TF_OK;
