@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
     const tf_cpu_kernels *tables[8];
     int n_tables = tf_cpu_kernels_all(tables, 8);
     static const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                                     TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+                                     TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
     static const shape shapes[] = {
         {"attn 4096x4096", 4096, 4096},
         {"ffn 5632x2048", 5632, 2048},

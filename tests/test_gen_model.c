@@ -209,8 +209,8 @@ static void check_logits(const char *path, int n) {
 
 static void test_every_dtype_loads(void **state) {
     (void)state;
-    const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+    const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
+                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
         log_capture lc = {{0}, 0};
@@ -517,7 +517,7 @@ static void test_invalid_params(void **state) {
     BAD(p.rms_eps = 0, "rms_eps");
     BAD(p.rope_scaling = TF_ROPE_SCALING_YARN; p.rope_orig_ctx = 0, "rope_orig_ctx");
     BAD(p.rope_scaling = TF_ROPE_SCALING_LINEAR; p.rope_factor = 0, "rope_factor");
-    BAD(p.wtype = (tf_dtype)3, "weight type");
+    BAD(p.wtype = (tf_dtype)6 /* q5_0 */, "weight type");
 #undef BAD
     assert_int_not_equal(access("/tmp/never-written.gguf", F_OK), 0);
     /* unreadable vocabulary source names that file */

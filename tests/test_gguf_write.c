@@ -201,6 +201,7 @@ static const spec k_specs[] = {
     {"q4_0.2d", TF_DTYPE_Q4_0, 2, {32, 5}},
     {"q4_k.2d", TF_DTYPE_Q4_K, 2, {512, 3}},
     {"q6_k.2d", TF_DTYPE_Q6_K, 2, {256, 2}},
+    {"q4_1.2d", TF_DTYPE_Q4_1, 2, {64, 3}},
     {"blk.0.a_name_that_is_exactly_sixty_four_bytes_long_xxxxxxxxxxxxx", TF_DTYPE_F32, 1, {1}},
 };
 #define N_SPECS (sizeof k_specs / sizeof k_specs[0])
@@ -386,7 +387,7 @@ static void test_errors(void **state) {
                TF_ERR_INVALID_ARG, "'big'");
     expect_err(tf_gguf_writer_add_tensor(w, "q", TF_DTYPE_Q8_0, 2, (int64_t[]){33, 2}, x, &err), &err,
                TF_ERR_INVALID_ARG, "block size 32");
-    expect_err(tf_gguf_writer_add_tensor(w, "q1", (tf_dtype)3, 1, (int64_t[]){32}, x, &err), &err,
+    expect_err(tf_gguf_writer_add_tensor(w, "q1", (tf_dtype)6 /* q5_0 */, 1, (int64_t[]){32}, x, &err), &err,
                TF_ERR_UNSUPPORTED, "'q1'");
     expect_err(tf_gguf_writer_add_tensor_fill(w, "nofill", TF_DTYPE_F32, 1, (int64_t[]){4}, NULL, NULL, &err), &err,
                TF_ERR_INVALID_ARG, "'nofill'");

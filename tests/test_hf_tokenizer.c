@@ -437,6 +437,16 @@ static void test_tiny_families(void **state) {
         free(j1), free(j2), free(j3), free(j4);
     }
 
+    /* SmolLM: Sequence[Digits(individual_digits), ByteLevel(use_regex)] is the set GGUF calls
+     * "starcoder" (and "smollm"); the translation writes the first name */
+    char *jd = with(k_tiny_bpe, "pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                    "\"Digits\", \"individual_digits\": true}, {\"type\": \"ByteLevel\", \"add_prefix_space\": "
+                    "false, \"use_regex\": true}]}");
+    convert_ok(&l, jd, NULL);
+    assert_string_equal(pre_of(&l), "starcoder");
+    unload(&l);
+    free(jd);
+
     /* SPM: scores follow merge ranks; <0x41> is a byte token, <unk> unknown */
     convert_ok(&l, k_tiny_spm, NULL);
     assert_int_equal(tf_tokenizer_kind(l.tok), TF_TOK_SPM);

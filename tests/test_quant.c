@@ -17,7 +17,7 @@
 #define CANARY 12345.678f /* value of the unused floats of Y */
 
 static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                                   TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+                                   TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
 #define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
 
 static const tf_cpu_kernels *g_tables[8];
@@ -91,6 +91,10 @@ static void test_tables(void **state) {
     assert_int_equal(tf_act_type(TF_DTYPE_F16), TF_DTYPE_F32);
     assert_int_equal(tf_act_type(TF_DTYPE_Q4_0), TF_DTYPE_Q8_0);
     assert_int_equal(tf_act_type(TF_DTYPE_Q6_K), TF_DTYPE_Q8_K);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q4_1), TF_DTYPE_Q8_1);
+    assert_int_equal(tf_act_row_size(TF_DTYPE_Q4_1, 64), 2 * 36);
+    assert_int_equal(sizeof(tf_block_q8_1), 36);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q4_1, 64), 2 * 20);
     assert_int_equal(tf_act_row_size(TF_DTYPE_BF16, 64), 256);
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q8_0, 64), 68);
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q4_K, 512), 2 * sizeof(tf_block_q8_k));
@@ -152,6 +156,110 @@ static void test_known_q4_0(void **state) {
     assert_int_equal(q.qs[0] & 0xF, 15);
     assert_int_equal(q.qs[0] >> 4, 15); /* element 16 is also -7 */
     assert_int_equal(q.qs[15] & 0xF, 0); /* element 15: 8 -> -8 + 8 */
+}
+
+/* Q4_1 as the file format defines it, written out here independently of
+ * quant_ref.c: element j (0..15) of a block is d * (qs[j] & 15) + m, element
+ * j + 16 is d * (qs[j] >> 4) + m, with d and m f16. */
+static void q4_1_block_to_float(const tf_block_q4_1 *b, float *out) {
+    float d = tf_f16_to_f32(b->d), m = tf_f16_to_f32(b->m);
+    for (int j = 0; j < 16; j++) {
+        out[j] = d * (float)(b->qs[j] & 15) + m;
+        out[j + 16] = d * (float)(b->qs[j] >> 4) + m;
+    }
+}
+
+static void test_known_q4_1(void **state) {
+    (void)state;
+    tf_block_q4_1 w = {.d = tf_f32_to_f16(0.5f), .m = tf_f32_to_f16(-3.25f)};
+    for (int j = 0; j < 16; j++) w.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+    float y[32];
+    tf_ref_dequantize_row(TF_DTYPE_Q4_1, &w, y, 32);
+    for (int j = 0; j < 16; j++) {
+        assert_true(y[j] == 0.5f * (float)j - 3.25f);
+        assert_true(y[j + 16] == 0.5f * (float)(15 - j) - 3.25f);
+    }
+    /* activation block: d = 2, quants 3 / -1 alternating (sum 32) */
+    tf_block_q8_1 a = {.d = tf_f32_to_f16(2.0f)};
+    int asum = 0;
+    for (int i = 0; i < 32; i++) {
+        a.qs[i] = (int8_t)(i % 2 ? -1 : 3);
+        asum += a.qs[i];
+    }
+    a.sum = (int16_t)asum;
+    double expect = 0;
+    for (int i = 0; i < 32; i++) expect += (double)y[i] * 2.0 * a.qs[i];
+    assert_true(expect == (float)expect); /* small multiples of 1/4: exact in every kernel */
+    assert_true(tf_ref_vec_dot(TF_DTYPE_Q4_1, 32, &w, &a) == (float)expect);
+    for (int k = 0; k < g_n_tables; k++) {
+        assert_true(g_tables[k]->vec_dot[TF_DTYPE_Q4_1](32, &w, &a) == (float)expect);
+        float z[32];
+        g_tables[k]->dequantize[TF_DTYPE_Q4_1](&w, z, 32);
+        assert_memory_equal(z, y, sizeof z);
+    }
+    /* quantizer: range [-3, 4.5] -> d = 7.5 / 15 = 0.5, m = -3, q = element % 16 */
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = 0.5f * (float)(i % 16) - 3.0f;
+    tf_block_q4_1 q;
+    tf_ref_quantize_row(TF_DTYPE_Q4_1, x, &q, 32);
+    assert_true(tf_f16_to_f32(q.d) == 0.5f);
+    assert_true(tf_f16_to_f32(q.m) == -3.0f);
+    assert_int_equal(q.qs[0] & 0xF, 0);  /* element 0 */
+    assert_int_equal(q.qs[0] >> 4, 0);   /* element 16 */
+    assert_int_equal(q.qs[15] & 0xF, 15); /* element 15 */
+    tf_ref_dequantize_row(TF_DTYPE_Q4_1, &q, y, 32);
+    for (int i = 0; i < 32; i++) assert_true(y[i] == x[i]);
+    /* Q8_1 activations: Q8_0's scale and quants, plus their exact sum */
+    for (int i = 0; i < 32; i++) x[i] = (float)(i * 7 % 23) - 9.5f;
+    tf_block_q8_0 a0;
+    tf_block_q8_1 a1;
+    tf_ref_quantize_row(TF_DTYPE_Q8_0, x, &a0, 32);
+    tf_ref_act_quantize(TF_DTYPE_Q4_1, x, &a1, 32);
+    assert_int_equal(a1.d, a0.d);
+    assert_memory_equal(a1.qs, a0.qs, 32);
+    int s = 0;
+    for (int i = 0; i < 32; i++) s += a0.qs[i];
+    assert_int_equal(a1.sum, s);
+}
+
+/* Every table's Q4_1 dequantization against q4_1_block_to_float on random
+ * blocks: random nibbles and random finite f16 scales and offsets of mixed
+ * signs and magnitudes. */
+static void test_q4_1_dequant_random(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x41);
+    enum { NB = 97 };
+    tf_block_q4_1 *b = malloc(sizeof *b * NB);
+    float *ref = malloc(sizeof(float) * 32 * NB), *y = alloc_guarded(sizeof(float) * 32 * NB);
+    for (int i = 0; i < NB; i++) {
+        double mag = pow(10.0, -3.0 + 5.0 * tf_rng_uniform(&rng));
+        b[i].d = tf_f32_to_f16((float)(mag * tf_rng_uniform(&rng)));
+        b[i].m = tf_f32_to_f16((float)(mag * gauss(&rng)));
+        for (int j = 0; j < 16; j++) b[i].qs[j] = (uint8_t)(tf_rng_next(&rng) & 0xFF);
+        q4_1_block_to_float(&b[i], ref + 32 * i);
+    }
+    float *yr = malloc(sizeof(float) * 32 * NB);
+    tf_ref_dequantize_row(TF_DTYPE_Q4_1, b, yr, 32 * NB);
+    assert_memory_equal(yr, ref, sizeof(float) * 32 * NB);
+    for (int k = 0; k < g_n_tables; k++) {
+        g_tables[k]->dequantize[TF_DTYPE_Q4_1](b, y, 32 * NB);
+        check_guard(y, sizeof(float) * 32 * NB);
+        assert_false(tu_has_nonfinite(y, 32 * NB));
+        for (int i = 0; i < 32 * NB; i++) {
+            /* a fused multiply-add may round once where the reference rounds twice */
+            const tf_block_q4_1 *bi = &b[i / 32];
+            double tol = 1.2e-7 * (15.0 * fabs(tf_f16_to_f32(bi->d)) + fabs(tf_f16_to_f32(bi->m)));
+            if (fabs((double)y[i] - ref[i]) > tol) {
+                print_error("%s q4_1 element %d: %.9g, expected %.9g\n", g_tables[k]->isa, i, y[i], ref[i]);
+                fail();
+            }
+        }
+    }
+    free(b);
+    free(ref);
+    free(y);
+    free(yr);
 }
 
 /* Q4_K: sub-block j has scale 10 + 7j and min 63 - 5j (values above 15 and
@@ -242,14 +350,14 @@ static void test_known_q6_k(void **state) {
 /* Relative RMS error of dequantize(quantize(x)) at several magnitudes, for
  * plain Gaussian data and for Gaussian data with outliers (fill_gauss).
  * Measured (plain / outliers): f16 2.0e-4 / 2.0e-4, bf16 1.6e-3 / 1.6e-3,
- * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_k 7.2e-2 / 0.095,
+ * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_1 7.8e-2 / 0.101, q4_k 7.2e-2 / 0.095,
  * q6_k 1.9e-2 / 2.8e-2; the bounds add about 20 %. */
 static void test_roundtrip(void **state) {
     (void)state;
     static const struct { tf_dtype t; double plain, outliers; } bounds[] = {
         {TF_DTYPE_F32, 0.0, 0.0},       {TF_DTYPE_F16, 2.5e-4, 2.5e-4},  {TF_DTYPE_BF16, 2e-3, 2e-3},
-        {TF_DTYPE_Q8_0, 6.5e-3, 0.011}, {TF_DTYPE_Q4_0, 0.10, 0.17},     {TF_DTYPE_Q4_K, 0.085, 0.115},
-        {TF_DTYPE_Q6_K, 0.023, 0.033},
+        {TF_DTYPE_Q8_0, 6.5e-3, 0.011}, {TF_DTYPE_Q4_0, 0.10, 0.17},     {TF_DTYPE_Q4_1, 0.094, 0.12},
+        {TF_DTYPE_Q4_K, 0.085, 0.115},  {TF_DTYPE_Q6_K, 0.023, 0.033},
     };
     static const double scales[] = {1e-2, 1.0, 300.0};
     tf_rng rng;
@@ -446,7 +554,10 @@ typedef struct { int rows, cols, tok; } mm_shape;
 /* tf_cpu_matmul is checked twice:
  *  - per case against the double product over the dequantized weights and
  *    the dequantized activations it consumes (X itself for float weights):
- *    NMSE < 1e-9, only float rounding;
+ *    NMSE < 1e-9, only float rounding. The squared error is divided by the
+ *    larger of sum(ref^2) and the sum over outputs and columns of
+ *    (w_c xq_c)^2: a single short dot product can cancel to nearly zero, and
+ *    its rounding error scales with its terms, not with its result;
  *  - against the double product with the unquantized X: the squared error,
  *    relative to the sum over outputs and columns of (w_c x_c)^2, is about
  *    the squared relative error of the 8-bit activations whatever the shape
@@ -457,9 +568,9 @@ typedef struct { int rows, cols, tok; } mm_shape;
 typedef struct { double err, mag; } act_err_sum;
 
 static double mm_act_bound(tf_dtype t) {
-    switch (tf_act_type(t)) {
+    switch ((int)tf_act_type(t)) {
     case TF_DTYPE_F32: return 1e-11; /* float rounding: 4e-13 seen */
-    case TF_DTYPE_Q8_0: return 1e-4;
+    case TF_DTYPE_Q8_0: case TF_DTYPE_Q8_1: return 1e-4;
     default: return 1.5e-4;
     }
 }
@@ -489,7 +600,7 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
     tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, ldy, act);
     check_guard(act, act_bytes);
     check_guard(y, y_bytes);
-    double num = 0, den = 0, num_x = 0, mag = 0;
+    double num = 0, den = 0, den_terms = 0, num_x = 0, mag = 0;
     for (int64_t j = 0; j < tok; j++) {
         for (int64_t r = 0; r < rows; r++) {
             double ref = 0, ref_x = 0, m = 0;
@@ -498,6 +609,7 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
                 ref += wv * xq[j * cols + c];
                 ref_x += wv * x[j * cols + c];
                 m += (wv * x[j * cols + c]) * (wv * x[j * cols + c]);
+                den_terms += (wv * xq[j * cols + c]) * (wv * xq[j * cols + c]);
             }
             float v = y[j * ldy + r];
             if (!isfinite(v)) {
@@ -512,7 +624,7 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
         }
         for (int64_t r = rows; r < ldy; r++) assert_true(y[j * ldy + r] == CANARY);
     }
-    double nmse = num / den, act_err = num_x / mag;
+    double nmse = num / fmax(den, den_terms), act_err = num_x / mag;
     sum->err += num_x;
     sum->mag += mag;
     if (nmse > 1e-9 || act_err > MM_CASE_ACT_BOUND) {
@@ -603,6 +715,56 @@ static void test_matmul_exact_rows(void **state) {
     tf_pool_free(pool);
 }
 
+/* Batch invariance of tf_cpu_matmul: a token's output row is bitwise the
+ * same whether it is computed alone (the decode path) or as row i of a
+ * batch of 2..16 tokens (prefill / verification tiles), in every table, for
+ * every type, with and without threads. Greedy speculative decoding relies
+ * on it (test_model checks the same property end to end). */
+static void test_matmul_batch_invariance(void **state) {
+    (void)state;
+    enum { MAX_TOK = 16 };
+    const int64_t rows = 37, cols = 512;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x55);
+    tf_pool *pool;
+    tf_err err = {0};
+    assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
+    float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * MAX_TOK * cols);
+    float *alone = malloc(sizeof(float) * MAX_TOK * rows), *batch = malloc(sizeof(float) * MAX_TOK * rows);
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tf_dtype t = k_types[ti];
+        size_t ws = tf_dtype_row_size(t, cols), as = tf_act_row_size(t, cols);
+        char *w = malloc(ws * rows), *act = malloc(as * MAX_TOK);
+        fill_gauss(&rng, wf, rows * cols, 0.5);
+        fill_gauss(&rng, x, MAX_TOK * cols, 1.0);
+        for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
+        for (int ki = 0; ki < g_n_tables; ki++)
+            for (int pi = 0; pi < 2; pi++) {
+                tf_pool *p = pi ? pool : NULL;
+                const tf_cpu_kernels *k = g_tables[ki];
+                for (int j = 0; j < MAX_TOK; j++)
+                    tf_cpu_matmul(p, k, t, w, rows, cols, x + j * cols, 1, alone + j * rows, rows, act);
+                for (int n = 2; n <= MAX_TOK; n++) {
+                    tf_cpu_matmul(p, k, t, w, rows, cols, x, n, batch, rows, act);
+                    for (int j = 0; j < n; j++)
+                        if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
+                            print_error("matmul %s %s threads %d: row %d of a batch of %d differs from the same "
+                                        "token alone\n",
+                                        k->isa, tf_dtype_name(t), pi ? 2 : 1, j, n);
+                            fail();
+                        }
+                }
+            }
+        free(w);
+        free(act);
+    }
+    free(wf);
+    free(x);
+    free(alone);
+    free(batch);
+    tf_pool_free(pool);
+}
+
 static int group_setup(void **state) {
     (void)state;
     setup_tables();
@@ -614,6 +776,8 @@ int main(void) {
         cmocka_unit_test(test_tables),
         cmocka_unit_test(test_known_q8_0),
         cmocka_unit_test(test_known_q4_0),
+        cmocka_unit_test(test_known_q4_1),
+        cmocka_unit_test(test_q4_1_dequant_random),
         cmocka_unit_test(test_known_q4_k),
         cmocka_unit_test(test_known_q6_k),
         cmocka_unit_test(test_roundtrip),
@@ -621,6 +785,7 @@ int main(void) {
         cmocka_unit_test(test_nonfinite_propagates),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_exact_rows),
+        cmocka_unit_test(test_matmul_batch_invariance),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -70,6 +70,9 @@ static double elem_bound(tf_dtype t, double x, double amax) {
     /* Q4_0 maps the signed extreme to -8 with d = extreme / -8, so values on
      * the other side clip at +7: up to one full step there */
     case TF_DTYPE_Q4_0: return amax / 8.0 * 1.01 + amax * 0x1p-10;
+    /* Q4_1 spans the block's range (at most 2 amax) in 15 steps: half a step,
+     * plus the f16 rounding of d (times up to 15) and of m */
+    case TF_DTYPE_Q4_1: return amax / 15.0 * 1.01 + amax * 0x1p-8;
     default: return INFINITY; /* K-quants: checked by NMSE below */
     }
 }
@@ -169,8 +172,8 @@ static void check_converted(const char *src_path, const char *out_path, tf_dtype
 
 static void test_every_type(void **state) {
     (void)state;
-    const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+    const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
+                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
     char *src = make_source(TF_DTYPE_F32, true);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
@@ -228,8 +231,8 @@ static void test_errors(void **state) {
     tf_err_clear(&err);
 
     /* unsupported output type */
-    assert_int_equal(tf_quantize_file(src, out, (tf_dtype)3, NULL, NULL, NULL, &err), TF_ERR_INVALID_ARG);
-    assert_non_null(strstr(err.msg, "q4_1"));
+    assert_int_equal(tf_quantize_file(src, out, (tf_dtype)6, NULL, NULL, NULL, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "q5_0"));
     tf_err_clear(&err);
 
     /* missing input names it */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/mem.h"
 #include "format/gguf.h"
@@ -355,6 +356,92 @@ static void test_stories260k(void **state) {
     unload_tok(&l);
 }
 
+/* SmolLM2-135M-Instruct (tokenizer.ggml.model gpt2, pre "smollm": every digit
+ * on its own, GPT-2's regex between them). The file is not in ../shared; it
+ * is looked for at $TF_SMOLLM2_GGUF, then under models/ in the repository
+ * (git-ignored), and the test is skipped without it.
+ *
+ * Expected ids: Hugging Face `tokenizers` (PyPI, 0.23.3) with a BPE model built
+ * from this GGUF's own tokenizer.ggml.tokens and .merges, and SmolLM2's
+ * tokenizer.json pre-tokenizer, Sequence[Digits(individual_digits = true),
+ * ByteLevel(add_prefix_space = false, use_regex = true)]; encode(text,
+ * add_special_tokens = false). llama.cpp (llama-cpp-python 0.3.36, the same
+ * GGUF with vocab_only, tokenize(add_bos = false, special = false)) gives the
+ * same ids for every case. */
+static const char *smollm2_path(void) {
+    const char *env = getenv("TF_SMOLLM2_GGUF");
+    if (env && access(env, R_OK) == 0) return env;
+    static const char *const rel[] = {"models/SmolLM2-135M-Instruct.Q4_1.gguf",
+                                      "models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++)
+        if (access(rel[i], R_OK) == 0) return rel[i];
+    return NULL;
+}
+
+static void test_smollm2(void **state) {
+    (void)state;
+    const char *path = smollm2_path();
+    if (!path) {
+        print_message("skipped: SmolLM2-135M-Instruct.Q4_1.gguf not found ($TF_SMOLLM2_GGUF, models/)\n");
+        skip();
+    }
+    static const struct {
+        const char *text;
+        int32_t ids[40];
+    } cases[] = {
+    {"The capital of France is",
+     {504, 3575, 282, 4649, 314}},
+    {"Hello world! 123",
+     {19556, 905, 17, 216, 33, 34, 35}},
+    {"In 2024, 3.14159 and 1,000,000 people paid $42.50.",
+     {788, 216, 34, 32, 34, 36, 28, 216, 35, 30, 33, 36, 33, 37, 41, 284, 216, 33, 28, 32, 32, 32, 28, 32, 32, 32, 701, 5940, 1885, 36, 34, 30, 37, 32, 30}},
+    {"  multiple   spaces  ",
+     {216, 2701, 256, 5600, 256}},
+    {"tabs\tand\nnewlines\n\n end",
+     {100, 7366, 197, 397, 198, 2241, 5110, 1116, 1112}},
+    {"don't you'll we've I'M",
+     {12420, 982, 346, 3060, 392, 3543, 339, 23, 61}},
+    {"Caf\xc3\xa9 d\xc3\xa9j\xc3\xa0 vu, na\xc3\xafve fa\xc3\xa7" "ade \xe2\x80\x94 \xe2\x80\x9cquotes\xe2\x80\x9d \xe2\x80\xa6",
+     {51, 1939, 2756, 32564, 90, 16739, 386, 101, 28, 15486, 46494, 40852, 1841, 619, 385, 2346, 573, 5548}},
+    {"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe3\x83\x86\xe3\x82\xad\xe3\x82\xb9\xe3\x83\x88 \xe6\x9d\xb1\xe4\xba\xac" "2020",
+     {23274, 115, 40993, 179, 120, 248, 26453, 11100, 224, 10391, 251, 10391, 134, 11100, 226, 17097, 247, 126, 16736, 122, 34, 32, 34, 32}},
+    {"emoji \xf0\x9f\x99\x82\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd mix",
+     {391, 33777, 47526, 10813, 235, 231, 10813, 233, 138, 3412}},
+    {"x2y3z 10km/h 7\xc2\xb0" "C",
+     {104, 34, 105, 35, 106, 216, 33, 32, 14251, 31, 88, 216, 39, 4742, 51}},
+    {"\xd9\xa3\xd9\xa4\xd9\xa5 Arabic-Indic digits \xc2\xbd \xc2\xb2",
+     {164, 113, 164, 114, 164, 115, 12428, 29, 5080, 286, 18638, 216, 16738, 216, 19133}},
+    {"a\xc2\xa0nbsp and\xe2\x80\x83" "em space",
+     {81, 15442, 94, 32093, 284, 321, 221, 391, 1898}},
+    {"#include <stdio.h>\nint main(void) { return 0; }",
+     {19, 21745, 2067, 10491, 1119, 30, 88, 46, 198, 591, 1085, 24, 32439, 25, 1662, 1003, 216, 32, 43, 4029}},
+    };
+    loaded l;
+    load_tok(&l, path);
+    assert_int_equal(tf_tokenizer_n_vocab(l.tok), 49152);
+    assert_non_null(strstr(tf_tokenizer_describe(l.tok), "pre=smollm"));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t want = 0;
+        while (want < 40 && cases[c].ids[want] != 0) want++; /* the list ends at its first 0 (no case has id 0) */
+        for (int ps = 0; ps < 2; ps++) {
+            int32_t *ids;
+            size_t n = tokenize_all(l.tok, cases[c].text, strlen(cases[c].text), false, ps, &ids);
+            if (n != want || memcmp(ids, cases[c].ids, want * sizeof *ids) != 0) {
+                print_error("smollm \"%s\" (parse_special %d): got", cases[c].text, ps);
+                for (size_t i = 0; i < n; i++) print_error(" %d", ids[i]);
+                print_error("\n");
+                fail();
+            }
+            char *back;
+            detokenize_all(l.tok, ids, n, false, &back);
+            assert_string_equal(back, cases[c].text);
+            free(back);
+            free(ids);
+        }
+    }
+    unload_tok(&l);
+}
+
 /* ------------------------------------------------------------------------ */
 /* round trips, streaming, invalid input                                     */
 
@@ -605,6 +692,14 @@ static void test_pretokenizers(void **state) {
                 "[if][ x][1][:][\n][ ][ ][\xe4\xbd\xa0\xe5\xa5\xbd]");
     /* its punctuation class [!-/:-~] also holds the ASCII letters, so it cuts a letter piece again */
     check_split(TF_PRE_DEEPSEEK_LLM, "Hi, 42 caf\xc3\xa9  ", "[Hi][,][ ][42][ caf][\xc3\xa9][  ]");
+    /* smollm (the starcoder set): digits alone (\p{N}: also superscripts, fractions, other scripts'
+     * digits), GPT-2's regex on each stretch between them, whose end a
+     * lookahead sees as the end of the text */
+    check_split(TF_PRE_STARCODER, "Hello world's 12345  x\n\n", "[Hello][ world]['s][ ][1][2][3][4][5][ ][ x][\n\n]");
+    check_split(TF_PRE_STARCODER, "a  1b2 c", "[a][  ][1][b][2][ c]");
+    check_split(TF_PRE_STARCODER, "x\xc2\xb2\xc2\xbd y", "[x][\xc2\xb2][\xc2\xbd][ y]"); /* x, superscript 2, 1/2 */
+    check_split(TF_PRE_STARCODER, "ab\xff" "1cd", "[ab][\xff][1][cd]");
+    check_split(TF_PRE_STARCODER, "42", "[4][2]");
     /* ill-formed bytes become pieces of their own */
     check_split(TF_PRE_GPT2, "ab\xff" "cd", "[ab][\xff][cd]");
     check_split(TF_PRE_STARCODER, "a\xff" "1", "[a][\xff][1]");
@@ -1003,6 +1098,7 @@ int main(void) {
         cmocka_unit_test(test_vectors_refact),    cmocka_unit_test(test_vectors_deepseek_llm),
         cmocka_unit_test(test_vectors_deepseek_coder),
         cmocka_unit_test(test_metadata),          cmocka_unit_test(test_stories260k),
+        cmocka_unit_test(test_smollm2),
         cmocka_unit_test(test_roundtrip_texts),   cmocka_unit_test(test_streaming_utf8),
         cmocka_unit_test(test_invalid_utf8),      cmocka_unit_test(test_pretokenizers),
         cmocka_unit_test(test_loader_errors),     cmocka_unit_test(test_threads),

@@ -61,10 +61,14 @@ static bool has(const char *t, size_t n, const char *needle) { return memmem(t, 
  * '<|im_start|>system\n and <|im_end|>\n' inside one quoted literal, with the
  * literal's escapes (\n, \', \\) resolved. Empty when there is none. */
 static void chatml_default_system(const char *t, size_t n, sbuf *out) {
-    static const char open[] = "'<|im_start|>system\\n";
-    const char *s = memmem(t, n, open, sizeof open - 1);
+    /* the line break after "system" is written as the escape \n or as a raw
+     * line break inside the literal; both render the same */
+    static const char open_esc[] = "'<|im_start|>system\\n", open_raw[] = "'<|im_start|>system\n";
+    const char *s = memmem(t, n, open_esc, sizeof open_esc - 1);
+    size_t skip = sizeof open_esc - 1;
+    if (!s) s = memmem(t, n, open_raw, sizeof open_raw - 1), skip = sizeof open_raw - 1;
     if (!s) return;
-    const char *p = s + sizeof open - 1, *end = t + n;
+    const char *p = s + skip, *end = t + n;
     sbuf tmp = {0};
     for (; p < end && *p != '\''; p++) {
         if (*p == '\\' && p + 1 < end) {
@@ -76,7 +80,8 @@ static void chatml_default_system(const char *t, size_t n, sbuf *out) {
         }
     }
     static const char close[] = "<|im_end|>\n";
-    if (p < end && tmp.p && tmp.n >= sizeof close - 1 && memcmp(tmp.p + tmp.n - (sizeof close - 1), close, sizeof close - 1) == 0)
+    if (p < end && tmp.p && tmp.n >= sizeof close - 1 &&
+        memcmp(tmp.p + tmp.n - (sizeof close - 1), close, sizeof close - 1) == 0)
         sb_put(out, tmp.p, tmp.n - (sizeof close - 1));
     free(tmp.p);
 }

@@ -10,6 +10,7 @@ uint32_t tf_dtype_block_size(uint32_t type) {
     case TF_DTYPE_F32: case TF_DTYPE_F16: case TF_DTYPE_BF16: return 1;
     case TF_DTYPE_Q8_0: return TF_QK8_0;
     case TF_DTYPE_Q4_0: return TF_QK4_0;
+    case TF_DTYPE_Q4_1: return TF_QK4_1;
     case TF_DTYPE_Q4_K: case TF_DTYPE_Q6_K: return TF_QK_K;
     default: return 0;
     }
@@ -21,6 +22,7 @@ uint32_t tf_dtype_type_size(uint32_t type) {
     case TF_DTYPE_F16: case TF_DTYPE_BF16: return 2;
     case TF_DTYPE_Q8_0: return sizeof(tf_block_q8_0);
     case TF_DTYPE_Q4_0: return sizeof(tf_block_q4_0);
+    case TF_DTYPE_Q4_1: return sizeof(tf_block_q4_1);
     case TF_DTYPE_Q4_K: return sizeof(tf_block_q4_k);
     case TF_DTYPE_Q6_K: return sizeof(tf_block_q6_k);
     default: return 0;
@@ -43,8 +45,8 @@ const char *tf_dtype_name(uint32_t type) {
 }
 
 bool tf_dtype_from_name(const char *name, tf_dtype *out) {
-    static const tf_dtype ok[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                                  TF_DTYPE_Q4_0, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+    static const tf_dtype ok[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
+                                  TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcasecmp(name, k_names[ok[i]]) == 0) { *out = ok[i]; return true; }
     return false;

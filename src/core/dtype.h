@@ -13,6 +13,7 @@ typedef enum tf_dtype {
     TF_DTYPE_F32 = 0,
     TF_DTYPE_F16 = 1,
     TF_DTYPE_Q4_0 = 2,
+    TF_DTYPE_Q4_1 = 3,
     TF_DTYPE_Q8_0 = 8,
     TF_DTYPE_Q4_K = 12,
     TF_DTYPE_Q6_K = 14,
@@ -22,11 +23,13 @@ typedef enum tf_dtype {
 
 #define TF_QK8_0 32
 #define TF_QK4_0 32
+#define TF_QK4_1 32
 #define TF_QK_K 256
 
 /* Block layouts, byte-compatible with the GGUF files in the wild. */
 typedef struct { uint16_t d; int8_t qs[TF_QK8_0]; } tf_block_q8_0;         /* 34 bytes */
 typedef struct { uint16_t d; uint8_t qs[TF_QK4_0 / 2]; } tf_block_q4_0;    /* 18 bytes */
+typedef struct { uint16_t d, m; uint8_t qs[TF_QK4_1 / 2]; } tf_block_q4_1; /* 20 bytes: x = d * q + m */
 typedef struct {
     uint16_t d, dmin;      /* super-block scales for scales / mins (f16) */
     uint8_t scales[12];    /* 8 sub-blocks: 6-bit scale + 6-bit min, packed */
@@ -41,6 +44,7 @@ typedef struct {
 
 _Static_assert(sizeof(tf_block_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(tf_block_q4_0) == 18, "q4_0 block");
+_Static_assert(sizeof(tf_block_q4_1) == 20, "q4_1 block");
 _Static_assert(sizeof(tf_block_q4_k) == 144, "q4_k block");
 _Static_assert(sizeof(tf_block_q6_k) == 210, "q6_k block");
 

@@ -25,6 +25,7 @@ int32_t tf_gguf_file_type(tf_dtype type) {
     case TF_DTYPE_F32: return 0;
     case TF_DTYPE_F16: return 1;
     case TF_DTYPE_Q4_0: return 2;
+    case TF_DTYPE_Q4_1: return 3;
     case TF_DTYPE_Q8_0: return 7;
     case TF_DTYPE_Q4_K: return 14; /* LLAMA_FTYPE_MOSTLY_Q4_K_S */
     case TF_DTYPE_Q6_K: return 18;
@@ -156,7 +157,7 @@ tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, in
                            tf_progress_fn progress, void *ud, tf_err *err) {
     if (tf_gguf_file_type(type) < 0)
         return tf_errf(err, TF_ERR_INVALID_ARG,
-                       "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)",
+                       "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_1, q4_k or q6_k)",
                        tf_dtype_name(type));
     const tf_gguf g = *gp;
     const char *in = g.path;

@@ -434,6 +434,7 @@ static const pre_name k_pre_names[] = {
     {"codeshell", TF_PRE_STARCODER, false, false},
     {"exaone", TF_PRE_STARCODER, false, false},
     {"minerva-7b", TF_PRE_STARCODER, false, false},
+    {"smollm", TF_PRE_STARCODER, false, false}, /* SmolLM / SmolLM2: every digit alone, then GPT-2 */
 };
 
 /* tokenizer.triforce.pre_steps (an array of step spellings, see pretok.c):

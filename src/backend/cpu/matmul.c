@@ -228,7 +228,7 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         j.quantize = k->act_quantize[wtype];
         j.act = act_buf;
         j.a_row = tf_act_row_size(wtype, n_cols);
-        j.act_block = tf_act_type(wtype) == TF_DTYPE_Q8_0 ? TF_QK8_0 : TF_QK_K;
+        j.act_block = tf_act_type(wtype) == TF_DTYPE_Q8_K ? TF_QK_K : TF_QK8_0; /* Q8_0 / Q8_1: 32 */
     }
     if (n_cols == 0) {
         for (int64_t t = 0; t < n_tok; t++) memset(Y + t * ldy, 0, (size_t)n_rows * sizeof(float));

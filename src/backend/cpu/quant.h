@@ -4,7 +4,8 @@
  *
  * Every weight type W has an activation format act(W) that its dot product
  * consumes: F32 for F32/F16/BF16 weights, Q8_0 blocks for Q8_0/Q4_0 weights,
- * Q8_K blocks for Q4_K/Q6_K weights. Activations are converted once per
+ * Q8_1 blocks (Q8_0 plus the sum of the quants) for Q4_1 weights, Q8_K blocks
+ * for Q4_K/Q6_K weights. Activations are converted once per
  * matrix product (tf_act_quantize), never weights per token.
  *
  * Each function exists as a scalar reference (tf_ref_*) and as the fastest
@@ -19,6 +20,21 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Activation block for Q4_1 dot products: Q8_0's scale and quants plus the
+ * sum of the 32 quants, which the weight's offset m multiplies
+ * (sum_j (d q_j + m) a_j = d sum_j q_j a_j + m sum_j a_j). Only ever built in
+ * memory; unlike ggml's Q8_1 (which keeps d * sum as f16) the sum is the exact
+ * integer, |sum| <= 32 * 127. */
+typedef struct {
+    uint16_t d;          /* f16 scale, amax / 127 */
+    int16_t sum;         /* sum of qs */
+    int8_t qs[TF_QK8_0]; /* quants */
+} tf_block_q8_1;         /* 36 bytes */
+
+/* ggml's id for Q8_1, used here for the activation format above (like Q8_K,
+ * absent from dtype.h's table; use tf_act_row_size). */
+#define TF_DTYPE_Q8_1 ((tf_dtype)9)
 
 /* Activation block for K-quant dot products (256 values, llama.cpp-compatible). */
 typedef struct {

@@ -7,6 +7,8 @@
  * passes. Integer formats use maddubs + madd (u8 x s8 -> int32 lanes):
  *   Q8_0 (s8 x s8): |w| x (a with the sign of w), one block per vector.
  *   Q4_0: q in 0..15 against a, minus 8 * a (int16 pair sums).
+ *   Q4_1: q in 0..15 against a (Q8_1 blocks); the offset m times the
+ *        activation's stored quant sum is spread over the 8 lanes (1/8 each).
  *   Q4_K / Q6_K: each row's super-block unpacked once into u8 quants and one
  *        float scale vector per 32 elements; mins / the -32 offset through
  *        the activation's bsums.
@@ -134,13 +136,13 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
     return s;
 }
 
-/* ---- Q8_0 / Q4_0 weights against Q8_0 activations ----------------------------- */
+/* ---- Q8_0 / Q4_0 / Q4_1 weights against Q8_0 / Q8_1 activations ---------------- */
 
-enum { K0_Q8_0, K0_Q4_0 };
+enum { K0_Q8_0, K0_Q4_0, K0_Q4_1 };
 
-/* Nibbles of a Q4_0 block as u8 [elements 0..15 | elements 16..31]. */
-TF_AI __m256i load_q4_0(const tf_block_q4_0 *b) {
-    __m128i v = _mm_loadu_si128((const __m128i *)b->qs);
+/* Nibbles of 16 bytes of a Q4_0 / Q4_1 block as u8 [elements 0..15 | elements 16..31]. */
+TF_AI __m256i load_nibbles(const uint8_t *qs) {
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
     const __m128i low4 = _mm_set1_epi8(0x0F);
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, low4)),
                                    _mm_and_si128(_mm_srli_epi16(v, 4), low4), 1);
@@ -155,7 +157,7 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
         for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / 32; ib++) {
         __m256i wq[AVX2_TILE_R], wabs[AVX2_TILE_R];
-        float wd[AVX2_TILE_R];
+        float wd[AVX2_TILE_R], wm[AVX2_TILE_R];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             if (kind == K0_Q8_0) {
@@ -163,25 +165,42 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
                 wq[r] = _mm256_loadu_si256((const __m256i *)b->qs);
                 wabs[r] = _mm256_sign_epi8(wq[r], wq[r]);
                 wd[r] = f16(b->d);
-            } else {
+            } else if (kind == K0_Q4_0) {
                 const tf_block_q4_0 *b = (const tf_block_q4_0 *)(w + r * ws) + ib;
-                wq[r] = load_q4_0(b);
+                wq[r] = load_nibbles(b->qs);
                 wd[r] = f16(b->d);
+            } else {
+                const tf_block_q4_1 *b = (const tf_block_q4_1 *)(w + r * ws) + ib;
+                wq[r] = load_nibbles(b->qs);
+                wd[r] = f16(b->d);
+                wm[r] = f16(b->m);
             }
         }
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
-            const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
-            __m256i aq = _mm256_loadu_si256((const __m256i *)ab->qs);
-            float ad = f16(ab->d);
+            __m256i aq;
+            float ad, am = 0.0f;
+            if (kind == K0_Q4_1) {
+                const tf_block_q8_1 *ab = (const tf_block_q8_1 *)(a + t * as) + ib;
+                aq = _mm256_loadu_si256((const __m256i *)ab->qs);
+                ad = f16(ab->d);
+                am = ad * (float)ab->sum * 0.125f; /* exact: 11 x 12 significant bits, then a power of 2 */
+            } else {
+                const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
+                aq = _mm256_loadu_si256((const __m256i *)ab->qs);
+                ad = f16(ab->d);
+            }
             __m256i bias = kind == K0_Q4_0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(8), aq) : aq;
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 __m256i s;
                 if (kind == K0_Q8_0) s = dot_u8s8(wabs[r], _mm256_sign_epi8(aq, wq[r]));
+                else if (kind == K0_Q4_1) s = dot_u8s8(wq[r], aq);
                 else s = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], aq), bias),
                                            _mm256_set1_epi16(1));
                 acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(wd[r] * ad), acc[r][t]);
+                if (kind == K0_Q4_1)
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(wm[r]), _mm256_set1_ps(am), acc[r][t]);
             }
         }
     }
@@ -342,6 +361,10 @@ void tf_avx2_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *
                        int64_t ldo) {
     tile_dispatch(1, K0_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx2_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(1, K0_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
+}
 void tf_avx2_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
                        int64_t ldo) {
     tile_dispatch(2, KK_Q4_K, n, w, ws, nr, a, as, nt, out, ldo);
@@ -365,6 +388,11 @@ float tf_avx2_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
 float tf_avx2_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
     float r;
     q0_kernel(K0_Q4_0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q4_1(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q4_1, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
 float tf_avx2_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
@@ -398,6 +426,23 @@ void tf_avx2_quantize_q8_0(const float *x, void *vy, int64_t n) {
         __m256i q[4];
         for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], vid));
         y[i].d = tf_f32_to_f16(d);
+        _mm256_storeu_si256((__m256i *)y[i].qs, pack_i32x4_i8(q[0], q[1], q[2], q[3]));
+    }
+}
+
+/* f32 -> Q8_1 (Q8_0 plus the sum of the quants), bitwise equal to the reference. */
+void tf_avx2_quantize_q8_1(const float *x, void *vy, int64_t n) {
+    tf_block_q8_1 *y = vy;
+    for (int64_t i = 0; i < n / TF_QK8_0; i++, x += TF_QK8_0) {
+        __m256 v[4];
+        for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(x + 8 * j);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(abs_ps(v[0]), abs_ps(v[1])), _mm256_max_ps(abs_ps(v[2]), abs_ps(v[3])));
+        float d = hmax_ps(m) / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], vid));
+        y[i].d = tf_f32_to_f16(d);
+        y[i].sum = (int16_t)hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
         _mm256_storeu_si256((__m256i *)y[i].qs, pack_i32x4_i8(q[0], q[1], q[2], q[3]));
     }
 }
@@ -454,10 +499,23 @@ void tf_avx2_dequantize_q4_0(const void *vx, float *y, int64_t n) {
     for (int64_t i = 0; i < n / TF_QK4_0; i++, y += TF_QK4_0) {
         __m256 d = _mm256_set1_ps(f16(x[i].d));
         uint8_t q[32];
-        _mm256_storeu_si256((__m256i *)q, load_q4_0(&x[i]));
+        _mm256_storeu_si256((__m256i *)q, load_nibbles(x[i].qs));
         for (int j = 0; j < 4; j++) {
             __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j))), eight);
             _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(v), d));
+        }
+    }
+}
+
+void tf_avx2_dequantize_q4_1(const void *vx, float *y, int64_t n) {
+    const tf_block_q4_1 *x = vx;
+    for (int64_t i = 0; i < n / TF_QK4_1; i++, y += TF_QK4_1) {
+        __m256 d = _mm256_set1_ps(f16(x[i].d)), m = _mm256_set1_ps(f16(x[i].m));
+        uint8_t q[32];
+        _mm256_storeu_si256((__m256i *)q, load_nibbles(x[i].qs));
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j)));
+            _mm256_storeu_ps(y + 8 * j, _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), d, m));
         }
     }
 }

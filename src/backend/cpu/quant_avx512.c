@@ -16,6 +16,9 @@
  *        accumulator at -128 * sum(w); plain negates the activation where
  *        the weight is negative and uses |w| as the unsigned operand.
  *   Q4_0 (q - 8 with q in 0..15): the accumulator starts at -8 * sum(a).
+ *   Q4_1 (d q + m with q in 0..15, Q8_1 activations): q against a; the
+ *        offset term m * d_a * sum(a), from the activation's stored sum, is
+ *        spread over the block's 8 lanes (1/8 each).
  *   Q4_K / Q6_K: each row's super-block is unpacked once into u8 quants plus
  *        float scale vectors; the mins (Q4_K) and the -32 offset (Q6_K) are
  *        one int16 madd with the activation's bsums per super-block.
@@ -139,13 +142,14 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-/* ---- Q8_0 / Q4_0 weights against Q8_0 activations ----------------------------- */
+/* ---- Q8_0 / Q4_0 / Q4_1 weights against Q8_0 / Q8_1 activations ---------------- */
 
-enum { K0_Q8_0, K0_Q4_0 };
+enum { K0_Q8_0, K0_Q4_0, K0_Q4_1 };
 
 /* Lane -> block maps of the int32 lanes: Q8_0 vectors hold [block0 | block1]
- * in 256-bit halves; Q4_0 vectors hold [lo0 | lo1 | hi0 | hi1] in 128-bit
- * quarters (low nibbles = elements 0..15, high = 16..31 of each block). */
+ * in 256-bit halves; Q4_0 / Q4_1 vectors hold [lo0 | lo1 | hi0 | hi1] in
+ * 128-bit quarters (low nibbles = elements 0..15, high = 16..31 of each
+ * block). */
 TF_AI __m512i block_lane_map(int kind) {
     if (kind == K0_Q8_0) return _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
@@ -158,28 +162,32 @@ TF_AI __m512 block_scales(int kind, uint16_t d0, uint16_t d1) {
     return _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(f));
 }
 
-/* Quants of Q8_0 blocks b[0], b[1] (b[1] only if two) as [q0 | q1]. */
-TF_AI __m512i load_q8_0_pair(const tf_block_q8_0 *b, int two) {
-    __m256i lo = _mm256_loadu_si256((const __m256i *)b[0].qs);
+/* 32 int8 quants at q0 and at q1 (q1 only if two) as [q0 | q1]. */
+TF_AI __m512i load_q8_pair(const int8_t *q0, const int8_t *q1, int two) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)q0);
     if (!two) return _mm512_inserti64x4(_mm512_setzero_si512(), lo, 0);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)q1), 1);
 }
 
-/* Nibbles of Q4_0 blocks b[0], b[1] as u8 [lo0 | lo1 | hi0 | hi1]. */
-TF_AI __m512i load_q4_0_pair(const tf_block_q4_0 *b, int two) {
-    __m128i q0 = _mm_loadu_si128((const __m128i *)b[0].qs);
-    __m256i y = two ? _mm256_inserti128_si256(_mm256_castsi128_si256(q0), _mm_loadu_si128((const __m128i *)b[1].qs), 1)
+/* Quants of Q8_0 blocks b[0], b[1] (b[1] only if two) as [q0 | q1]. */
+TF_AI __m512i load_q8_0_pair(const tf_block_q8_0 *b, int two) { return load_q8_pair(b[0].qs, b[1].qs, two); }
+
+/* Nibbles of the 16 bytes at q0 and at q1 (q1 only if two: Q4_0 / Q4_1
+ * blocks) as u8 [lo0 | lo1 | hi0 | hi1]. */
+TF_AI __m512i load_nibble_pair(const uint8_t *qs0, const uint8_t *qs1, int two) {
+    __m128i q0 = _mm_loadu_si128((const __m128i *)qs0);
+    __m256i y = two ? _mm256_inserti128_si256(_mm256_castsi128_si256(q0), _mm_loadu_si128((const __m128i *)qs1), 1)
                     : _mm256_inserti128_si256(_mm256_setzero_si256(), q0, 0);
     __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1);
     return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
 }
 
-/* One step (two blocks, or the last single block) of the Q8_0/Q4_0 tile. */
+/* One step (two blocks, or the last single block) of the Q8_0/Q4_0/Q4_1 tile. */
 TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const char *w, size_t ws, const char *a,
                    size_t as, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX]) {
     __m512i wq[4], wx[4];
     __mmask64 wneg[4];
-    __m512 wd[4];
+    __m512 wd[4], wm[4];
     const __m512i zero = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
@@ -193,23 +201,40 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
                 wx[r] = _mm512_abs_epi8(wq[r]);
                 wneg[r] = _mm512_movepi8_mask(wq[r]);
             }
-        } else {
+        } else if (kind == K0_Q4_0) {
             const tf_block_q4_0 *b = (const tf_block_q4_0 *)(w + r * ws) + ib;
-            wq[r] = load_q4_0_pair(b, two);
+            wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+        } else {
+            const tf_block_q4_1 *b = (const tf_block_q4_1 *)(w + r * ws) + ib;
+            wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
+            wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+            wm[r] = block_scales(kind, b[0].m, two ? b[1].m : 0);
         }
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++) {
-        const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
-        __m512i aq = load_q8_0_pair(ab, two);
-        __m512 ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
+        __m512i aq;
+        __m512 ad, am = _mm512_setzero_ps();
+        if (kind == K0_Q4_1) {
+            const tf_block_q8_1 *ab = (const tf_block_q8_1 *)(a + t * as) + ib;
+            aq = load_q8_pair(ab[0].qs, ab[1].qs, two);
+            ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
+            /* d_a * sum(a) / 8 per lane: exact (11 x 12 significant bits, then a power of 2) */
+            __m128 sums = _mm_cvtepi32_ps(_mm_setr_epi32(ab[0].sum, two ? ab[1].sum : 0, 0, 0));
+            am = _mm512_mul_ps(ad, _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(
+                                                              _mm_mul_ps(sums, _mm_set1_ps(0.125f)))));
+        } else {
+            const tf_block_q8_0 *ab = (const tf_block_q8_0 *)(a + t * as) + ib;
+            aq = load_q8_0_pair(ab, two);
+            ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
+        }
         __m512i abias = zero, au = zero;
+        if (kind != K0_Q8_0) aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
         if (kind == K0_Q4_0) {
-            aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
             if (vnni) abias = _mm512_sub_epi32(zero, dpbusd_vnni(zero, _mm512_set1_epi8(8), aq));
             else abias = _mm512_maddubs_epi16(_mm512_set1_epi8(8), aq); /* int16 pair sums of 8 a */
-        } else if (vnni) {
+        } else if (kind == K0_Q8_0 && vnni) {
             au = _mm512_xor_si512(aq, _mm512_set1_epi8((char)0x80)); /* a + 128 as u8 */
         }
 #pragma GCC unroll 4
@@ -218,12 +243,15 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             if (kind == K0_Q8_0) {
                 if (vnni) s = dpbusd_vnni(wx[r], au, wq[r]);
                 else s = dpbusd_plain(wx[r], _mm512_mask_sub_epi8(aq, wneg[r], zero, aq));
-            } else {
+            } else if (kind == K0_Q4_0) {
                 if (vnni) s = dpbusd_vnni(abias, wq[r], aq);
                 else s = _mm512_madd_epi16(_mm512_sub_epi16(_mm512_maddubs_epi16(wq[r], aq), abias),
                                            _mm512_set1_epi16(1));
+            } else {
+                s = vnni ? dpbusd_vnni(zero, wq[r], aq) : dpbusd_plain(wq[r], aq);
             }
             acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[r], ad), acc[r][t]);
+            if (kind == K0_Q4_1) acc[r][t] = _mm512_fmadd_ps(wm[r], am, acc[r][t]);
         }
     }
 }
@@ -414,6 +442,10 @@ void tf_avx512_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void
                          int64_t ldo) {
     tile_dispatch(1, K0_Q4_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx512_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(1, K0_Q4_1, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
 void tf_avx512_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
                          int64_t ldo) {
     tile_dispatch(2, KK_Q4_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
@@ -429,6 +461,10 @@ void tf_avx512vnni_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const 
 void tf_avx512vnni_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
                              float *out, int64_t ldo) {
     tile_dispatch(1, K0_Q4_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q4_1, 1, n, w, ws, nr, a, as, nt, out, ldo);
 }
 void tf_avx512vnni_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
                              float *out, int64_t ldo) {
@@ -455,6 +491,11 @@ float tf_avx512_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
     q0_kernel(K0_Q4_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
+float tf_avx512_vec_dot_q4_1(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q4_1, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
 float tf_avx512_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
     float r;
     kq_kernel(KK_Q4_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
@@ -473,6 +514,11 @@ float tf_avx512vnni_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
 float tf_avx512vnni_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
     float r;
     q0_kernel(K0_Q4_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q4_1(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q4_1, 1, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
 float tf_avx512vnni_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
@@ -500,6 +546,22 @@ void tf_avx512_quantize_q8_0(const float *x, void *vy, int64_t n) {
         _mm_storeu_si128((__m128i *)y[i].qs, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, vid))));
         _mm_storeu_si128((__m128i *)(y[i].qs + 16),
                          _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, vid))));
+    }
+}
+
+/* f32 -> Q8_1 (Q8_0 plus the sum of the quants), bitwise equal to the reference. */
+void tf_avx512_quantize_q8_1(const float *x, void *vy, int64_t n) {
+    tf_block_q8_1 *y = vy;
+    for (int64_t i = 0; i < n / TF_QK8_0; i++, x += TF_QK8_0) {
+        __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m512 vid = _mm512_set1_ps(id);
+        __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, vid)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, vid));
+        y[i].d = tf_f32_to_f16(d);
+        y[i].sum = (int16_t)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        _mm_storeu_si128((__m128i *)y[i].qs, _mm512_cvtepi32_epi8(q0));
+        _mm_storeu_si128((__m128i *)(y[i].qs + 16), _mm512_cvtepi32_epi8(q1));
     }
 }
 
@@ -565,6 +627,19 @@ void tf_avx512_dequantize_q4_0(const void *vx, float *y, int64_t n) {
         __m512i hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), low4)), eight);
         _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
         _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+    }
+}
+
+void tf_avx512_dequantize_q4_1(const void *vx, float *y, int64_t n) {
+    const tf_block_q4_1 *x = vx;
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n / TF_QK4_1; i++, y += TF_QK4_1) {
+        __m512 d = _mm512_set1_ps(f16(x[i].d)), m = _mm512_set1_ps(f16(x[i].m));
+        __m128i v = _mm_loadu_si128((const __m128i *)x[i].qs);
+        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, low4));
+        __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), low4));
+        _mm512_storeu_ps(y, _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), d, m));
+        _mm512_storeu_ps(y + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), d, m));
     }
 }
 

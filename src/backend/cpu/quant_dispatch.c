@@ -18,12 +18,14 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n) { memcpy(y, x, (s
 /* ---- scalar adapters: table signatures over the references ------------------ */
 
 static void ref_quantize_q8_0(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_0, x, y, n); }
+static void ref_quantize_q8_1(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_1, x, y, n); }
 static void ref_quantize_q8_k(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_K, x, y, n); }
 
 static void ref_dequantize_f16(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_F16, x, y, n); }
 static void ref_dequantize_bf16(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_BF16, x, y, n); }
 static void ref_dequantize_q8_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q8_0, x, y, n); }
 static void ref_dequantize_q4_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_0, x, y, n); }
+static void ref_dequantize_q4_1(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_1, x, y, n); }
 static void ref_dequantize_q4_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_K, x, y, n); }
 static void ref_dequantize_q6_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q6_K, x, y, n); }
 
@@ -32,6 +34,7 @@ static float ref_dot_f16(int64_t n, const void *w, const void *a) { return tf_re
 static float ref_dot_bf16(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_BF16, n, w, a); }
 static float ref_dot_q8_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q8_0, n, w, a); }
 static float ref_dot_q4_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_0, n, w, a); }
+static float ref_dot_q4_1(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_1, n, w, a); }
 static float ref_dot_q4_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_K, n, w, a); }
 static float ref_dot_q6_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q6_K, n, w, a); }
 
@@ -63,6 +66,10 @@ static void ref_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const voi
                           int64_t ldo) {
     ref_tile(TF_DTYPE_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
 }
+static void ref_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                          int64_t ldo) {
+    ref_tile(TF_DTYPE_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
+}
 static void ref_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
                           int64_t ldo) {
     ref_tile(TF_DTYPE_Q4_K, n, w, ws, nr, a, as, nt, out, ldo);
@@ -78,94 +85,94 @@ static const tf_cpu_kernels k_scalar = {
     .isa = "scalar",
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = ref_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = ref_quantize_q8_0, [TF_DTYPE_Q4_K] = ref_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = ref_quantize_q8_k},
+                     [TF_DTYPE_Q4_0] = ref_quantize_q8_0, [TF_DTYPE_Q4_1] = ref_quantize_q8_1,
+                     [TF_DTYPE_Q4_K] = ref_quantize_q8_k, [TF_DTYPE_Q6_K] = ref_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = ref_dot_f32, [TF_DTYPE_F16] = ref_dot_f16, [TF_DTYPE_BF16] = ref_dot_bf16,
-                [TF_DTYPE_Q8_0] = ref_dot_q8_0, [TF_DTYPE_Q4_0] = ref_dot_q4_0, [TF_DTYPE_Q4_K] = ref_dot_q4_k,
-                [TF_DTYPE_Q6_K] = ref_dot_q6_k},
+                [TF_DTYPE_Q8_0] = ref_dot_q8_0, [TF_DTYPE_Q4_0] = ref_dot_q4_0, [TF_DTYPE_Q4_1] = ref_dot_q4_1,
+                [TF_DTYPE_Q4_K] = ref_dot_q4_k, [TF_DTYPE_Q6_K] = ref_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = ref_dequantize_f16,
                    [TF_DTYPE_BF16] = ref_dequantize_bf16, [TF_DTYPE_Q8_0] = ref_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = ref_dequantize_q4_0, [TF_DTYPE_Q4_K] = ref_dequantize_q4_k,
-                   [TF_DTYPE_Q6_K] = ref_dequantize_q6_k},
+                   [TF_DTYPE_Q4_0] = ref_dequantize_q4_0, [TF_DTYPE_Q4_1] = ref_dequantize_q4_1,
+                   [TF_DTYPE_Q4_K] = ref_dequantize_q4_k, [TF_DTYPE_Q6_K] = ref_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = ref_tile_f32, [TF_DTYPE_F16] = ref_tile_f16, [TF_DTYPE_BF16] = ref_tile_bf16,
-                     [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0,
+                     [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0, [TF_DTYPE_Q4_1] = ref_tile_q4_1,
                      [TF_DTYPE_Q4_K] = ref_tile_q4_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
 };
 
 static const tf_cpu_kernels k_avx2 = {
     .isa = "avx2",
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx2_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q4_K] = tf_avx2_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k},
+                     [TF_DTYPE_Q4_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx2_quantize_q8_1,
+                     [TF_DTYPE_Q4_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx2_vec_dot_f32, [TF_DTYPE_F16] = tf_avx2_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx2_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx2_vec_dot_q8_0,
-                [TF_DTYPE_Q4_0] = tf_avx2_vec_dot_q4_0, [TF_DTYPE_Q4_K] = tf_avx2_vec_dot_q4_k,
-                [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k},
+                [TF_DTYPE_Q4_0] = tf_avx2_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_vec_dot_q4_1,
+                [TF_DTYPE_Q4_K] = tf_avx2_vec_dot_q4_k, [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx2_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx2_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx2_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = tf_avx2_dequantize_q4_0, [TF_DTYPE_Q4_K] = tf_avx2_dequantize_q4_k,
-                   [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k},
+                   [TF_DTYPE_Q4_0] = tf_avx2_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_dequantize_q4_1,
+                   [TF_DTYPE_Q4_K] = tf_avx2_dequantize_q4_k, [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx2_tile_f32, [TF_DTYPE_F16] = tf_avx2_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx2_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx2_tile_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx2_tile_q4_0, [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k,
-                     [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k},
+                     [TF_DTYPE_Q4_0] = tf_avx2_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_tile_q4_1,
+                     [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k, [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 2, [TF_DTYPE_F16] = 2, [TF_DTYPE_BF16] = 2, [TF_DTYPE_Q8_0] = 2,
-                  [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q6_K] = 2},
+                  [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_1] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q6_K] = 2},
 };
 
 static const tf_cpu_kernels k_avx512 = {
     .isa = "avx512",
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx512_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
+                     [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx512_quantize_q8_1,
+                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512_vec_dot_q8_0,
-                [TF_DTYPE_Q4_0] = tf_avx512_vec_dot_q4_0, [TF_DTYPE_Q4_K] = tf_avx512_vec_dot_q4_k,
-                [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k},
+                [TF_DTYPE_Q4_0] = tf_avx512_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_vec_dot_q4_1,
+                [TF_DTYPE_Q4_K] = tf_avx512_vec_dot_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k,
-                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
+                   [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
+                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512_tile_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512_tile_q4_0, [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k},
+                     [TF_DTYPE_Q4_0] = tf_avx512_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_tile_q4_1,
+                     [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
 };
 
 static const tf_cpu_kernels k_avx512_vnni = {
     .isa = "avx512_vnni",
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx512_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
+                     [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx512_quantize_q8_1,
+                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_vec_dot_q8_0,
-                [TF_DTYPE_Q4_0] = tf_avx512vnni_vec_dot_q4_0, [TF_DTYPE_Q4_K] = tf_avx512vnni_vec_dot_q4_k,
-                [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k},
+                [TF_DTYPE_Q4_0] = tf_avx512vnni_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_vec_dot_q4_1,
+                [TF_DTYPE_Q4_K] = tf_avx512vnni_vec_dot_q4_k, [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k,
-                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
+                   [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
+                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_tile_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512vnni_tile_q4_0, [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k},
+                     [TF_DTYPE_Q4_0] = tf_avx512vnni_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_tile_q4_1,
+                     [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k, [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
 };
 
 /* ---- run-time choice ------------------------------------------------------------ */

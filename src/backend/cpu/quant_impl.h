@@ -19,11 +19,13 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
 
 #define TF_QUANT_ISA_DECLS(isa)                                                                              \
     void tf_##isa##_quantize_q8_0(const float *x, void *y, int64_t n);                                      \
+    void tf_##isa##_quantize_q8_1(const float *x, void *y, int64_t n);                                      \
     void tf_##isa##_quantize_q8_k(const float *x, void *y, int64_t n);                                      \
     void tf_##isa##_dequantize_f16(const void *x, float *y, int64_t n);                                     \
     void tf_##isa##_dequantize_bf16(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q8_0(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q4_0(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_q4_1(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q4_k(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q6_k(const void *x, float *y, int64_t n);                                    \
     float tf_##isa##_vec_dot_f32(int64_t n, const void *w, const void *a);                                  \
@@ -40,11 +42,14 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
 #define TF_QUANT_ISA_INT_DECLS(isa)                                                                          \
     float tf_##isa##_vec_dot_q8_0(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q4_0(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_q4_1(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q4_k(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q6_k(int64_t n, const void *w, const void *a);                                 \
     void tf_##isa##_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \
     void tf_##isa##_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \
     void tf_##isa##_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \

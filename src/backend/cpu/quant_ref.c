@@ -7,6 +7,7 @@
  *
  *   Q8_0  d(f16) qs[32]          x[i] = d * qs[i]
  *   Q4_0  d(f16) qs[16]          x[j] = d * ((qs[j] & 15) - 8), x[j+16] = d * ((qs[j] >> 4) - 8)
+ *   Q4_1  d(f16) m(f16) qs[16]   x[j] = d * (qs[j] & 15) + m,   x[j+16] = d * (qs[j] >> 4) + m
  *   Q4_K  8 sub-blocks of 32; 6-bit scale sc and min m per sub-block, packed
  *         in 12 bytes;  x = d*sc*q - dmin*m, q in 0..15. Elements come in
  *         groups of 64: qs[32 g + l] holds element 64 g + l in its low nibble
@@ -14,7 +15,8 @@
  *   Q6_K  16 groups of 16 with int8 scales; x = d * scale * (q - 32), q in 0..63
  *         split into 4 low bits (ql) and 2 high bits (qh), see q6k_get/put.
  *
- * Activation formats: Q8_0 blocks (symmetric, d = amax / 127) and Q8_K blocks
+ * Activation formats: Q8_0 blocks (symmetric, d = amax / 127), Q8_1 blocks
+ * (Q8_0 plus the sum of the 32 quants, for Q4_1's offsets) and Q8_K blocks
  * (f32 d, d = amax / 127, plus sums of each 16 quants for the K-quant mins).
  * Rounding is round-to-nearest-even (nearbyintf) on x * (1/d), exactly what
  * the SIMD variants compute, so fast and reference activations are bitwise
@@ -32,15 +34,17 @@ tf_dtype tf_act_type(tf_dtype type) {
     switch (type) {
     case TF_DTYPE_F32: case TF_DTYPE_F16: case TF_DTYPE_BF16: return TF_DTYPE_F32;
     case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: return TF_DTYPE_Q8_0;
+    case TF_DTYPE_Q4_1: return TF_DTYPE_Q8_1;
     case TF_DTYPE_Q4_K: case TF_DTYPE_Q6_K: return TF_DTYPE_Q8_K;
     default: TF_ASSERT(!"tf_act_type: unsupported weight type"); return TF_DTYPE_F32;
     }
 }
 
 size_t tf_act_row_size(tf_dtype type, int64_t n) {
-    switch (tf_act_type(type)) {
+    switch ((int)tf_act_type(type)) {
     case TF_DTYPE_F32: return (size_t)n * sizeof(float);
     case TF_DTYPE_Q8_0: return (size_t)(n / TF_QK8_0) * sizeof(tf_block_q8_0);
+    case TF_DTYPE_Q8_1: return (size_t)(n / TF_QK8_0) * sizeof(tf_block_q8_1);
     default: return (size_t)(n / TF_QK_K) * sizeof(tf_block_q8_k);
     }
 }
@@ -128,6 +132,39 @@ static void quantize_q4_0(const float *x, tf_block_q4_0 *y, int64_t nb) {
             int q1 = clampi((int)nearbyintf(x[j + 16] * id) + 8, 0, 15);
             y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
         }
+    }
+}
+
+/* Q4_1: the block's range [min, max] mapped onto 0..15: d = (max - min) / 15,
+ * m = min; quants are rounded against the f16 values actually stored. */
+static void quantize_q4_1(const float *x, tf_block_q4_1 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK4_1) {
+        float lo = x[0], hi = x[0];
+        for (int j = 1; j < TF_QK4_1; j++) { lo = fminf(lo, x[j]); hi = fmaxf(hi, x[j]); }
+        y[i].d = tf_f32_to_f16((hi - lo) / 15.0f);
+        y[i].m = tf_f32_to_f16(lo);
+        float d = tf_f16_to_f32(y[i].d), m = tf_f16_to_f32(y[i].m);
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int j = 0; j < TF_QK4_1 / 2; j++) {
+            int q0 = clampi((int)nearbyintf((x[j] - m) * id), 0, 15);
+            int q1 = clampi((int)nearbyintf((x[j + 16] - m) * id), 0, 15);
+            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+/* Q8_1 activations: Q8_0 plus the sum of the quants. */
+static void quantize_q8_1(const float *x, tf_block_q8_1 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK8_0) {
+        float d = absmax(x, TF_QK8_0) / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        y[i].d = tf_f32_to_f16(d);
+        for (int j = 0; j < TF_QK8_0; j++) {
+            y[i].qs[j] = (int8_t)nearbyintf(x[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].sum = (int16_t)sum;
     }
 }
 
@@ -277,6 +314,8 @@ void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n) {
         break;
     case TF_DTYPE_Q8_0: quantize_q8_0(x, y, n / TF_QK8_0); break;
     case TF_DTYPE_Q4_0: quantize_q4_0(x, y, n / TF_QK4_0); break;
+    case TF_DTYPE_Q4_1: quantize_q4_1(x, y, n / TF_QK4_1); break;
+    case TF_DTYPE_Q8_1: quantize_q8_1(x, y, n / TF_QK8_0); break;
     case TF_DTYPE_Q4_K: quantize_q4_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q6_K: quantize_q6_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q8_K: quantize_q8_k(x, y, n / TF_QK_K); break;
@@ -286,7 +325,8 @@ void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n) {
 
 /* ---- dequantize -------------------------------------------------------------- */
 
-/* Converts n elements of `type` to floats (also accepts TF_DTYPE_Q8_K). */
+/* Converts n elements of `type` to floats (also accepts the activation
+ * formats TF_DTYPE_Q8_1 and TF_DTYPE_Q8_K). */
 void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
     switch ((int)type) {
     case TF_DTYPE_F32: memcpy(y, vx, (size_t)n * sizeof(float)); break;
@@ -313,6 +353,26 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
                 o[j] = d * (float)((x[i].qs[j] & 0xF) - 8);
                 o[j + 16] = d * (float)((x[i].qs[j] >> 4) - 8);
             }
+        }
+        break;
+    }
+    case TF_DTYPE_Q4_1: {
+        const tf_block_q4_1 *x = vx;
+        for (int64_t i = 0; i < n / TF_QK4_1; i++) {
+            float d = tf_f16_to_f32(x[i].d), m = tf_f16_to_f32(x[i].m);
+            float *o = y + i * TF_QK4_1;
+            for (int j = 0; j < TF_QK4_1 / 2; j++) {
+                o[j] = d * (float)(x[i].qs[j] & 0xF) + m;
+                o[j + 16] = d * (float)(x[i].qs[j] >> 4) + m;
+            }
+        }
+        break;
+    }
+    case TF_DTYPE_Q8_1: {
+        const tf_block_q8_1 *x = vx;
+        for (int64_t i = 0; i < n / TF_QK8_0; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            for (int j = 0; j < TF_QK8_0; j++) y[i * TF_QK8_0 + j] = d * (float)x[i].qs[j];
         }
         break;
     }
@@ -395,6 +455,20 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
                 s += ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + 16];
             }
             sum += (double)tf_f16_to_f32(w[i].d) * (double)tf_f16_to_f32(a[i].d) * s;
+        }
+        break;
+    }
+    case TF_DTYPE_Q4_1: {
+        const tf_block_q4_1 *w = vw;
+        const tf_block_q8_1 *a = vact;
+        for (int64_t i = 0; i < n / TF_QK4_1; i++) {
+            int s = 0;
+            for (int j = 0; j < TF_QK4_1 / 2; j++) {
+                s += (w[i].qs[j] & 0xF) * a[i].qs[j];
+                s += (w[i].qs[j] >> 4) * a[i].qs[j + 16];
+            }
+            double da = tf_f16_to_f32(a[i].d);
+            sum += (double)tf_f16_to_f32(w[i].d) * da * s + (double)tf_f16_to_f32(w[i].m) * da * a[i].sum;
         }
         break;
     }
