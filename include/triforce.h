@@ -133,6 +133,18 @@ tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len,
 /* Bytes of one token (see tf_token_to_piece); -1 if out of range. */
 int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf, int32_t cap);
 
+/* One user turn in the model's chat format (GGUF tokenizer.chat_template),
+ * ending with the assistant's turn opened, as the template renders
+ * [system?, user] with add_generation_prompt. The template's family is
+ * recognised by its markers: chatml, llama3, llama2, mistral, zephyr (the
+ * template itself is not interpreted). system NULL: the template's default
+ * system message if it has one (chatml), else none. Tokenize the result with
+ * parse_special. *out is malloc'ed (caller frees). TF_ERR_UNSUPPORTED with a
+ * message naming the known families when the model has no template or one
+ * of another family. */
+tf_status tf_model_chat_prompt(const tf_model *model, const char *system, const char *user, char **out,
+                               char *errbuf, size_t errbuf_size);
+
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                 */
 

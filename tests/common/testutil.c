@@ -18,6 +18,18 @@ const char *tu_shared_path(const char *rel) {
     return NULL;
 }
 
+const char *tu_model_path(const char *name) {
+    static char buf[1024];
+    const char *dir = getenv("TF_MODELS_DIR");
+    const char *cands[] = {dir, "models"};
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        if (!cands[i]) continue;
+        snprintf(buf, sizeof buf, "%s/%s", cands[i], name);
+        if (access(buf, R_OK) == 0) return buf;
+    }
+    return NULL;
+}
+
 void tu_fill_uniform(tf_rng *rng, float *x, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * (float)tf_rng_uniform(rng);
 }

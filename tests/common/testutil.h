@@ -25,6 +25,22 @@ const char *tu_shared_path(const char *rel);
         skip();                                                                     \
     }
 
+/* Path of a model fetched by `make models` (models/<name>, or
+ * $TF_MODELS_DIR/<name>), or NULL if it is not there. Static buffer. */
+const char *tu_model_path(const char *name);
+
+/* Skip the current test with a "skipped: models/<name> not found" line if the
+ * registry-fetched model is absent; otherwise evaluate to its path. */
+#define TU_REQUIRE_MODEL(var, name)                                                 \
+    const char *var = tu_model_path(name);                                          \
+    if (!var) {                                                                     \
+        print_message("skipped: models/%s not found (make models)\n", name);       \
+        skip();                                                                     \
+    }
+
+/* The SmolLM2 file `make models` fetches. */
+#define TU_SMOLLM2 "SmolLM2-135M-Instruct.Q4_1.gguf"
+
 /* Fill with uniform values in [lo, hi). */
 void tu_fill_uniform(tf_rng *rng, float *x, size_t n, float lo, float hi);
 /* Normalized mean squared error sum((a-b)^2) / sum(b^2) in double. */

@@ -42,6 +42,8 @@ typedef struct cli_opts {
     int draft_layers; /* 0: none */
     float bypass_accept;
     bool compare;
+    bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
+    const char *system;  /* --system TEXT (with --chat) */
     /* gen-model */
     const char *preset, *vocab_from, *wtype, *rope_scaling;
     int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, ctx_train, orig_ctx;

@@ -207,6 +207,10 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce generate: -m MODEL is required (see --help)\n");
         return 2;
     }
+    if (o.system && !o.chat) {
+        fprintf(stderr, "triforce generate: --system is used with --chat only\n");
+        return 2;
+    }
     if (o.draft && o.draft_layers) {
         fprintf(stderr, "triforce generate: give either -md DRAFT or --draft-layers K, not both\n");
         return 2;
@@ -252,6 +256,16 @@ int cmd_generate(int argc, char **argv) {
     if (!info.has_tokenizer) {
         fprintf(stderr, "triforce: %s has no tokenizer; generate needs one\n", o.model);
         goto done;
+    }
+    if (o.chat) {
+        char *formatted;
+        if (tf_model_chat_prompt(model, o.system, text, &formatted, err, sizeof err) != TF_OK) {
+            fprintf(stderr, "triforce: --chat: %s\n", err);
+            goto done;
+        }
+        free(text);
+        text = formatted;
+        text_len = strlen(text);
     }
     size_t n_tok = 0, cap = text_len + 16;
     toks = malloc(sizeof(int32_t) * cap);

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Writes tests/data/chat_cases.inc: published chat templates of each family
+that tf_model_chat_prompt recognises, rendered by Jinja2 the way Hugging Face's
+apply_chat_template renders them (trim_blocks, lstrip_blocks,
+add_generation_prompt), for [system?, user] conversations. bos_token renders
+as "" because the engine's tokenizer adds BOS itself; eos_token as "</s>".
+
+    python3 tests/data/gen_chat_cases.py   (needs jinja2)
+"""
+import os
+import jinja2
+
+TEMPLATES = {
+    # SmolLM2-135M-Instruct (GGUF tokenizer.chat_template)
+    "chatml-smollm2": "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    # plain ChatML (no default system message)
+    "chatml": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    # Meta-Llama-3-8B-Instruct
+    "llama3": "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
+    # Llama-2-7b-chat-hf
+    "llama2": "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}",
+    # Mistral-7B-Instruct-v0.1
+    "mistral": "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}",
+    # zephyr-7b-beta
+    "zephyr": "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}",
+}
+
+CONVERSATIONS = [
+    (None, "What is the capital of France?"),
+    ("You are terse.", "  Name three primes.\n"),
+]
+
+
+def raise_exception(msg):
+    raise jinja2.exceptions.TemplateError(msg)
+
+
+def c_str(s):
+    out = []
+    for ch in s.encode("utf-8"):
+        c = chr(ch)
+        if c == "\\":
+            out.append("\\\\")
+        elif c == '"':
+            out.append('\\"')
+        elif c == "\n":
+            out.append("\\n")
+        elif 32 <= ch < 127:
+            out.append(c)
+        else:
+            out.append("\\%03o" % ch)
+    return '"' + "".join(out) + '"'
+
+
+def main():
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    rows = []
+    for name, src in TEMPLATES.items():
+        tmpl = env.from_string(src)
+        for system, user in CONVERSATIONS:
+            if name == "mistral" and system is not None:
+                continue  # the template refuses a system role
+            msgs = ([{"role": "system", "content": system}] if system is not None else []) + [
+                {"role": "user", "content": user}]
+            text = tmpl.render(messages=msgs, add_generation_prompt=True, bos_token="", eos_token="</s>")
+            rows.append((name, src, system, user, text))
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat_cases.inc")
+    with open(path, "w") as f:
+        f.write("/* Generated by tests/data/gen_chat_cases.py (Jinja2 %s): do not edit. */\n" % jinja2.__version__)
+        for name, src, system, user, text in rows:
+            f.write("{%s,\n %s,\n %s, %s,\n %s},\n" % (c_str(name), c_str(src),
+                                                       "NULL" if system is None else c_str(system), c_str(user),
+                                                       c_str(text)))
+    print("wrote", path, len(rows), "cases")
+
+
+if __name__ == "__main__":
+    main()

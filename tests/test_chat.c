@@ -1,0 +1,138 @@
+/*
+ * test_chat.c — tf_model_chat_prompt against published chat templates
+ * rendered by Jinja2 (tests/data/chat_cases.inc, made by
+ * tests/data/gen_chat_cases.py): each template is written into a vocab-only
+ * GGUF as tokenizer.chat_template and the engine's text must equal the
+ * rendering byte for byte. Also: refusals (no template, unknown family, a
+ * system message for a template without one) and the real SmolLM2 file.
+ */
+#include "testutil.h"
+
+#include "format/gguf.h"
+#include "format/gguf_write.h"
+#include "triforce.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct chat_case {
+    const char *name, *tmpl, *system, *user, *expected;
+} chat_case;
+
+static const chat_case k_cases[] = {
+#include "../tests/data/chat_cases.inc"
+};
+
+/* A vocab-only GGUF: the shared GPT-2 vocabulary with `tmpl` as its chat
+ * template (NULL: none). Returns the loaded model. */
+static tf_model *vocab_with_template(const char *vocab, const char *tmpl) {
+    tf_err err = {0};
+    tf_gguf g;
+    assert_int_equal(tf_gguf_open(&g, vocab, &err), TF_OK);
+    tf_gguf_writer *w = tf_gguf_writer_new();
+    assert_non_null(w);
+    for (uint64_t i = 0; i < g.n_kv; i++) {
+        const tf_gguf_str *k = &g.kv[i].key;
+        if (k->len == 23 && memcmp(k->data, "tokenizer.chat_template", 23) == 0) continue;
+        assert_int_equal(tf_gguf_writer_copy_kv(w, &g.kv[i], &err), TF_OK);
+    }
+    if (tmpl) assert_int_equal(tf_gguf_writer_set_str(w, "tokenizer.chat_template", tmpl, &err), TF_OK);
+    const char *path = tu_tmp_path(".gguf");
+    assert_int_equal(tf_gguf_writer_write_file(w, path, NULL, NULL, &err), TF_OK);
+    tf_gguf_writer_free(w);
+    tf_gguf_close(&g);
+    tf_model_params mp = tf_model_default_params();
+    mp.vocab_only = true;
+    tf_model *m;
+    char eb[512];
+    if (tf_model_load_file(&m, path, &mp, eb, sizeof eb) != TF_OK) fail_msg("%s", eb);
+    remove(path);
+    return m;
+}
+
+static void test_families_match_jinja(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
+    char vpath[1024];
+    snprintf(vpath, sizeof vpath, "%s", vocab);
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        const chat_case *c = &k_cases[i];
+        tf_model *m = vocab_with_template(vpath, c->tmpl);
+        char *out = NULL, eb[512];
+        if (tf_model_chat_prompt(m, c->system, c->user, &out, eb, sizeof eb) != TF_OK)
+            fail_msg("%s: %s", c->name, eb);
+        if (strcmp(out, c->expected) != 0) fail_msg("%s: got\n[%s]\nexpected\n[%s]", c->name, out, c->expected);
+        free(out);
+        tf_model_close(m);
+    }
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
+    char vpath[1024];
+    snprintf(vpath, sizeof vpath, "%s", vocab);
+    char *out = (char *)1, eb[512];
+    /* no template */
+    tf_model *m = vocab_with_template(vpath, NULL);
+    assert_int_equal(tf_model_chat_prompt(m, NULL, "hi", &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
+    assert_null(out);
+    assert_non_null(strstr(eb, "tokenizer.chat_template is absent"));
+    tf_model_close(m);
+    /* a template of no known family is refused with the list of families */
+    m = vocab_with_template(vpath, "{% for m in messages %}### {{ m['role'] }}: {{ m['content'] }}\n{% endfor %}");
+    assert_int_equal(tf_model_chat_prompt(m, NULL, "hi", &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(eb, "not of a known family"));
+    assert_non_null(strstr(eb, "chatml"));
+    tf_model_close(m);
+    /* mistral's template has no system role */
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        if (strcmp(k_cases[i].name, "mistral") != 0) continue;
+        m = vocab_with_template(vpath, k_cases[i].tmpl);
+        assert_int_equal(tf_model_chat_prompt(m, "be brief", "hi", &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
+        assert_non_null(strstr(eb, "no system role"));
+        tf_model_close(m);
+        break;
+    }
+    /* NULL user message */
+    m = vocab_with_template(vpath, k_cases[0].tmpl);
+    assert_int_equal(tf_model_chat_prompt(m, NULL, NULL, &out, eb, sizeof eb), TF_ERR_INVALID_ARG);
+    tf_model_close(m);
+}
+
+/* The registry-fetched SmolLM2 file: its own template gives the chatml text
+ * with the model's default system message, which tokenizes with the
+ * <|im_start|> / <|im_end|> special tokens. */
+static void test_smollm2_file(void **state) {
+    (void)state;
+    TU_REQUIRE_MODEL(path, TU_SMOLLM2);
+    tf_model_params mp = tf_model_default_params();
+    mp.vocab_only = true;
+    tf_model *m;
+    char eb[512];
+    if (tf_model_load_file(&m, path, &mp, eb, sizeof eb) != TF_OK) fail_msg("%s", eb);
+    char *out;
+    assert_int_equal(tf_model_chat_prompt(m, NULL, "What is the capital of France?", &out, eb, sizeof eb), TF_OK);
+    const chat_case *c = &k_cases[0];
+    assert_string_equal(c->name, "chatml-smollm2");
+    assert_null(c->system);
+    assert_string_equal(out, c->expected);
+    int32_t toks[256];
+    size_t n = 0;
+    assert_int_equal(tf_model_tokenize(m, out, strlen(out), false, true, toks, 256, &n), TF_OK);
+    char piece[64];
+    int32_t np = tf_model_token_to_piece(m, toks[0], true, piece, sizeof piece);
+    assert_true(np == 12 && memcmp(piece, "<|im_start|>", 12) == 0);
+    free(out);
+    tf_model_close(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_families_match_jinja),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_smollm2_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
