@@ -162,8 +162,8 @@ tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, in
                            tf_progress_fn progress, void *ud, tf_err *err) {
     if (tf_gguf_file_type(type) < 0)
         return tf_errf(err, TF_ERR_INVALID_ARG,
-                       "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, "
-                       "q2_k, q3_k, q4_k, q5_k or q6_k)",
+                       "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
+                       "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k)",
                        tf_dtype_name(type));
     const tf_gguf g = *gp;
     const char *in = g.path;

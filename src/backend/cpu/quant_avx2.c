@@ -768,7 +768,8 @@ static void kq_dequant_groups(const uint8_t *q, const float *mul, const float *o
     for (int g = 0; g < 16; g++) {
         __m256 s = _mm256_set1_ps(mul[g]), o = _mm256_set1_ps(off[g]);
         for (int c = 0; c < 2; c++) {
-            __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 16 * g + 8 * c))), vqoff);
+            __m128i q8 = _mm_loadl_epi64((const __m128i *)(q + 16 * g + 8 * c));
+            __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(q8), vqoff);
             _mm256_storeu_ps(y + 16 * g + 8 * c, _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), s), o));
         }
     }
