@@ -209,8 +209,9 @@ static void check_logits(const char *path, int n) {
 
 static void test_every_dtype_loads(void **state) {
     (void)state;
-    const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+    const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,
+                              TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q2_K, TF_DTYPE_Q3_K,
+                              TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
         log_capture lc = {{0}, 0};
@@ -221,7 +222,7 @@ static void test_every_dtype_loads(void **state) {
         OK(tf_gen_model(&p, path, &err));
         tf_gguf g;
         OK(tf_gguf_open(&g, path, &err));
-        bool kq = types[k] == TF_DTYPE_Q4_K || types[k] == TF_DTYPE_Q6_K;
+        bool kq = tf_dtype_block_size(types[k]) == TF_QK_K; /* rows of small_params() are shorter */
         for (uint64_t i = 0; i < g.n_tensors; i++) {
             const tf_gguf_tensor *t = &g.tensors[i];
             uint32_t want = t->n_dims == 1 ? TF_DTYPE_F32 : kq ? TF_DTYPE_F16 : (uint32_t)types[k];
@@ -241,8 +242,8 @@ static void test_every_dtype_loads(void **state) {
 
 static void test_kquants_and_tied(void **state) {
     (void)state;
-    const tf_dtype types[] = {TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
-    for (size_t k = 0; k < 2; k++) {
+    const tf_dtype types[] = {TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
         char *path = tmp_path();
         tf_gen_params p = small_params();
@@ -517,7 +518,7 @@ static void test_invalid_params(void **state) {
     BAD(p.rms_eps = 0, "rms_eps");
     BAD(p.rope_scaling = TF_ROPE_SCALING_YARN; p.rope_orig_ctx = 0, "rope_orig_ctx");
     BAD(p.rope_scaling = TF_ROPE_SCALING_LINEAR; p.rope_factor = 0, "rope_factor");
-    BAD(p.wtype = (tf_dtype)6 /* q5_0 */, "weight type");
+    BAD(p.wtype = (tf_dtype)9 /* q8_1: no weight format */, "weight type");
 #undef BAD
     assert_int_not_equal(access("/tmp/never-written.gguf", F_OK), 0);
     /* unreadable vocabulary source names that file */

@@ -426,7 +426,7 @@ static void c_align1_ok(rb *b) {
 }
 static void c_empty_ok(rb *b) { hdr(b, 3, 0, 0); }
 static void c_trailing_ok(rb *b) { hdr(b, 3, 0, 0); rb_zeros(b, 1000); }
-static void c_unsupported_type_ok(rb *b) { one_tensor(b, "q5", 1, (uint64_t[]){32}, 6 /* q5_0 */, 0, 32); }
+static void c_unsupported_type_ok(rb *b) { one_tensor(b, "q8_1", 1, (uint64_t[]){32}, 9 /* q8_1 */, 0, 36); }
 
 typedef struct hcase {
     const char *name;

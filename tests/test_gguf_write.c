@@ -387,7 +387,7 @@ static void test_errors(void **state) {
                TF_ERR_INVALID_ARG, "'big'");
     expect_err(tf_gguf_writer_add_tensor(w, "q", TF_DTYPE_Q8_0, 2, (int64_t[]){33, 2}, x, &err), &err,
                TF_ERR_INVALID_ARG, "block size 32");
-    expect_err(tf_gguf_writer_add_tensor(w, "q1", (tf_dtype)6 /* q5_0 */, 1, (int64_t[]){32}, x, &err), &err,
+    expect_err(tf_gguf_writer_add_tensor(w, "q1", (tf_dtype)9 /* q8_1 */, 1, (int64_t[]){32}, x, &err), &err,
                TF_ERR_UNSUPPORTED, "'q1'");
     expect_err(tf_gguf_writer_add_tensor_fill(w, "nofill", TF_DTYPE_F32, 1, (int64_t[]){4}, NULL, NULL, &err), &err,
                TF_ERR_INVALID_ARG, "'nofill'");

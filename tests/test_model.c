@@ -93,6 +93,11 @@ static void test_logits_vs_reference(void **state) {
         {"q4_1", 128, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q4_1},
         {"q4_k", 256, 1, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_Q4_K},
         {"q6_k", 256, 1, 4, 4, 256, TF_ROPE_SCALING_LINEAR, 2, 0, true, TF_DTYPE_Q6_K},
+        {"q5_0", 128, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_Q5_0},
+        {"q5_1", 128, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q5_1},
+        {"q2_k", 256, 1, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q2_K},
+        {"q3_k", 256, 1, 4, 4, 256, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_Q3_K},
+        {"q5_k", 256, 1, 4, 2, 256, TF_ROPE_SCALING_LINEAR, 2, 0, false, TF_DTYPE_Q5_K},
         {"bf16", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_BF16},
     };
     tf_rng rng;

@@ -16,8 +16,9 @@
 #define GUARD_BYTE 0xA5
 #define CANARY 12345.678f /* value of the unused floats of Y */
 
-static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                                   TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,
+                                   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q2_K, TF_DTYPE_Q3_K,
+                                   TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
 #define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
 
 static const tf_cpu_kernels *g_tables[8];
@@ -95,6 +96,18 @@ static void test_tables(void **state) {
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q4_1, 64), 2 * 36);
     assert_int_equal(sizeof(tf_block_q8_1), 36);
     assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q4_1, 64), 2 * 20);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q5_0), TF_DTYPE_Q8_0);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q5_1), TF_DTYPE_Q8_1);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q2_K), TF_DTYPE_Q8_K);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q3_K), TF_DTYPE_Q8_K);
+    assert_int_equal(tf_act_type(TF_DTYPE_Q5_K), TF_DTYPE_Q8_K);
+    /* block sizes of the GGUF format: 22, 24, 84, 110, 176 bytes */
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q5_0, 64), 2 * 22);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q5_1, 64), 2 * 24);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q2_K, 512), 2 * 84);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q3_K, 512), 2 * 110);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q5_K, 512), 2 * 176);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_Q5_K, 500), 0);
     assert_int_equal(tf_act_row_size(TF_DTYPE_BF16, 64), 256);
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q8_0, 64), 68);
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q4_K, 512), 2 * sizeof(tf_block_q8_k));
@@ -262,6 +275,202 @@ static void test_q4_1_dequant_random(void **state) {
     free(yr);
 }
 
+/* ---- Q5_0, Q5_1, Q2_K, Q3_K, Q5_K from the format definition ------------------------ */
+
+/* Each function below writes the values of one block as the GGUF format
+ * defines them, independently of quant_ref.c, and in mag[] a bound on the
+ * magnitude of each value's terms (for the rounding tolerance). */
+
+static uint32_t le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Q5_0 / Q5_1: element j < 16 has low bits qs[j] & 15, element j + 16 has
+ * qs[j] >> 4; bit 4 of element i is bit i of qh (32 bits, little endian). */
+static int q5_quant(const uint8_t *qh, const uint8_t *qs, int i) {
+    int low = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+    return low + 16 * (int)((le32(qh) >> i) & 1);
+}
+
+static void q5_0_block_to_float(const void *vb, float *out, double *mag) {
+    const tf_block_q5_0 *b = vb;
+    float d = tf_f16_to_f32(b->d);
+    for (int i = 0; i < 32; i++) {
+        out[i] = d * (float)(q5_quant(b->qh, b->qs, i) - 16);
+        mag[i] = fabs(d) * 16;
+    }
+}
+
+static void q5_1_block_to_float(const void *vb, float *out, double *mag) {
+    const tf_block_q5_1 *b = vb;
+    float d = tf_f16_to_f32(b->d), m = tf_f16_to_f32(b->m);
+    for (int i = 0; i < 32; i++) {
+        out[i] = d * (float)q5_quant(b->qh, b->qs, i) + m;
+        mag[i] = fabs(d) * 31 + fabs(m);
+    }
+}
+
+/* Q2_K: 16 groups of 16, group g scaled by d * (scales[g] & 15) with min
+ * dmin * (scales[g] >> 4); the 2-bit quant of element 128 h + 32 k + l is
+ * bits 2k, 2k+1 of qs[32 h + l]. */
+static void q2_k_block_to_float(const void *vb, float *out, double *mag) {
+    const tf_block_q2_k *b = vb;
+    float d = tf_f16_to_f32(b->d), dmin = tf_f16_to_f32(b->dmin);
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                int e = 128 * h + 32 * k + l, q = (b->qs[32 * h + l] >> (2 * k)) & 3;
+                float sc = d * (float)(b->scales[e / 16] & 15), mn = dmin * (float)(b->scales[e / 16] >> 4);
+                out[e] = sc * (float)q - mn;
+                mag[e] = fabs(sc) * 3 + fabs(mn);
+            }
+}
+
+/* Q3_K: 16 groups of 16 with 6-bit scales s (value s - 32): bytes 0..7 hold
+ * the low 4 bits of scales 0..7 (low nibbles) and 8..15 (high nibbles);
+ * byte 8 + i holds the top 2 bits of scales i, i + 4, i + 8, i + 12 at bits
+ * 0, 2, 4, 6. Element 128 h + 32 k + l: 2 bits as Q2_K, minus 4 unless bit
+ * 4h + k of hmask[l] is set. */
+static void q3_k_block_to_float(const void *vb, float *out, double *mag) {
+    const tf_block_q3_k *b = vb;
+    float d = tf_f16_to_f32(b->d);
+    int sc[16];
+    for (int i = 0; i < 8; i++) {
+        sc[i] = b->scales[i] & 15;
+        sc[i + 8] = b->scales[i] >> 4;
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) sc[4 * j + i] |= ((b->scales[8 + i] >> (2 * j)) & 3) << 4;
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                int e = 128 * h + 32 * k + l;
+                int q = ((b->qs[32 * h + l] >> (2 * k)) & 3) - ((b->hmask[l] >> (4 * h + k)) & 1 ? 0 : 4);
+                float s = d * (float)(sc[e / 16] - 32);
+                out[e] = s * (float)q;
+                mag[e] = fabs(s) * 4;
+            }
+}
+
+/* Q5_K: Q4_K's scales and mins (6 bits each, 8 sub-blocks of 32) and
+ * nibbles; element 64 g + l takes the low nibble of qs[32 g + l] and bit 2g
+ * of qh[l] as bit 4, element 64 g + 32 + l the high nibble and bit 2g + 1. */
+static void q5_k_block_to_float(const void *vb, float *out, double *mag) {
+    const tf_block_q5_k *b = vb;
+    float d = tf_f16_to_f32(b->d), dmin = tf_f16_to_f32(b->dmin);
+    const uint8_t *s = b->scales;
+    for (int j = 0; j < 8; j++) {
+        int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        int mn = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        int g = j / 2, hi = j % 2;
+        for (int l = 0; l < 32; l++) {
+            int v = b->qs[32 * g + l];
+            int q = (hi ? v >> 4 : v & 15) | ((b->qh[l] >> j) & 1) << 4;
+            float fs = d * (float)sc, fm = dmin * (float)mn;
+            out[32 * j + l] = fs * (float)q - fm;
+            mag[32 * j + l] = fabs(fs) * 31 + fabs(fm);
+        }
+    }
+}
+
+typedef struct {
+    tf_dtype t;
+    void (*to_float)(const void *b, float *out, double *mag);
+    int f16_off[2]; /* byte offsets of the block's f16 fields (-1: none) */
+} fmt_def;
+
+static const fmt_def k_fmt_defs[] = {
+    {TF_DTYPE_Q5_0, q5_0_block_to_float, {0, -1}},  {TF_DTYPE_Q5_1, q5_1_block_to_float, {0, 2}},
+    {TF_DTYPE_Q2_K, q2_k_block_to_float, {80, 82}}, {TF_DTYPE_Q3_K, q3_k_block_to_float, {108, -1}},
+    {TF_DTYPE_Q5_K, q5_k_block_to_float, {0, 2}},
+};
+
+/* Every table's dequantization of Q5_0, Q5_1, Q2_K, Q3_K and Q5_K against the
+ * definitions above, on fresh random blocks: random bytes everywhere, then
+ * random finite f16 scales (both signs, magnitudes 1e-3 .. 1e2) over the f16
+ * fields. The reference must agree bitwise; the SIMD tables within a fused
+ * multiply-add's single rounding. */
+static void test_dequant_random_blocks(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x51);
+    for (size_t fi = 0; fi < sizeof k_fmt_defs / sizeof k_fmt_defs[0]; fi++) {
+        const fmt_def *f = &k_fmt_defs[fi];
+        const int64_t bs = tf_dtype_block_size(f->t), ts = tf_dtype_type_size(f->t), nb = 2 * TF_QK_K / bs + 5;
+        const int64_t n = nb * bs;
+        uint8_t *blocks = malloc((size_t)(nb * ts));
+        float *ref = malloc(sizeof(float) * n), *yr = malloc(sizeof(float) * n), *y = alloc_guarded(sizeof(float) * n);
+        double *mag = malloc(sizeof(double) * n);
+        for (int64_t i = 0; i < nb * ts; i++) blocks[i] = (uint8_t)(tf_rng_next(&rng) & 0xFF);
+        for (int64_t i = 0; i < nb; i++) {
+            for (int k = 0; k < 2; k++) {
+                if (f->f16_off[k] < 0) continue;
+                double v = pow(10.0, -3.0 + 5.0 * tf_rng_uniform(&rng)) * (tf_rng_next(&rng) & 1 ? -1.0 : 1.0);
+                uint16_t h = tf_f32_to_f16((float)v);
+                memcpy(blocks + i * ts + f->f16_off[k], &h, 2);
+            }
+            f->to_float(blocks + i * ts, ref + i * bs, mag + i * bs);
+        }
+        assert_false(tu_has_nonfinite(ref, n));
+        tf_ref_dequantize_row(f->t, blocks, yr, n);
+        for (int64_t i = 0; i < n; i++)
+            if (memcmp(&yr[i], &ref[i], sizeof(float)) != 0) {
+                print_error("reference %s element %lld: %.9g, expected %.9g\n", tf_dtype_name(f->t), (long long)i,
+                            yr[i], ref[i]);
+                fail();
+            }
+        for (int k = 0; k < g_n_tables; k++) {
+            g_tables[k]->dequantize[f->t](blocks, y, n);
+            check_guard(y, sizeof(float) * n);
+            assert_false(tu_has_nonfinite(y, n));
+            for (int64_t i = 0; i < n; i++)
+                if (fabs((double)y[i] - ref[i]) > 1.2e-7 * mag[i]) {
+                    print_error("%s %s element %lld: %.9g, expected %.9g\n", g_tables[k]->isa, tf_dtype_name(f->t),
+                                (long long)i, y[i], ref[i]);
+                    fail();
+                }
+        }
+        free(blocks);
+        free(ref);
+        free(yr);
+        free(y);
+        free(mag);
+    }
+}
+
+/* The quantizers of Q5_0 / Q5_1 / Q2_K / Q3_K / Q5_K put values where the
+ * definitions above read them: a block quantized from x dequantizes (by the
+ * definition) to within the type's step of x. */
+static void test_quantize_layout(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x52);
+    float x[TF_QK_K], out[TF_QK_K];
+    double mag[TF_QK_K];
+    uint8_t blk[256];
+    for (size_t fi = 0; fi < sizeof k_fmt_defs / sizeof k_fmt_defs[0]; fi++) {
+        const fmt_def *f = &k_fmt_defs[fi];
+        const int bs = (int)tf_dtype_block_size(f->t);
+        /* largest error / block magnitude seen over 20 blocks: q5_0 0.052, q5_1
+         * 0.032, q2_k 0.35 (4 levels, and the lowest level is <= 0 even for
+         * positive data), q3_k 0.21, q5_k 0.042; a misplaced bit gives O(1) */
+        const double rel = f->t == TF_DTYPE_Q2_K ? 0.5 : f->t == TF_DTYPE_Q3_K ? 0.3 : 0.08;
+        for (int rep = 0; rep < 20; rep++) {
+            double scale = pow(10.0, -2.0 + 4.0 * tf_rng_uniform(&rng)), off = rep % 2 ? 0.0 : scale * gauss(&rng);
+            for (int i = 0; i < bs; i++) x[i] = (float)(off + scale * gauss(&rng));
+            tf_ref_quantize_row(f->t, x, blk, bs);
+            f->to_float(blk, out, mag);
+            double amax = 0, err = 0;
+            for (int i = 0; i < bs; i++) amax = fmax(amax, fabs(x[i]));
+            for (int i = 0; i < bs; i++) err = fmax(err, fabs((double)out[i] - x[i]));
+            if (!(err <= rel * amax)) {
+                print_error("%s: max error %g for block magnitude %g\n", tf_dtype_name(f->t), err, amax);
+                fail();
+            }
+        }
+    }
+}
+
 /* Q4_K: sub-block j has scale 10 + 7j and min 63 - 5j (values above 15 and
  * 31 exercise the high bits of the 6-bit packing); quant of element e is
  * e % 16, stored per the 64-element low/high-nibble layout. */
@@ -351,13 +560,17 @@ static void test_known_q6_k(void **state) {
  * plain Gaussian data and for Gaussian data with outliers (fill_gauss).
  * Measured (plain / outliers): f16 2.0e-4 / 2.0e-4, bf16 1.6e-3 / 1.6e-3,
  * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_1 7.8e-2 / 0.101, q4_k 7.2e-2 / 0.095,
- * q6_k 1.9e-2 / 2.8e-2; the bounds add about 20 %. */
+ * q6_k 1.9e-2 / 2.8e-2, q5_0 4.3e-2 / 7.3e-2, q5_1 3.8e-2 / 4.9e-2,
+ * q2_k 0.267 / 0.292, q3_k 0.155 / 0.199, q5_k 3.7e-2 / 4.8e-2; the bounds
+ * add about 20 %. */
 static void test_roundtrip(void **state) {
     (void)state;
     static const struct { tf_dtype t; double plain, outliers; } bounds[] = {
         {TF_DTYPE_F32, 0.0, 0.0},       {TF_DTYPE_F16, 2.5e-4, 2.5e-4},  {TF_DTYPE_BF16, 2e-3, 2e-3},
         {TF_DTYPE_Q8_0, 6.5e-3, 0.011}, {TF_DTYPE_Q4_0, 0.10, 0.17},     {TF_DTYPE_Q4_1, 0.094, 0.12},
         {TF_DTYPE_Q4_K, 0.085, 0.115},  {TF_DTYPE_Q6_K, 0.023, 0.033},
+        {TF_DTYPE_Q5_0, 0.051, 0.087},  {TF_DTYPE_Q5_1, 0.045, 0.058},   {TF_DTYPE_Q2_K, 0.32, 0.35},
+        {TF_DTYPE_Q3_K, 0.19, 0.24},    {TF_DTYPE_Q5_K, 0.044, 0.058},
     };
     static const double scales[] = {1e-2, 1.0, 300.0};
     tf_rng rng;
@@ -778,6 +991,8 @@ int main(void) {
         cmocka_unit_test(test_known_q4_0),
         cmocka_unit_test(test_known_q4_1),
         cmocka_unit_test(test_q4_1_dequant_random),
+        cmocka_unit_test(test_dequant_random_blocks),
+        cmocka_unit_test(test_quantize_layout),
         cmocka_unit_test(test_known_q4_k),
         cmocka_unit_test(test_known_q6_k),
         cmocka_unit_test(test_roundtrip),

@@ -3,7 +3,9 @@
  * (policy: 2-D -> target or F16 fallback, 1-D -> F32), shape and values
  * (within the type's error bound of the source) checked; metadata copied,
  * file type updated; quantized inputs, bad types, cancellation and
- * in-place conversion; stories260K to Q8_0 when ../shared is present. */
+ * in-place conversion; dequantization equal to that of llama.cpp's `gguf`
+ * Python package on its own files; stories260K to Q8_0 when ../shared is
+ * present. */
 #include "testutil.h"
 
 #include <math.h>
@@ -73,6 +75,9 @@ static double elem_bound(tf_dtype t, double x, double amax) {
     /* Q4_1 spans the block's range (at most 2 amax) in 15 steps: half a step,
      * plus the f16 rounding of d (times up to 15) and of m */
     case TF_DTYPE_Q4_1: return amax / 15.0 * 1.01 + amax * 0x1p-8;
+    /* Q5_0 / Q5_1: as Q4_0 / Q4_1 with twice the levels */
+    case TF_DTYPE_Q5_0: return amax / 16.0 * 1.01 + amax * 0x1p-9;
+    case TF_DTYPE_Q5_1: return amax / 31.0 * 1.01 + amax * 0x1p-8;
     default: return INFINITY; /* K-quants: checked by NMSE below */
     }
 }
@@ -81,6 +86,9 @@ static double nmse_bound(tf_dtype t) {
     switch (t) {
     case TF_DTYPE_Q4_K: return 8e-3; /* measured ~3.7e-3 on uniform weights */
     case TF_DTYPE_Q6_K: return 5e-4; /* measured ~2.2e-4 */
+    case TF_DTYPE_Q2_K: return 0.07; /* measured ~0.048 */
+    case TF_DTYPE_Q3_K: return 0.03; /* measured ~0.018 */
+    case TF_DTYPE_Q5_K: return 1.5e-3; /* measured ~7.8e-4 */
     default: return INFINITY;
     }
 }
@@ -172,8 +180,9 @@ static void check_converted(const char *src_path, const char *out_path, tf_dtype
 
 static void test_every_type(void **state) {
     (void)state;
-    const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                              TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+    const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,
+                              TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q2_K, TF_DTYPE_Q3_K,
+                              TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
     char *src = make_source(TF_DTYPE_F32, true);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
@@ -231,8 +240,8 @@ static void test_errors(void **state) {
     tf_err_clear(&err);
 
     /* unsupported output type */
-    assert_int_equal(tf_quantize_file(src, out, (tf_dtype)6, NULL, NULL, NULL, &err), TF_ERR_INVALID_ARG);
-    assert_non_null(strstr(err.msg, "q5_0"));
+    assert_int_equal(tf_quantize_file(src, out, (tf_dtype)9, NULL, NULL, NULL, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "q8_1"));
     tf_err_clear(&err);
 
     /* missing input names it */
@@ -267,6 +276,65 @@ static void test_errors(void **state) {
     free(src);
 }
 
+/* tests/data/quant_vectors.gguf (written by tests/data/gen_quant_vectors.py
+ * with llama.cpp's `gguf` Python package): for Q5_0, Q5_1, Q2_K, Q3_K and
+ * Q5_K, blocks of random bytes with random finite f16 scales ("<t>.rand")
+ * and, for the two types the package can quantize, its quantization of
+ * Gaussian values ("<t>.quant"), each next to the f32 values the package
+ * dequantizes them to ("<name>.f32"). The reference dequantization must give
+ * those values bit for bit; every kernel table within one rounding of a
+ * fused multiply-add (relative 2^-22 of the row's largest value). */
+static void test_gguf_package_vectors(void **state) {
+    (void)state;
+    const char *path = "tests/data/quant_vectors.gguf";
+    static const char *const names[] = {"q5_0.rand", "q5_0.quant", "q5_1.rand", "q5_1.quant",
+                                        "q2_k.rand", "q3_k.rand",  "q5_k.rand"};
+    static const tf_dtype types[] = {TF_DTYPE_Q5_0, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q5_1,
+                                     TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q5_K};
+    tf_err err = {0};
+    tf_gguf g;
+    OK(tf_gguf_open(&g, path, &err));
+    const tf_cpu_kernels *tables[8];
+    int n_tables = tf_cpu_kernels_all(tables, 8);
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char fname[64];
+        snprintf(fname, sizeof fname, "%s.f32", names[k]);
+        const tf_gguf_tensor *q = tf_gguf_find_tensor(&g, names[k]), *f = tf_gguf_find_tensor(&g, fname);
+        if (!q || !f) fail_msg("%s: tensor %s or %s missing", path, names[k], fname);
+        assert_int_equal(q->type, types[k]);
+        assert_int_equal(f->type, TF_DTYPE_F32);
+        assert_int_equal(q->ne[0], f->ne[0]);
+        assert_int_equal(q->ne[1], f->ne[1]);
+        int64_t ne0 = q->ne[0], rows = q->ne[1];
+        assert_true(ne0 % TF_QK_K == 0 && rows >= 1);
+        size_t qrs = tf_dtype_row_size(q->type, ne0);
+        assert_int_equal(q->nbytes, qrs * (size_t)rows);
+        float *y = malloc(sizeof(float) * (size_t)ne0), *want = malloc(sizeof(float) * (size_t)ne0);
+        for (int64_t r = 0; r < rows; r++) {
+            const void *src = q->data + (size_t)r * qrs;
+            memcpy(want, f->data + (size_t)r * ne0 * sizeof(float), sizeof(float) * (size_t)ne0);
+            assert_false(tu_has_nonfinite(want, (size_t)ne0));
+            tf_ref_dequantize_row(types[k], src, y, ne0);
+            for (int64_t i = 0; i < ne0; i++)
+                if (memcmp(&y[i], &want[i], sizeof(float)) != 0)
+                    fail_msg("%s row %lld element %lld: reference %.9g, gguf package %.9g", names[k], (long long)r,
+                             (long long)i, y[i], want[i]);
+            double amax = 0;
+            for (int64_t i = 0; i < ne0; i++) amax = fmax(amax, fabs(want[i]));
+            for (int t = 0; t < n_tables; t++) {
+                tables[t]->dequantize[types[k]](src, y, ne0);
+                for (int64_t i = 0; i < ne0; i++)
+                    if (!(fabs((double)y[i] - want[i]) <= amax * 0x1p-22))
+                        fail_msg("%s %s row %lld element %lld: %.9g, gguf package %.9g", tables[t]->isa, names[k],
+                                 (long long)r, (long long)i, y[i], want[i]);
+            }
+        }
+        free(y);
+        free(want);
+    }
+    tf_gguf_close(&g);
+}
+
 static void test_stories260k_q8_0(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
@@ -293,6 +361,7 @@ int main(void) {
         cmocka_unit_test(test_every_type),
         cmocka_unit_test(test_f16_and_bf16_sources),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_gguf_package_vectors),
         cmocka_unit_test(test_stories260k_q8_0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

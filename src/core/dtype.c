@@ -11,7 +11,10 @@ uint32_t tf_dtype_block_size(uint32_t type) {
     case TF_DTYPE_Q8_0: return TF_QK8_0;
     case TF_DTYPE_Q4_0: return TF_QK4_0;
     case TF_DTYPE_Q4_1: return TF_QK4_1;
-    case TF_DTYPE_Q4_K: case TF_DTYPE_Q6_K: return TF_QK_K;
+    case TF_DTYPE_Q5_0: return TF_QK5_0;
+    case TF_DTYPE_Q5_1: return TF_QK5_1;
+    case TF_DTYPE_Q2_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: case TF_DTYPE_Q6_K:
+        return TF_QK_K;
     default: return 0;
     }
 }
@@ -23,7 +26,12 @@ uint32_t tf_dtype_type_size(uint32_t type) {
     case TF_DTYPE_Q8_0: return sizeof(tf_block_q8_0);
     case TF_DTYPE_Q4_0: return sizeof(tf_block_q4_0);
     case TF_DTYPE_Q4_1: return sizeof(tf_block_q4_1);
+    case TF_DTYPE_Q5_0: return sizeof(tf_block_q5_0);
+    case TF_DTYPE_Q5_1: return sizeof(tf_block_q5_1);
+    case TF_DTYPE_Q2_K: return sizeof(tf_block_q2_k);
+    case TF_DTYPE_Q3_K: return sizeof(tf_block_q3_k);
     case TF_DTYPE_Q4_K: return sizeof(tf_block_q4_k);
+    case TF_DTYPE_Q5_K: return sizeof(tf_block_q5_k);
     case TF_DTYPE_Q6_K: return sizeof(tf_block_q6_k);
     default: return 0;
     }
@@ -46,7 +54,8 @@ const char *tf_dtype_name(uint32_t type) {
 
 bool tf_dtype_from_name(const char *name, tf_dtype *out) {
     static const tf_dtype ok[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
-                                  TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_Q6_K};
+                                  TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1,
+                                  TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcasecmp(name, k_names[ok[i]]) == 0) { *out = ok[i]; return true; }
     return false;

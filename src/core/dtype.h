@@ -14,8 +14,13 @@ typedef enum tf_dtype {
     TF_DTYPE_F16 = 1,
     TF_DTYPE_Q4_0 = 2,
     TF_DTYPE_Q4_1 = 3,
+    TF_DTYPE_Q5_0 = 6,
+    TF_DTYPE_Q5_1 = 7,
     TF_DTYPE_Q8_0 = 8,
+    TF_DTYPE_Q2_K = 10,
+    TF_DTYPE_Q3_K = 11,
     TF_DTYPE_Q4_K = 12,
+    TF_DTYPE_Q5_K = 13,
     TF_DTYPE_Q6_K = 14,
     TF_DTYPE_BF16 = 30,
     TF_DTYPE_COUNT = 40, /* upper bound of ids this build knows a name for */
@@ -24,17 +29,41 @@ typedef enum tf_dtype {
 #define TF_QK8_0 32
 #define TF_QK4_0 32
 #define TF_QK4_1 32
+#define TF_QK5_0 32
+#define TF_QK5_1 32
 #define TF_QK_K 256
 
 /* Block layouts, byte-compatible with the GGUF files in the wild. */
 typedef struct { uint16_t d; int8_t qs[TF_QK8_0]; } tf_block_q8_0;         /* 34 bytes */
 typedef struct { uint16_t d; uint8_t qs[TF_QK4_0 / 2]; } tf_block_q4_0;    /* 18 bytes */
 typedef struct { uint16_t d, m; uint8_t qs[TF_QK4_1 / 2]; } tf_block_q4_1; /* 20 bytes: x = d * q + m */
+/* Q5_0 / Q5_1: 5-bit quants; the low 4 bits as in Q4_0 (element j in the low
+ * nibble of qs[j], element j + 16 in its high nibble), bit 4 of element j at
+ * bit j of the little-endian 32-bit qh. x = d * (q - 16) (Q5_0), d * q + m (Q5_1). */
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[TF_QK5_0 / 2]; } tf_block_q5_0;        /* 22 bytes */
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[TF_QK5_1 / 2]; } tf_block_q5_1;     /* 24 bytes */
+typedef struct {
+    uint8_t scales[TF_QK_K / 16]; /* 16 groups of 16: 4-bit scale (low) and 4-bit min (high) */
+    uint8_t qs[TF_QK_K / 4];      /* 2-bit quants */
+    uint16_t d, dmin;             /* f16 super-block scales for scales / mins */
+} tf_block_q2_k;                                                           /* 84 bytes */
+typedef struct {
+    uint8_t hmask[TF_QK_K / 8]; /* bit 2 of each quant */
+    uint8_t qs[TF_QK_K / 4];    /* low 2 bits */
+    uint8_t scales[12];         /* 16 groups of 16: 6-bit scales (biased by 32), packed */
+    uint16_t d;                 /* f16 super-block scale */
+} tf_block_q3_k;                                                           /* 110 bytes */
 typedef struct {
     uint16_t d, dmin;      /* super-block scales for scales / mins (f16) */
     uint8_t scales[12];    /* 8 sub-blocks: 6-bit scale + 6-bit min, packed */
     uint8_t qs[TF_QK_K / 2];
 } tf_block_q4_k;                                                           /* 144 bytes */
+typedef struct {
+    uint16_t d, dmin;          /* as Q4_K */
+    uint8_t scales[12];        /* as Q4_K */
+    uint8_t qh[TF_QK_K / 8];   /* bit 4 of each quant */
+    uint8_t qs[TF_QK_K / 2];   /* low 4 bits, laid out as Q4_K's quants */
+} tf_block_q5_k;                                                           /* 176 bytes */
 typedef struct {
     uint8_t ql[TF_QK_K / 2];     /* low 4 bits */
     uint8_t qh[TF_QK_K / 4];     /* high 2 bits */
@@ -45,7 +74,12 @@ typedef struct {
 _Static_assert(sizeof(tf_block_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(tf_block_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(tf_block_q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(tf_block_q5_0) == 22, "q5_0 block");
+_Static_assert(sizeof(tf_block_q5_1) == 24, "q5_1 block");
+_Static_assert(sizeof(tf_block_q2_k) == 84, "q2_k block");
+_Static_assert(sizeof(tf_block_q3_k) == 110, "q3_k block");
 _Static_assert(sizeof(tf_block_q4_k) == 144, "q4_k block");
+_Static_assert(sizeof(tf_block_q5_k) == 176, "q5_k block");
 _Static_assert(sizeof(tf_block_q6_k) == 210, "q6_k block");
 
 /* True for the types this engine can compute with. */

@@ -15,7 +15,7 @@ static const command k_commands[] = {
     {"info", cmd_info, "describe a model: architecture, shapes, tensor types, tokenizer, KV bytes"},
     {"tokenize", cmd_tokenize, "print the tokens of a text"},
     {"perplexity", cmd_perplexity, "perplexity of a text (llama.cpp's convention)"},
-    {"quantize", cmd_quantize, "convert an F32/F16/BF16 GGUF to F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K"},
+    {"quantize", cmd_quantize, "convert an F32/F16/BF16 GGUF to F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K"},
     {"convert", cmd_convert, "convert a Hugging Face checkpoint directory to GGUF (F32/F16/BF16 or quantized)"},
     {"gen-model", cmd_gen_model, "write a random-weight llama or qwen2 GGUF of any shape (for tests and timing)"},
 };

@@ -3,10 +3,11 @@
  * products per weight type, and the threaded matrix products built on them.
  *
  * Every weight type W has an activation format act(W) that its dot product
- * consumes: F32 for F32/F16/BF16 weights, Q8_0 blocks for Q8_0/Q4_0 weights,
- * Q8_1 blocks (Q8_0 plus the sum of the quants) for Q4_1 weights, Q8_K blocks
- * for Q4_K/Q6_K weights. Activations are converted once per
- * matrix product (tf_act_quantize), never weights per token.
+ * consumes: F32 for F32/F16/BF16 weights, Q8_0 blocks for Q8_0/Q4_0/Q5_0
+ * weights, Q8_1 blocks (Q8_0 plus the sum of the quants) for Q4_1/Q5_1
+ * weights, Q8_K blocks for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
+ * Activations are converted once per matrix product (tf_act_quantize), never
+ * weights per token.
  *
  * Each function exists as a scalar reference (tf_ref_*) and as the fastest
  * variant the CPU supports, chosen at run time (tf_cpu_kernels_get). Tests

@@ -6,12 +6,15 @@
  * registers are not enough for 4 x 4); a 4 x 4 tile call runs two 4 x 2
  * passes. Integer formats use maddubs + madd (u8 x s8 -> int32 lanes):
  *   Q8_0 (s8 x s8): |w| x (a with the sign of w), one block per vector.
- *   Q4_0: q in 0..15 against a, minus 8 * a (int16 pair sums).
- *   Q4_1: q in 0..15 against a (Q8_1 blocks); the offset m times the
- *        activation's stored quant sum is spread over the 8 lanes (1/8 each).
- *   Q4_K / Q6_K: each row's super-block unpacked once into u8 quants and one
- *        float scale vector per 32 elements; mins / the -32 offset through
- *        the activation's bsums.
+ *   Q4_0 / Q5_0: q in 0..15 (0..31) against a, minus 8 * a (16 * a) (int16
+ *        pair sums).
+ *   Q4_1 / Q5_1: q in 0..15 (0..31) against a (Q8_1 blocks); the offset m
+ *        times the activation's stored quant sum is spread over the 8 lanes
+ *        (1/8 each).
+ *   K-quants (Q2_K .. Q6_K): each row's super-block unpacked once into u8
+ *        quants and one float scale vector per 32 elements; mins and offsets
+ *        (Q2_K/Q4_K/Q5_K mins, Q3_K's -4, Q6_K's -32) through the
+ *        activation's bsums.
  * Activations from the quantizers lie in [-127, 127] (the Q8_0 path negates
  * them).
  */
@@ -76,6 +79,21 @@ TF_AI __m256i dot_u8s8(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+/* Bit `from` of every byte moved to bit `to` (other bits cleared). */
+TF_AI __m256i bit_move(__m256i v, int from, int to) {
+    __m256i m = from < to ? _mm256_slli_epi16(v, to - from) : from > to ? _mm256_srli_epi16(v, from - to) : v;
+    return _mm256_and_si256(m, _mm256_set1_epi8((char)(1 << to)));
+}
+
+/* Bits 0..31 of `bits` as 32 bytes, byte j = `val` where bit j is set, else 0. */
+TF_AI __m256i bits_to_bytes(uint32_t bits, char val) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+    const __m256i sel = _mm256_set1_epi64x(0x8040201008040201LL);
+    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), sel);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(b, sel), _mm256_set1_epi8(val));
+}
+
 /* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
 
 enum { KF_F32, KF_F16, KF_BF16 };
@@ -136,9 +154,12 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
     return s;
 }
 
-/* ---- Q8_0 / Q4_0 / Q4_1 weights against Q8_0 / Q8_1 activations ---------------- */
+/* ---- Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights against Q8_0 / Q8_1 activations -- */
 
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1 };
+enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1 };
+
+/* Formats x = d q + m, whose activations are Q8_1 blocks. */
+#define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
 
 /* Nibbles of 16 bytes of a Q4_0 / Q4_1 block as u8 [elements 0..15 | elements 16..31]. */
 TF_AI __m256i load_nibbles(const uint8_t *qs) {
@@ -146,6 +167,14 @@ TF_AI __m256i load_nibbles(const uint8_t *qs) {
     const __m128i low4 = _mm_set1_epi8(0x0F);
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, low4)),
                                    _mm_and_si128(_mm_srli_epi16(v, 4), low4), 1);
+}
+
+/* Quants of a Q5_0 / Q5_1 block as u8 in element order: the nibbles plus bit
+ * 4 from the 32 bits of qh. */
+TF_AI __m256i load_q5(const uint8_t *qh4, const uint8_t *qs) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    return _mm256_or_si256(load_nibbles(qs), bits_to_bytes(qh, 0x10));
 }
 
 TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
@@ -160,18 +189,28 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
         float wd[AVX2_TILE_R], wm[AVX2_TILE_R];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
+            const char *row = w + r * ws;
             if (kind == K0_Q8_0) {
-                const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + r * ws) + ib;
+                const tf_block_q8_0 *b = (const tf_block_q8_0 *)row + ib;
                 wq[r] = _mm256_loadu_si256((const __m256i *)b->qs);
                 wabs[r] = _mm256_sign_epi8(wq[r], wq[r]);
                 wd[r] = f16(b->d);
             } else if (kind == K0_Q4_0) {
-                const tf_block_q4_0 *b = (const tf_block_q4_0 *)(w + r * ws) + ib;
+                const tf_block_q4_0 *b = (const tf_block_q4_0 *)row + ib;
                 wq[r] = load_nibbles(b->qs);
                 wd[r] = f16(b->d);
-            } else {
-                const tf_block_q4_1 *b = (const tf_block_q4_1 *)(w + r * ws) + ib;
+            } else if (kind == K0_Q4_1) {
+                const tf_block_q4_1 *b = (const tf_block_q4_1 *)row + ib;
                 wq[r] = load_nibbles(b->qs);
+                wd[r] = f16(b->d);
+                wm[r] = f16(b->m);
+            } else if (kind == K0_Q5_0) {
+                const tf_block_q5_0 *b = (const tf_block_q5_0 *)row + ib;
+                wq[r] = load_q5(b->qh, b->qs);
+                wd[r] = f16(b->d);
+            } else {
+                const tf_block_q5_1 *b = (const tf_block_q5_1 *)row + ib;
+                wq[r] = load_q5(b->qh, b->qs);
                 wd[r] = f16(b->d);
                 wm[r] = f16(b->m);
             }
@@ -180,7 +219,7 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
         for (int t = 0; t < T; t++) {
             __m256i aq;
             float ad, am = 0.0f;
-            if (kind == K0_Q4_1) {
+            if (K0_HAS_MIN(kind)) {
                 const tf_block_q8_1 *ab = (const tf_block_q8_1 *)(a + t * as) + ib;
                 aq = _mm256_loadu_si256((const __m256i *)ab->qs);
                 ad = f16(ab->d);
@@ -190,16 +229,19 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
                 aq = _mm256_loadu_si256((const __m256i *)ab->qs);
                 ad = f16(ab->d);
             }
-            __m256i bias = kind == K0_Q4_0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(8), aq) : aq;
+            /* int16 pair sums of 8 a (Q4_0) or 16 a (Q5_0) */
+            __m256i bias = kind == K0_Q4_0 || kind == K0_Q5_0
+                               ? _mm256_maddubs_epi16(_mm256_set1_epi8(kind == K0_Q4_0 ? 8 : 16), aq)
+                               : aq;
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 __m256i s;
                 if (kind == K0_Q8_0) s = dot_u8s8(wabs[r], _mm256_sign_epi8(aq, wq[r]));
-                else if (kind == K0_Q4_1) s = dot_u8s8(wq[r], aq);
+                else if (K0_HAS_MIN(kind)) s = dot_u8s8(wq[r], aq);
                 else s = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], aq), bias),
                                            _mm256_set1_epi16(1));
                 acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(wd[r] * ad), acc[r][t]);
-                if (kind == K0_Q4_1)
+                if (K0_HAS_MIN(kind))
                     acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(wm[r]), _mm256_set1_ps(am), acc[r][t]);
             }
         }
@@ -207,9 +249,9 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
     store_sums(R, T, acc, out, ldo);
 }
 
-/* ---- Q4_K / Q6_K weights against Q8_K activations ------------------------------ */
+/* ---- K-quant weights against Q8_K activations ------------------------------------ */
 
-enum { KK_Q4_K, KK_Q6_K };
+enum { KK_Q4_K, KK_Q6_K, KK_Q5_K, KK_Q3_K, KK_Q2_K };
 
 /* One weight row's super-block unpacked (see quant_avx512.c): u8 quants in
  * element order, a float scale per lane for each 32 elements (lane l of
@@ -274,6 +316,99 @@ TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
     }
 }
 
+TF_AI void q5k_prep(const tf_block_q5_k *b, kq_row *k) {
+    uint64_t sc, m;
+    q4k_unpack_scales(b->scales, &sc, &m);
+    float d = f16(b->d);
+    for (int c = 0; c < 8; c++) k->scale[c] = _mm256_set1_ps(d * (float)((sc >> (8 * c)) & 0xFF));
+    __m128i mb = _mm_cvtsi64_si128((long long)m);
+    k->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
+    k->corr = f16(b->dmin);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i hb = _mm256_loadu_si256((const __m256i *)b->qh);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * g));
+        __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4), bit_move(hb, 2 * g, 4));
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), bit_move(hb, 2 * g + 1, 4));
+        _mm256_storeu_si256((__m256i *)(k->q + 64 * g), lo);
+        _mm256_storeu_si256((__m256i *)(k->q + 64 * g + 32), hi);
+    }
+}
+
+/* Q3_K's 16 packed 6-bit scales as bytes 0..63 (q3k_scale of quant_ref.c,
+ * four groups at a time). */
+static inline __m128i q3k_unpack_scales(const uint8_t *s) {
+    uint32_t u[3], o[4];
+    memcpy(u, s, 12);
+    o[0] = (u[0] & 0x0f0f0f0fu) | ((u[2] & 0x03030303u) << 4);
+    o[1] = (u[1] & 0x0f0f0f0fu) | (((u[2] >> 2) & 0x03030303u) << 4);
+    o[2] = ((u[0] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 4) & 0x03030303u) << 4);
+    o[3] = ((u[1] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 6) & 0x03030303u) << 4);
+    return _mm_loadu_si128((const __m128i *)o);
+}
+
+/* Per-16 int8 scales s[16] times d as the 8 per-32 lane scale vectors. */
+TF_AI void kq_scales16(kq_row *k, const int8_t *s, float d) {
+    for (int c = 0; c < 8; c++) {
+        __m128 lo = _mm_set1_ps(d * (float)s[2 * c]), hi = _mm_set1_ps(d * (float)s[2 * c + 1]);
+        k->scale[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+    }
+}
+
+/* Q2_K / Q3_K: the 2-bit fields of qs (64 bytes) as u8 quants in element
+ * order (element 128 h + 32 j + l is bits 2j of qs[32 h + l]); Q3_K ORs in
+ * bit 2 from hmask. */
+TF_AI void q2bits_unpack(const uint8_t *qs, const uint8_t *hmask, uint8_t *q) {
+    const __m256i three = _mm256_set1_epi8(3);
+    __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m256i x = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three);
+            if (hmask) x = _mm256_or_si256(x, bit_move(hm, 4 * h + j, 2));
+            _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * j), x);
+        }
+    }
+}
+
+/* Q3_K: quants 0..7 (value q - 4) with scale d (sc - 32): the -4 offset is
+ * 4 d sum_g (sc_g - 32) bsums_g. */
+TF_AI void q3k_prep(const tf_block_q3_k *b, kq_row *k) {
+    float d = f16(b->d);
+    __m128i s8 = _mm_sub_epi8(q3k_unpack_scales(b->scales), _mm_set1_epi8(32));
+    int8_t s[16];
+    _mm_storeu_si128((__m128i *)s, s8);
+    kq_scales16(k, s, d);
+    k->m16 = _mm256_cvtepi8_epi16(s8);
+    k->corr = 4.0f * d;
+    q2bits_unpack(b->qs, b->hmask, k->q);
+}
+
+/* Q2_K: quants 0..3, scale d (sc & 15), min dmin (sc >> 4) per group of 16. */
+TF_AI void q2k_prep(const tf_block_q2_k *b, kq_row *k) {
+    float d = f16(b->d);
+    __m128i sb = _mm_loadu_si128((const __m128i *)b->scales);
+    int8_t s[16];
+    _mm_storeu_si128((__m128i *)s, _mm_and_si128(sb, _mm_set1_epi8(0x0F)));
+    kq_scales16(k, s, d);
+    k->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), _mm_set1_epi8(0x0F)));
+    k->corr = f16(b->dmin);
+    q2bits_unpack(b->qs, NULL, k->q);
+}
+
+TF_AI void kq_prep(int kind, const char *row, int64_t ib, kq_row *k) {
+    switch (kind) {
+    case KK_Q4_K: q4k_prep((const tf_block_q4_k *)row + ib, k); break;
+    case KK_Q6_K: q6k_prep((const tf_block_q6_k *)row + ib, k); break;
+    case KK_Q5_K: q5k_prep((const tf_block_q5_k *)row + ib, k); break;
+    case KK_Q3_K: q3k_prep((const tf_block_q3_k *)row + ib, k); break;
+    default: q2k_prep((const tf_block_q2_k *)row + ib, k); break;
+    }
+}
+
 TF_AI void kq_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
                      float *out, int64_t ldo) {
     __m256 acc[AVX2_TILE_R][AVX2_TILE_T];
@@ -284,10 +419,7 @@ TF_AI void kq_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
         for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / TF_QK_K; ib++) {
 #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            if (kind == KK_Q4_K) q4k_prep((const tf_block_q4_k *)(w + r * ws) + ib, &rows[r]);
-            else q6k_prep((const tf_block_q6_k *)(w + r * ws) + ib, &rows[r]);
-        }
+        for (int r = 0; r < R; r++) kq_prep(kind, w + r * ws, ib, &rows[r]);
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
             const tf_block_q8_k *ab = (const tf_block_q8_k *)(a + t * as) + ib;
@@ -373,6 +505,26 @@ void tf_avx2_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *
                        int64_t ldo) {
     tile_dispatch(2, KK_Q6_K, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx2_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(1, K0_Q5_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(1, K0_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(2, KK_Q2_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(2, KK_Q3_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                       int64_t ldo) {
+    tile_dispatch(2, KK_Q5_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
 
 /* ---- single dot products ------------------------------------------------------- */
 
@@ -403,6 +555,31 @@ float tf_avx2_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
 float tf_avx2_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
     float r;
     kq_kernel(KK_Q6_K, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q5_0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q5_1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q2_K, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q3_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q3_K, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q5_K, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
 
@@ -554,5 +731,89 @@ void tf_avx2_dequantize_q6_k(const void *vx, float *y, int64_t n) {
                 _mm256_storeu_ps(y + 16 * g + 8 * c, _mm256_mul_ps(_mm256_cvtepi32_ps(q), s));
             }
         }
+    }
+}
+
+void tf_avx2_dequantize_q5_0(const void *vx, float *y, int64_t n) {
+    const tf_block_q5_0 *x = vx;
+    const __m256i sixteen = _mm256_set1_epi32(16);
+    for (int64_t i = 0; i < n / TF_QK5_0; i++, y += TF_QK5_0) {
+        __m256 d = _mm256_set1_ps(f16(x[i].d));
+        uint8_t q[32];
+        _mm256_storeu_si256((__m256i *)q, load_q5(x[i].qh, x[i].qs));
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j))), sixteen);
+            _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(v), d));
+        }
+    }
+}
+
+void tf_avx2_dequantize_q5_1(const void *vx, float *y, int64_t n) {
+    const tf_block_q5_1 *x = vx;
+    for (int64_t i = 0; i < n / TF_QK5_1; i++, y += TF_QK5_1) {
+        __m256 d = _mm256_set1_ps(f16(x[i].d)), m = _mm256_set1_ps(f16(x[i].m));
+        uint8_t q[32];
+        _mm256_storeu_si256((__m256i *)q, load_q5(x[i].qh, x[i].qs));
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j)));
+            _mm256_storeu_ps(y + 8 * j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), d), m));
+        }
+    }
+}
+
+/* y[16 g + i] = mul[g] * (q[16 g + i] - qoff) - off[g] for a super-block of
+ * unpacked quants. */
+static void kq_dequant_groups(const uint8_t *q, const float *mul, const float *off, int qoff, float *y) {
+    const __m256i vqoff = _mm256_set1_epi32(qoff);
+    for (int g = 0; g < 16; g++) {
+        __m256 s = _mm256_set1_ps(mul[g]), o = _mm256_set1_ps(off[g]);
+        for (int c = 0; c < 2; c++) {
+            __m128i q8 = _mm_loadl_epi64((const __m128i *)(q + 16 * g + 8 * c));
+            __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(q8), vqoff);
+            _mm256_storeu_ps(y + 16 * g + 8 * c, _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), s), o));
+        }
+    }
+}
+
+void tf_avx2_dequantize_q5_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q5_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q5k_prep(&x[i], &k);
+        uint64_t sc, m;
+        q4k_unpack_scales(x[i].scales, &sc, &m);
+        float d = f16(x[i].d), dmin = f16(x[i].dmin), mul[16], off[16];
+        for (int g = 0; g < 16; g++) {
+            mul[g] = d * (float)((sc >> (8 * (g / 2))) & 0xFF);
+            off[g] = dmin * (float)((m >> (8 * (g / 2))) & 0xFF);
+        }
+        kq_dequant_groups(k.q, mul, off, 0, y);
+    }
+}
+
+void tf_avx2_dequantize_q3_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q3_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q2bits_unpack(x[i].qs, x[i].hmask, k.q);
+        uint8_t s[16];
+        _mm_storeu_si128((__m128i *)s, q3k_unpack_scales(x[i].scales));
+        float d = f16(x[i].d), mul[16], off[16] = {0};
+        for (int g = 0; g < 16; g++) mul[g] = d * (float)(s[g] - 32);
+        kq_dequant_groups(k.q, mul, off, 4, y);
+    }
+}
+
+void tf_avx2_dequantize_q2_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q2_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q2bits_unpack(x[i].qs, NULL, k.q);
+        float d = f16(x[i].d), dmin = f16(x[i].dmin), mul[16], off[16];
+        for (int g = 0; g < 16; g++) {
+            mul[g] = d * (float)(x[i].scales[g] & 0xF);
+            off[g] = dmin * (float)(x[i].scales[g] >> 4);
+        }
+        kq_dequant_groups(k.q, mul, off, 0, y);
     }
 }

@@ -15,13 +15,16 @@
  *   Q8_0 (s8 x s8): VNNI adds 128 to the activation (u8) and starts the
  *        accumulator at -128 * sum(w); plain negates the activation where
  *        the weight is negative and uses |w| as the unsigned operand.
- *   Q4_0 (q - 8 with q in 0..15): the accumulator starts at -8 * sum(a).
- *   Q4_1 (d q + m with q in 0..15, Q8_1 activations): q against a; the
- *        offset term m * d_a * sum(a), from the activation's stored sum, is
- *        spread over the block's 8 lanes (1/8 each).
- *   Q4_K / Q6_K: each row's super-block is unpacked once into u8 quants plus
- *        float scale vectors; the mins (Q4_K) and the -32 offset (Q6_K) are
- *        one int16 madd with the activation's bsums per super-block.
+ *   Q4_0 (q - 8 with q in 0..15) and Q5_0 (q - 16 with q in 0..31, the
+ *        fifth bit added under a byte mask built from qh): the accumulator
+ *        starts at -8 (-16) * sum(a).
+ *   Q4_1 / Q5_1 (d q + m with q in 0..15 / 0..31, Q8_1 activations): q
+ *        against a; the offset term m * d_a * sum(a), from the activation's
+ *        stored sum, is spread over the block's 8 lanes (1/8 each).
+ *   K-quants (Q2_K .. Q6_K): each row's super-block is unpacked once into u8
+ *        quants plus float scale vectors; the mins (Q2_K, Q4_K, Q5_K) and the
+ *        offsets (Q3_K's -4, Q6_K's -32) are one int16 madd with the
+ *        activation's bsums per super-block.
  * Activations from tf_*_quantize_* lie in [-127, 127], which the plain Q8_0
  * path needs (it negates them).
  */
@@ -142,14 +145,16 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-/* ---- Q8_0 / Q4_0 / Q4_1 weights against Q8_0 / Q8_1 activations ---------------- */
+/* ---- Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights against Q8_0 / Q8_1 activations -- */
 
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1 };
+enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1 };
+
+/* Formats x = d q + m, whose activations are Q8_1 blocks. */
+#define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
 
 /* Lane -> block maps of the int32 lanes: Q8_0 vectors hold [block0 | block1]
- * in 256-bit halves; Q4_0 / Q4_1 vectors hold [lo0 | lo1 | hi0 | hi1] in
- * 128-bit quarters (low nibbles = elements 0..15, high = 16..31 of each
- * block). */
+ * in 256-bit halves; Q4_x / Q5_x vectors hold [lo0 | lo1 | hi0 | hi1] in
+ * 128-bit quarters (elements 0..15 = lo, 16..31 = hi of each block). */
 TF_AI __m512i block_lane_map(int kind) {
     if (kind == K0_Q8_0) return _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
@@ -172,7 +177,7 @@ TF_AI __m512i load_q8_pair(const int8_t *q0, const int8_t *q1, int two) {
 /* Quants of Q8_0 blocks b[0], b[1] (b[1] only if two) as [q0 | q1]. */
 TF_AI __m512i load_q8_0_pair(const tf_block_q8_0 *b, int two) { return load_q8_pair(b[0].qs, b[1].qs, two); }
 
-/* Nibbles of the 16 bytes at q0 and at q1 (q1 only if two: Q4_0 / Q4_1
+/* Nibbles of the 16 bytes at q0 and at q1 (q1 only if two: Q4_x / Q5_x
  * blocks) as u8 [lo0 | lo1 | hi0 | hi1]. */
 TF_AI __m512i load_nibble_pair(const uint8_t *qs0, const uint8_t *qs1, int two) {
     __m128i q0 = _mm_loadu_si128((const __m128i *)qs0);
@@ -182,7 +187,20 @@ TF_AI __m512i load_nibble_pair(const uint8_t *qs0, const uint8_t *qs1, int two) 
     return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
 }
 
-/* One step (two blocks, or the last single block) of the Q8_0/Q4_0/Q4_1 tile. */
+/* Quants of two Q5_0 / Q5_1 blocks (the second only if two) as u8 [lo0 |
+ * lo1 | hi0 | hi1]: the nibbles, plus 16 under a byte mask built from the
+ * blocks' 32-bit qh. */
+TF_AI __m512i load_q5_pair(const uint8_t *qh0, const uint8_t *qs0, const uint8_t *qh1, const uint8_t *qs1, int two) {
+    __m512i z = load_nibble_pair(qs0, qs1, two);
+    uint32_t h0, h1 = 0;
+    memcpy(&h0, qh0, 4);
+    if (two) memcpy(&h1, qh1, 4);
+    __mmask64 hi = (uint64_t)(h0 & 0xFFFF) | (uint64_t)(h1 & 0xFFFF) << 16 | (uint64_t)(h0 >> 16) << 32 |
+                   (uint64_t)(h1 >> 16) << 48;
+    return _mm512_or_si512(z, _mm512_maskz_mov_epi8(hi, _mm512_set1_epi8(0x10)));
+}
+
+/* One step (two blocks, or the last single block) of the Q8_0 / Q4_x / Q5_x tile. */
 TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const char *w, size_t ws, const char *a,
                    size_t as, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX]) {
     __m512i wq[4], wx[4];
@@ -191,8 +209,9 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
     const __m512i zero = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
+        const char *row = w + r * ws;
         if (kind == K0_Q8_0) {
-            const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + r * ws) + ib;
+            const tf_block_q8_0 *b = (const tf_block_q8_0 *)row + ib;
             wq[r] = load_q8_0_pair(b, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
             if (vnni) /* accumulator start: -128 * sum(w) per lane */
@@ -202,12 +221,21 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
                 wneg[r] = _mm512_movepi8_mask(wq[r]);
             }
         } else if (kind == K0_Q4_0) {
-            const tf_block_q4_0 *b = (const tf_block_q4_0 *)(w + r * ws) + ib;
+            const tf_block_q4_0 *b = (const tf_block_q4_0 *)row + ib;
             wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
-        } else {
-            const tf_block_q4_1 *b = (const tf_block_q4_1 *)(w + r * ws) + ib;
+        } else if (kind == K0_Q4_1) {
+            const tf_block_q4_1 *b = (const tf_block_q4_1 *)row + ib;
             wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
+            wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+            wm[r] = block_scales(kind, b[0].m, two ? b[1].m : 0);
+        } else if (kind == K0_Q5_0) {
+            const tf_block_q5_0 *b = (const tf_block_q5_0 *)row + ib;
+            wq[r] = load_q5_pair(b[0].qh, b[0].qs, b[1].qh, b[1].qs, two);
+            wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+        } else {
+            const tf_block_q5_1 *b = (const tf_block_q5_1 *)row + ib;
+            wq[r] = load_q5_pair(b[0].qh, b[0].qs, b[1].qh, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
             wm[r] = block_scales(kind, b[0].m, two ? b[1].m : 0);
         }
@@ -216,7 +244,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
     for (int t = 0; t < T; t++) {
         __m512i aq;
         __m512 ad, am = _mm512_setzero_ps();
-        if (kind == K0_Q4_1) {
+        if (K0_HAS_MIN(kind)) {
             const tf_block_q8_1 *ab = (const tf_block_q8_1 *)(a + t * as) + ib;
             aq = load_q8_pair(ab[0].qs, ab[1].qs, two);
             ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
@@ -231,9 +259,10 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
         }
         __m512i abias = zero, au = zero;
         if (kind != K0_Q8_0) aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
-        if (kind == K0_Q4_0) {
-            if (vnni) abias = _mm512_sub_epi32(zero, dpbusd_vnni(zero, _mm512_set1_epi8(8), aq));
-            else abias = _mm512_maddubs_epi16(_mm512_set1_epi8(8), aq); /* int16 pair sums of 8 a */
+        if (kind == K0_Q4_0 || kind == K0_Q5_0) {
+            const __m512i off = _mm512_set1_epi8(kind == K0_Q4_0 ? 8 : 16);
+            if (vnni) abias = _mm512_sub_epi32(zero, dpbusd_vnni(zero, off, aq));
+            else abias = _mm512_maddubs_epi16(off, aq); /* int16 pair sums of 8 a (16 a) */
         } else if (kind == K0_Q8_0 && vnni) {
             au = _mm512_xor_si512(aq, _mm512_set1_epi8((char)0x80)); /* a + 128 as u8 */
         }
@@ -243,7 +272,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             if (kind == K0_Q8_0) {
                 if (vnni) s = dpbusd_vnni(wx[r], au, wq[r]);
                 else s = dpbusd_plain(wx[r], _mm512_mask_sub_epi8(aq, wneg[r], zero, aq));
-            } else if (kind == K0_Q4_0) {
+            } else if (kind == K0_Q4_0 || kind == K0_Q5_0) {
                 if (vnni) s = dpbusd_vnni(abias, wq[r], aq);
                 else s = _mm512_madd_epi16(_mm512_sub_epi16(_mm512_maddubs_epi16(wq[r], aq), abias),
                                            _mm512_set1_epi16(1));
@@ -251,7 +280,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
                 s = vnni ? dpbusd_vnni(zero, wq[r], aq) : dpbusd_plain(wq[r], aq);
             }
             acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd[r], ad), acc[r][t]);
-            if (kind == K0_Q4_1) acc[r][t] = _mm512_fmadd_ps(wm[r], am, acc[r][t]);
+            if (K0_HAS_MIN(kind)) acc[r][t] = _mm512_fmadd_ps(wm[r], am, acc[r][t]);
         }
     }
 }
@@ -269,9 +298,9 @@ TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
     store_sums(R, T, acc, out, ldo);
 }
 
-/* ---- Q4_K / Q6_K weights against Q8_K activations ------------------------------ */
+/* ---- K-quant weights against Q8_K activations ------------------------------------ */
 
-enum { KK_Q4_K, KK_Q6_K };
+enum { KK_Q4_K, KK_Q6_K, KK_Q5_K, KK_Q3_K, KK_Q2_K };
 
 /* One weight row's super-block, unpacked: quants as u8 in element order,
  * per-lane float scales for each 64-element quarter (lane l of quarter g
@@ -341,6 +370,107 @@ TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
     }
 }
 
+/* Bit `from` of every byte moved to bit `to` (other bits cleared). */
+TF_AI __m256i bit_move(__m256i v, int from, int to) {
+    __m256i m = from < to ? _mm256_slli_epi16(v, to - from) : from > to ? _mm256_srli_epi16(v, from - to) : v;
+    return _mm256_and_si256(m, _mm256_set1_epi8((char)(1 << to)));
+}
+
+TF_AI void q5k_prep(const tf_block_q5_k *b, kq_row *k) {
+    uint64_t sc, m;
+    q4k_unpack_scales(b->scales, &sc, &m);
+    __m512 scf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))),
+                               _mm512_set1_ps(f16(b->d)));
+    for (int g = 0; g < 4; g++) { /* lanes 0..7: sub-block 2g, 8..15: 2g+1 */
+        __m512i idx = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * g), _mm512_set1_epi32(2 * g + 1));
+        k->scale[g] = _mm512_permutexvar_ps(idx, scf);
+    }
+    __m128i mb = _mm_cvtsi64_si128((long long)m);
+    k->m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
+    k->corr = f16(b->dmin);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i hb = _mm256_loadu_si256((const __m256i *)b->qh);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * g));
+        __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4), bit_move(hb, 2 * g, 4));
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), bit_move(hb, 2 * g + 1, 4));
+        _mm512_storeu_si512(k->q + 64 * g, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+    }
+}
+
+/* Q3_K's 16 packed 6-bit scales as bytes 0..63 (q3k_scale of quant_ref.c,
+ * four groups at a time). */
+static inline __m128i q3k_unpack_scales(const uint8_t *s) {
+    uint32_t u[3], o[4];
+    memcpy(u, s, 12);
+    o[0] = (u[0] & 0x0f0f0f0fu) | ((u[2] & 0x03030303u) << 4);
+    o[1] = (u[1] & 0x0f0f0f0fu) | (((u[2] >> 2) & 0x03030303u) << 4);
+    o[2] = ((u[0] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 4) & 0x03030303u) << 4);
+    o[3] = ((u[1] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 6) & 0x03030303u) << 4);
+    return _mm_loadu_si128((const __m128i *)o);
+}
+
+/* Per-16 int8 scales (s8) times d as the per-lane scales of the 4 quarters
+ * (lane l of quarter g: group 4g + l/4), as q6k_prep. */
+TF_AI void kq_scales16(kq_row *k, __m128i s8, float d) {
+    __m512 scf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)), _mm512_set1_ps(d));
+    for (int g = 0; g < 4; g++) {
+        __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(4 * g),
+                                       _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+        k->scale[g] = _mm512_permutexvar_ps(idx, scf);
+    }
+}
+
+/* Q2_K / Q3_K: the 2-bit fields of qs (64 bytes) as u8 quants in element
+ * order (element 128 h + 32 j + l is bits 2j of qs[32 h + l]); Q3_K ORs in
+ * bit 2 from hmask. */
+TF_AI void q2bits_unpack(const uint8_t *qs, const uint8_t *hmask, uint8_t *q) {
+    const __m256i three = _mm256_set1_epi8(3);
+    __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m256i x = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three);
+            if (hmask) x = _mm256_or_si256(x, bit_move(hm, 4 * h + j, 2));
+            _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * j), x);
+        }
+    }
+}
+
+/* Q3_K: quants 0..7 (value q - 4) with scale d (sc - 32) per 16; the -4
+ * offset is 4 d sum_g (sc_g - 32) bsums_g. */
+TF_AI void q3k_prep(const tf_block_q3_k *b, kq_row *k) {
+    float d = f16(b->d);
+    __m128i s8 = _mm_sub_epi8(q3k_unpack_scales(b->scales), _mm_set1_epi8(32));
+    kq_scales16(k, s8, d);
+    k->m16 = _mm256_cvtepi8_epi16(s8);
+    k->corr = 4.0f * d;
+    q2bits_unpack(b->qs, b->hmask, k->q);
+}
+
+/* Q2_K: quants 0..3, scale d (sc & 15) and min dmin (sc >> 4) per 16. */
+TF_AI void q2k_prep(const tf_block_q2_k *b, kq_row *k) {
+    __m128i sb = _mm_loadu_si128((const __m128i *)b->scales);
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    kq_scales16(k, _mm_and_si128(sb, low4), f16(b->d));
+    k->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), low4));
+    k->corr = f16(b->dmin);
+    q2bits_unpack(b->qs, NULL, k->q);
+}
+
+TF_AI void kq_prep(int kind, const char *row, int64_t ib, kq_row *k) {
+    switch (kind) {
+    case KK_Q4_K: q4k_prep((const tf_block_q4_k *)row + ib, k); break;
+    case KK_Q6_K: q6k_prep((const tf_block_q6_k *)row + ib, k); break;
+    case KK_Q5_K: q5k_prep((const tf_block_q5_k *)row + ib, k); break;
+    case KK_Q3_K: q3k_prep((const tf_block_q3_k *)row + ib, k); break;
+    default: q2k_prep((const tf_block_q2_k *)row + ib, k); break;
+    }
+}
+
 TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
                      size_t as, float *out, int64_t ldo) {
     __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MAX];
@@ -352,10 +482,7 @@ TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
     const __m512i zero = _mm512_setzero_si512();
     for (int64_t ib = 0; ib < n / TF_QK_K; ib++) {
 #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            if (kind == KK_Q4_K) q4k_prep((const tf_block_q4_k *)(w + r * ws) + ib, &rows[r]);
-            else q6k_prep((const tf_block_q6_k *)(w + r * ws) + ib, &rows[r]);
-        }
+        for (int r = 0; r < R; r++) kq_prep(kind, w + r * ws, ib, &rows[r]);
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
             const tf_block_q8_k *ab = (const tf_block_q8_k *)(a + t * as) + ib;
@@ -386,7 +513,7 @@ TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
  * 8 rows x 3 tokens (24 accumulators: each activation vector loaded serves 8
  * FMAs), integer formats up to 4 x 4; other row counts run as a 4-row
  * kernel plus 1-row kernels. `fam` selects the kernel family (0 float,
- * 1 Q8_0/Q4_0, 2 K-quants), `kind` its format. */
+ * 1 Q8_0/Q4_0/Q5_0, 2 K-quants), `kind` its format. */
 TF_AI void run_kernel(int fam, int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws,
                       const char *a, size_t as, float *out, int64_t ldo) {
     if (fam == 0) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
@@ -474,6 +601,46 @@ void tf_avx512vnni_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const 
                              float *out, int64_t ldo) {
     tile_dispatch(2, KK_Q6_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx512_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                         float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q5_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q5_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                         float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q5_1, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                         float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q2_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(1, K0_Q5_1, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q2_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                         float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q3_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q3_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                         float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q5_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                             float *out, int64_t ldo) {
+    tile_dispatch(2, KK_Q5_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
 
 /* ---- single dot products ------------------------------------------------------- */
 
@@ -529,6 +696,56 @@ float tf_avx512vnni_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
 float tf_avx512vnni_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
     float r;
     kq_kernel(KK_Q6_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q5_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q5_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q5_1, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q2_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_Q5_1, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q2_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q3_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q3_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q3_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q3_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q5_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
+    float r;
+    kq_kernel(KK_Q5_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
 
@@ -673,5 +890,86 @@ void tf_avx512_dequantize_q6_k(const void *vx, float *y, int64_t n) {
             __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(k.q + 16 * g))), off);
             _mm512_storeu_ps(y + 16 * g, _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(d * (float)x[i].scales[g])));
         }
+    }
+}
+
+void tf_avx512_dequantize_q5_0(const void *vx, float *y, int64_t n) {
+    const tf_block_q5_0 *x = vx;
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    for (int64_t i = 0; i < n / TF_QK5_0; i++, y += TF_QK5_0) {
+        __m512 d = _mm512_set1_ps(f16(x[i].d));
+        uint8_t q[64]; /* [lo | (unused) | hi | (unused)] */
+        _mm512_storeu_si512(q, load_q5_pair(x[i].qh, x[i].qs, NULL, NULL, 0));
+        for (int h = 0; h < 2; h++) {
+            __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 32 * h))), sixteen);
+            _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(v), d));
+        }
+    }
+}
+
+void tf_avx512_dequantize_q5_1(const void *vx, float *y, int64_t n) {
+    const tf_block_q5_1 *x = vx;
+    for (int64_t i = 0; i < n / TF_QK5_1; i++, y += TF_QK5_1) {
+        __m512 d = _mm512_set1_ps(f16(x[i].d)), m = _mm512_set1_ps(f16(x[i].m));
+        uint8_t q[64]; /* [lo | (unused) | hi | (unused)] */
+        _mm512_storeu_si512(q, load_q5_pair(x[i].qh, x[i].qs, NULL, NULL, 0));
+        for (int h = 0; h < 2; h++) {
+            __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 32 * h)));
+            _mm512_storeu_ps(y + 16 * h, _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), d), m));
+        }
+    }
+}
+
+/* y[16 g + i] = mul[g] * (q[16 g + i] - qoff) - off[g] for a super-block of
+ * unpacked quants. */
+static void kq_dequant_groups(const uint8_t *q, const float *mul, const float *off, int qoff, float *y) {
+    const __m512i vqoff = _mm512_set1_epi32(qoff);
+    for (int g = 0; g < 16; g++) {
+        __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 16 * g))), vqoff);
+        _mm512_storeu_ps(y + 16 * g, _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(mul[g])),
+                                                   _mm512_set1_ps(off[g])));
+    }
+}
+
+void tf_avx512_dequantize_q5_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q5_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q5k_prep(&x[i], &k);
+        uint64_t sc, m;
+        q4k_unpack_scales(x[i].scales, &sc, &m);
+        float d = f16(x[i].d), dmin = f16(x[i].dmin), mul[16], off[16];
+        for (int g = 0; g < 16; g++) {
+            mul[g] = d * (float)((sc >> (8 * (g / 2))) & 0xFF);
+            off[g] = dmin * (float)((m >> (8 * (g / 2))) & 0xFF);
+        }
+        kq_dequant_groups(k.q, mul, off, 0, y);
+    }
+}
+
+void tf_avx512_dequantize_q3_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q3_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q2bits_unpack(x[i].qs, x[i].hmask, k.q);
+        uint8_t s[16];
+        _mm_storeu_si128((__m128i *)s, q3k_unpack_scales(x[i].scales));
+        float d = f16(x[i].d), mul[16], off[16] = {0};
+        for (int g = 0; g < 16; g++) mul[g] = d * (float)(s[g] - 32);
+        kq_dequant_groups(k.q, mul, off, 4, y);
+    }
+}
+
+void tf_avx512_dequantize_q2_k(const void *vx, float *y, int64_t n) {
+    const tf_block_q2_k *x = vx;
+    kq_row k;
+    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
+        q2bits_unpack(x[i].qs, NULL, k.q);
+        float d = f16(x[i].d), dmin = f16(x[i].dmin), mul[16], off[16];
+        for (int g = 0; g < 16; g++) {
+            mul[g] = d * (float)(x[i].scales[g] & 0xF);
+            off[g] = dmin * (float)(x[i].scales[g] >> 4);
+        }
+        kq_dequant_groups(k.q, mul, off, 0, y);
     }
 }

@@ -26,6 +26,11 @@ static void ref_dequantize_bf16(const void *x, float *y, int64_t n) { tf_ref_deq
 static void ref_dequantize_q8_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q8_0, x, y, n); }
 static void ref_dequantize_q4_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_0, x, y, n); }
 static void ref_dequantize_q4_1(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_1, x, y, n); }
+static void ref_dequantize_q5_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_0, x, y, n); }
+static void ref_dequantize_q5_1(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_1, x, y, n); }
+static void ref_dequantize_q2_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q2_K, x, y, n); }
+static void ref_dequantize_q3_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q3_K, x, y, n); }
+static void ref_dequantize_q5_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_K, x, y, n); }
 static void ref_dequantize_q4_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_K, x, y, n); }
 static void ref_dequantize_q6_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q6_K, x, y, n); }
 
@@ -35,6 +40,11 @@ static float ref_dot_bf16(int64_t n, const void *w, const void *a) { return tf_r
 static float ref_dot_q8_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q8_0, n, w, a); }
 static float ref_dot_q4_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_0, n, w, a); }
 static float ref_dot_q4_1(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_1, n, w, a); }
+static float ref_dot_q5_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_0, n, w, a); }
+static float ref_dot_q5_1(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_1, n, w, a); }
+static float ref_dot_q2_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q2_K, n, w, a); }
+static float ref_dot_q3_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q3_K, n, w, a); }
+static float ref_dot_q5_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_K, n, w, a); }
 static float ref_dot_q4_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_K, n, w, a); }
 static float ref_dot_q6_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q6_K, n, w, a); }
 
@@ -70,6 +80,26 @@ static void ref_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const voi
                           int64_t ldo) {
     ref_tile(TF_DTYPE_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
 }
+static void ref_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                          int64_t ldo) {
+    ref_tile(TF_DTYPE_Q5_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+static void ref_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                          int64_t ldo) {
+    ref_tile(TF_DTYPE_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+static void ref_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                          int64_t ldo) {
+    ref_tile(TF_DTYPE_Q2_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
+static void ref_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                          int64_t ldo) {
+    ref_tile(TF_DTYPE_Q3_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
+static void ref_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                          int64_t ldo) {
+    ref_tile(TF_DTYPE_Q5_K, n, w, ws, nr, a, as, nt, out, ldo);
+}
 static void ref_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
                           int64_t ldo) {
     ref_tile(TF_DTYPE_Q4_K, n, w, ws, nr, a, as, nt, out, ldo);
@@ -86,21 +116,36 @@ static const tf_cpu_kernels k_scalar = {
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = ref_quantize_q8_0,
                      [TF_DTYPE_Q4_0] = ref_quantize_q8_0, [TF_DTYPE_Q4_1] = ref_quantize_q8_1,
-                     [TF_DTYPE_Q4_K] = ref_quantize_q8_k, [TF_DTYPE_Q6_K] = ref_quantize_q8_k},
+                     [TF_DTYPE_Q5_0] = ref_quantize_q8_0, [TF_DTYPE_Q5_1] = ref_quantize_q8_1,
+                     [TF_DTYPE_Q2_K] = ref_quantize_q8_k, [TF_DTYPE_Q3_K] = ref_quantize_q8_k,
+                     [TF_DTYPE_Q4_K] = ref_quantize_q8_k, [TF_DTYPE_Q5_K] = ref_quantize_q8_k,
+                     [TF_DTYPE_Q6_K] = ref_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = ref_dot_f32, [TF_DTYPE_F16] = ref_dot_f16, [TF_DTYPE_BF16] = ref_dot_bf16,
                 [TF_DTYPE_Q8_0] = ref_dot_q8_0, [TF_DTYPE_Q4_0] = ref_dot_q4_0, [TF_DTYPE_Q4_1] = ref_dot_q4_1,
-                [TF_DTYPE_Q4_K] = ref_dot_q4_k, [TF_DTYPE_Q6_K] = ref_dot_q6_k},
+                [TF_DTYPE_Q5_0] = ref_dot_q5_0, [TF_DTYPE_Q5_1] = ref_dot_q5_1, [TF_DTYPE_Q2_K] = ref_dot_q2_k,
+                [TF_DTYPE_Q3_K] = ref_dot_q3_k, [TF_DTYPE_Q4_K] = ref_dot_q4_k, [TF_DTYPE_Q5_K] = ref_dot_q5_k,
+                [TF_DTYPE_Q6_K] = ref_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = ref_dequantize_f16,
                    [TF_DTYPE_BF16] = ref_dequantize_bf16, [TF_DTYPE_Q8_0] = ref_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = ref_dequantize_q4_0, [TF_DTYPE_Q4_1] = ref_dequantize_q4_1,
-                   [TF_DTYPE_Q4_K] = ref_dequantize_q4_k, [TF_DTYPE_Q6_K] = ref_dequantize_q6_k},
+                   [TF_DTYPE_Q5_0] = ref_dequantize_q5_0, [TF_DTYPE_Q5_1] = ref_dequantize_q5_1,
+                   [TF_DTYPE_Q2_K] = ref_dequantize_q2_k, [TF_DTYPE_Q3_K] = ref_dequantize_q3_k,
+                   [TF_DTYPE_Q4_K] = ref_dequantize_q4_k, [TF_DTYPE_Q5_K] = ref_dequantize_q5_k,
+                   [TF_DTYPE_Q6_K] = ref_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = ref_tile_f32, [TF_DTYPE_F16] = ref_tile_f16, [TF_DTYPE_BF16] = ref_tile_bf16,
-                     [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0, [TF_DTYPE_Q4_1] = ref_tile_q4_1,
-                     [TF_DTYPE_Q4_K] = ref_tile_q4_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k},
+                     [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0,
+                     [TF_DTYPE_Q4_1] = ref_tile_q4_1, [TF_DTYPE_Q5_0] = ref_tile_q5_0,
+                     [TF_DTYPE_Q5_1] = ref_tile_q5_1, [TF_DTYPE_Q2_K] = ref_tile_q2_k,
+                     [TF_DTYPE_Q3_K] = ref_tile_q3_k, [TF_DTYPE_Q4_K] = ref_tile_q4_k,
+                     [TF_DTYPE_Q5_K] = ref_tile_q5_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
 };
 
 static const tf_cpu_kernels k_avx2 = {
@@ -108,23 +153,39 @@ static const tf_cpu_kernels k_avx2 = {
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx2_quantize_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx2_quantize_q8_1,
-                     [TF_DTYPE_Q4_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k},
+                     [TF_DTYPE_Q5_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx2_quantize_q8_1,
+                     [TF_DTYPE_Q2_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx2_quantize_q8_k,
+                     [TF_DTYPE_Q4_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx2_quantize_q8_k,
+                     [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx2_vec_dot_f32, [TF_DTYPE_F16] = tf_avx2_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx2_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx2_vec_dot_q8_0,
                 [TF_DTYPE_Q4_0] = tf_avx2_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_vec_dot_q4_1,
-                [TF_DTYPE_Q4_K] = tf_avx2_vec_dot_q4_k, [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k},
+                [TF_DTYPE_Q5_0] = tf_avx2_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_vec_dot_q5_1,
+                [TF_DTYPE_Q2_K] = tf_avx2_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_vec_dot_q3_k,
+                [TF_DTYPE_Q4_K] = tf_avx2_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_vec_dot_q5_k,
+                [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx2_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx2_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx2_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = tf_avx2_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_dequantize_q4_1,
-                   [TF_DTYPE_Q4_K] = tf_avx2_dequantize_q4_k, [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k},
+                   [TF_DTYPE_Q5_0] = tf_avx2_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_dequantize_q5_1,
+                   [TF_DTYPE_Q2_K] = tf_avx2_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_dequantize_q3_k,
+                   [TF_DTYPE_Q4_K] = tf_avx2_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_dequantize_q5_k,
+                   [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx2_tile_f32, [TF_DTYPE_F16] = tf_avx2_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx2_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx2_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx2_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_tile_q4_1,
-                     [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k, [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k},
+                     [TF_DTYPE_Q5_0] = tf_avx2_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_tile_q5_1,
+                     [TF_DTYPE_Q2_K] = tf_avx2_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_tile_q3_k,
+                     [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_tile_q5_k,
+                     [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 2, [TF_DTYPE_F16] = 2, [TF_DTYPE_BF16] = 2, [TF_DTYPE_Q8_0] = 2,
-                  [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_1] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q6_K] = 2},
+                  [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_1] = 2, [TF_DTYPE_Q5_0] = 2, [TF_DTYPE_Q5_1] = 2,
+                  [TF_DTYPE_Q2_K] = 2, [TF_DTYPE_Q3_K] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q5_K] = 2,
+                  [TF_DTYPE_Q6_K] = 2},
 };
 
 static const tf_cpu_kernels k_avx512 = {
@@ -132,23 +193,39 @@ static const tf_cpu_kernels k_avx512 = {
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx512_quantize_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx512_quantize_q8_1,
-                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
+                     [TF_DTYPE_Q5_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx512_quantize_q8_1,
+                     [TF_DTYPE_Q2_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx512_quantize_q8_k,
+                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx512_quantize_q8_k,
+                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512_vec_dot_q8_0,
                 [TF_DTYPE_Q4_0] = tf_avx512_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_vec_dot_q4_1,
-                [TF_DTYPE_Q4_K] = tf_avx512_vec_dot_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k},
+                [TF_DTYPE_Q5_0] = tf_avx512_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_vec_dot_q5_1,
+                [TF_DTYPE_Q2_K] = tf_avx512_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_vec_dot_q3_k,
+                [TF_DTYPE_Q4_K] = tf_avx512_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_vec_dot_q5_k,
+                [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
-                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
+                   [TF_DTYPE_Q5_0] = tf_avx512_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_dequantize_q5_1,
+                   [TF_DTYPE_Q2_K] = tf_avx512_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_dequantize_q3_k,
+                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_dequantize_q5_k,
+                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_tile_q4_1,
-                     [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k},
+                     [TF_DTYPE_Q5_0] = tf_avx512_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_tile_q5_1,
+                     [TF_DTYPE_Q2_K] = tf_avx512_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_tile_q3_k,
+                     [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_tile_q5_k,
+                     [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
 };
 
 static const tf_cpu_kernels k_avx512_vnni = {
@@ -156,23 +233,39 @@ static const tf_cpu_kernels k_avx512_vnni = {
     .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
                      [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx512_quantize_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx512_quantize_q8_1,
-                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
+                     [TF_DTYPE_Q5_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx512_quantize_q8_1,
+                     [TF_DTYPE_Q2_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx512_quantize_q8_k,
+                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx512_quantize_q8_k,
+                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_vec_dot_q8_0,
                 [TF_DTYPE_Q4_0] = tf_avx512vnni_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_vec_dot_q4_1,
-                [TF_DTYPE_Q4_K] = tf_avx512vnni_vec_dot_q4_k, [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k},
+                [TF_DTYPE_Q5_0] = tf_avx512vnni_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx512vnni_vec_dot_q5_1,
+                [TF_DTYPE_Q2_K] = tf_avx512vnni_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx512vnni_vec_dot_q3_k,
+                [TF_DTYPE_Q4_K] = tf_avx512vnni_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx512vnni_vec_dot_q5_k,
+                [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
-                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
+                   [TF_DTYPE_Q5_0] = tf_avx512_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_dequantize_q5_1,
+                   [TF_DTYPE_Q2_K] = tf_avx512_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_dequantize_q3_k,
+                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_dequantize_q5_k,
+                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512vnni_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_tile_q4_1,
-                     [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k, [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k},
+                     [TF_DTYPE_Q5_0] = tf_avx512vnni_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx512vnni_tile_q5_1,
+                     [TF_DTYPE_Q2_K] = tf_avx512vnni_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx512vnni_tile_q3_k,
+                     [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx512vnni_tile_q5_k,
+                     [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k},
     .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
+                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
+                  [TF_DTYPE_Q6_K] = 4},
 };
 
 /* ---- run-time choice ------------------------------------------------------------ */

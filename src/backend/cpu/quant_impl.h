@@ -26,6 +26,11 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     void tf_##isa##_dequantize_q8_0(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q4_0(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q4_1(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_q5_0(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_q5_1(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_q2_k(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_q3_k(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_q5_k(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q4_k(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q6_k(const void *x, float *y, int64_t n);                                    \
     float tf_##isa##_vec_dot_f32(int64_t n, const void *w, const void *a);                                  \
@@ -43,6 +48,11 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     float tf_##isa##_vec_dot_q8_0(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q4_0(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q4_1(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_q5_0(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_q5_1(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_q2_k(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_q3_k(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_q5_k(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q4_k(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q6_k(int64_t n, const void *w, const void *a);                                 \
     void tf_##isa##_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
@@ -50,6 +60,16 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     void tf_##isa##_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \
     void tf_##isa##_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \
     void tf_##isa##_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \

@@ -8,10 +8,21 @@
  *   Q8_0  d(f16) qs[32]          x[i] = d * qs[i]
  *   Q4_0  d(f16) qs[16]          x[j] = d * ((qs[j] & 15) - 8), x[j+16] = d * ((qs[j] >> 4) - 8)
  *   Q4_1  d(f16) m(f16) qs[16]   x[j] = d * (qs[j] & 15) + m,   x[j+16] = d * (qs[j] >> 4) + m
+ *   Q5_0  d(f16) qh[4] qs[16]    as Q4_0 with bit 4 of element j at bit j of qh (little
+ *                                endian); x = d * (q - 16), q in 0..31
+ *   Q5_1  d(f16) m(f16) qh[4] qs[16]  quants as Q5_0; x = d * q + m
+ *   Q2_K  16 groups of 16; 4-bit scale sc and min m per group (one byte);
+ *         x = d*sc*q - dmin*m, q in 0..3. Element 128 h + 32 k + l is bits
+ *         2k..2k+1 of qs[32 h + l] (q2bits_get).
+ *   Q3_K  16 groups of 16; 6-bit scales sc packed in 12 bytes (q3k_scale);
+ *         x = d * (sc - 32) * (q - 4), q in 0..7: 2 low bits placed as Q2_K's,
+ *         bit 2 of element 128 h + 32 k + l at bit 4h + k of hmask[l].
  *   Q4_K  8 sub-blocks of 32; 6-bit scale sc and min m per sub-block, packed
  *         in 12 bytes;  x = d*sc*q - dmin*m, q in 0..15. Elements come in
  *         groups of 64: qs[32 g + l] holds element 64 g + l in its low nibble
  *         and element 64 g + 32 + l in its high nibble.
+ *   Q5_K  Q4_K plus a fifth bit: element 64 g + l (l < 32) has bit 4 at bit
+ *         2g of qh[l], element 64 g + 32 + l at bit 2g + 1; q in 0..31.
  *   Q6_K  16 groups of 16 with int8 scales; x = d * scale * (q - 32), q in 0..63
  *         split into 4 low bits (ql) and 2 high bits (qh), see q6k_get/put.
  *
@@ -33,9 +44,10 @@
 tf_dtype tf_act_type(tf_dtype type) {
     switch (type) {
     case TF_DTYPE_F32: case TF_DTYPE_F16: case TF_DTYPE_BF16: return TF_DTYPE_F32;
-    case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: return TF_DTYPE_Q8_0;
-    case TF_DTYPE_Q4_1: return TF_DTYPE_Q8_1;
-    case TF_DTYPE_Q4_K: case TF_DTYPE_Q6_K: return TF_DTYPE_Q8_K;
+    case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: case TF_DTYPE_Q5_0: return TF_DTYPE_Q8_0;
+    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: return TF_DTYPE_Q8_1;
+    case TF_DTYPE_Q2_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: case TF_DTYPE_Q6_K:
+        return TF_DTYPE_Q8_K;
     default: TF_ASSERT(!"tf_act_type: unsupported weight type"); return TF_DTYPE_F32;
     }
 }
@@ -106,6 +118,66 @@ static void q6k_put(tf_block_q6_k *b, int e, int q) {
     *hi = (uint8_t)((*hi & ~(3 << (2 * k))) | (((q >> 4) & 3) << (2 * k)));
 }
 
+/* Q5_K: quant (0..31) of element e (0..255). */
+static int q5k_get(const tf_block_q5_k *b, int e) {
+    uint8_t v = b->qs[(e / 64) * 32 + e % 32];
+    int low = (e % 64) < 32 ? (v & 0xF) : (v >> 4);
+    return low | (((b->qh[e % 32] >> (e / 32)) & 1) << 4);
+}
+
+/* Q5_0 / Q5_1: quant (0..31) of element j (0..31) from the block's qh and qs. */
+static int q5_get(const uint8_t *qh4, const uint8_t *qs, int j) {
+    uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 | (uint32_t)qh4[3] << 24;
+    int low = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+    return low | (int)((qh >> j) & 1) << 4;
+}
+
+/* Q5_0 / Q5_1: stores quants q[32] (0..31) into qh and qs. */
+static void q5_put(uint8_t *qh4, uint8_t *qs, const int *q) {
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        qs[j] = (uint8_t)((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+        qh |= (uint32_t)(q[j] >> 4) << j | (uint32_t)(q[j + 16] >> 4) << (j + 16);
+    }
+    for (int k = 0; k < 4; k++) qh4[k] = (uint8_t)(qh >> (8 * k));
+}
+
+/* Q2_K / Q3_K: the 2 low bits of element e (0..255). */
+static int q2bits_get(const uint8_t *qs, int e) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    return (qs[32 * h + l] >> (2 * k)) & 3;
+}
+
+static void q2bits_put(uint8_t *qs, int e, int q) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    uint8_t *p = &qs[32 * h + l];
+    *p = (uint8_t)((*p & ~(3 << (2 * k))) | ((q & 3) << (2 * k)));
+}
+
+/* Q3_K: quant (0..7) of element e; the value is q - 4. */
+static int q3k_get(const tf_block_q3_k *b, int e) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    return q2bits_get(b->qs, e) | (((b->hmask[l] >> (4 * h + k)) & 1) << 2);
+}
+
+/* Q3_K: the 16 6-bit scales (0..63, value sc - 32) from the packed 12
+ * bytes: group g keeps its low 4 bits in byte g % 8 (low nibble for g < 8,
+ * high nibble for g >= 8) and its high 2 bits at bits 2 (g / 4) of byte
+ * 8 + g % 4. */
+static int q3k_scale(const uint8_t *s, int g) {
+    int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
+    int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+    return low | (high << 4);
+}
+
+static void q3k_pack_scales(uint8_t *s, const int *sc) {
+    memset(s, 0, 12);
+    for (int g = 0; g < 16; g++) {
+        s[g % 8] |= (uint8_t)((sc[g] & 0xF) << (g < 8 ? 0 : 4));
+        s[8 + g % 4] |= (uint8_t)(((sc[g] >> 4) & 3) << (2 * (g / 4)));
+    }
+}
+
 /* ---- quantize ---------------------------------------------------------------- */
 
 static void quantize_q8_0(const float *x, tf_block_q8_0 *y, int64_t nb) {
@@ -168,12 +240,43 @@ static void quantize_q8_1(const float *x, tf_block_q8_1 *y, int64_t nb) {
     }
 }
 
-/* Squared error of x ~ s * q - m over one 32-element sub-block, q the
- * nearest level in 0..15. */
-static double q4k_err(const float *x, float s, float m) {
+/* Q5_0: as Q4_0 with 32 levels: d = (signed value of largest magnitude) / -16. */
+static void quantize_q5_0(const float *x, tf_block_q5_0 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK5_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < TF_QK5_0; j++)
+            if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+        float d = max / -16.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = tf_f32_to_f16(d);
+        int q[TF_QK5_0];
+        for (int j = 0; j < TF_QK5_0; j++) q[j] = clampi((int)nearbyintf(x[j] * id) + 16, 0, 31);
+        q5_put(y[i].qh, y[i].qs, q);
+    }
+}
+
+/* Q5_1: as Q4_1 with 32 levels: d = (max - min) / 31, m = min, quants
+ * rounded against the f16 values actually stored. */
+static void quantize_q5_1(const float *x, tf_block_q5_1 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK5_1) {
+        float lo = x[0], hi = x[0];
+        for (int j = 1; j < TF_QK5_1; j++) { lo = fminf(lo, x[j]); hi = fmaxf(hi, x[j]); }
+        y[i].d = tf_f32_to_f16((hi - lo) / 31.0f);
+        y[i].m = tf_f32_to_f16(lo);
+        float d = tf_f16_to_f32(y[i].d), m = tf_f16_to_f32(y[i].m);
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q[TF_QK5_1];
+        for (int j = 0; j < TF_QK5_1; j++) q[j] = clampi((int)nearbyintf((x[j] - m) * id), 0, 31);
+        q5_put(y[i].qh, y[i].qs, q);
+    }
+}
+
+/* Squared error of x ~ s * q - m over one sub-block of n elements, q the
+ * nearest level in 0..nmax. */
+static double kmin_err(const float *x, int n, int nmax, float s, float m) {
     double e = 0.0;
-    for (int l = 0; l < 32; l++) {
-        int q = s > 0.0f ? clampi((int)nearbyintf((x[l] + m) / s), 0, 15) : 0;
+    for (int l = 0; l < n; l++) {
+        int q = s > 0.0f ? clampi((int)nearbyintf((x[l] + m) / s), 0, nmax) : 0;
         double r = (double)s * q - m - x[l];
         e += r * r;
     }
@@ -183,24 +286,24 @@ static double q4k_err(const float *x, float s, float m) {
 /* Refines one sub-block's (scale, min) from the range fit by alternating
  * least squares: assign quants, refit x ~ s q - m (m >= 0), keep the fit
  * while the error drops. */
-static void q4k_fit(const float *x, float *scale, float *min) {
+static void kmin_fit(const float *x, int n, int nmax, float *scale, float *min) {
     float s = *scale, m = *min;
-    double err = q4k_err(x, s, m);
+    double err = kmin_err(x, n, nmax, s, m);
     for (int it = 0; it < 6 && s > 0.0f; it++) {
         double sq = 0, sqq = 0, sx = 0, sqx = 0;
-        for (int l = 0; l < 32; l++) {
-            int q = clampi((int)nearbyintf((x[l] + m) / s), 0, 15);
+        for (int l = 0; l < n; l++) {
+            int q = clampi((int)nearbyintf((x[l] + m) / s), 0, nmax);
             sq += q;
             sqq += (double)q * q;
             sx += x[l];
             sqx += (double)q * x[l];
         }
-        double det = 32.0 * sqq - sq * sq;
+        double det = n * sqq - sq * sq;
         if (det <= 0.0) break;
-        double ns = (32.0 * sqx - sq * sx) / det, nm = (ns * sq - sx) / 32.0;
+        double ns = (n * sqx - sq * sx) / det, nm = (ns * sq - sx) / n;
         if (nm < 0.0) { nm = 0.0; ns = sqq > 0.0 ? sqx / sqq : 0.0; }
         if (!(ns > 0.0)) break;
-        double e = q4k_err(x, (float)ns, (float)nm);
+        double e = kmin_err(x, n, nmax, (float)ns, (float)nm);
         if (e >= err) break;
         err = e;
         s = (float)ns;
@@ -210,51 +313,128 @@ static void q4k_fit(const float *x, float *scale, float *min) {
     *min = m;
 }
 
-/* Q4_K: each sub-block's range [min(x, 0), max(x)] is mapped onto 0..15 and
- * refined by least squares (q4k_fit); the per-sub-block scales and mins are
- * then quantized to 6 bits against the super-block scales d and dmin, and
- * the quants are recomputed with the scales actually stored. */
+/* The K-quants with a scale and a min per sub-block (Q2_K, Q4_K, Q5_K): a
+ * super-block of 256 as n_sub sub-blocks, quants in 0..nmax, integer scales
+ * and mins in 0..smax. Each sub-block's range [min(x, 0), max(x)] is mapped
+ * onto 0..nmax and refined by least squares (kmin_fit, from the full range
+ * and from ranges clipped by 10 and 20 %); the scales and mins are then
+ * quantized against the super-block scales d and dmin (f16 bits written to
+ * *d16, *dmin16), and the quants q[256] recomputed with the scales actually
+ * stored. */
+static void kmin_quantize(const float *x, int n_sub, int nmax, int smax, uint16_t *d16, uint16_t *dmin16, int *sc,
+                          int *m, uint8_t *q) {
+    int n = TF_QK_K / n_sub;
+    float scale[16], min[16], max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < n_sub; j++) {
+        const float *xs = x + n * j;
+        float lo = 0.0f, hi = xs[0];
+        for (int l = 0; l < n; l++) { lo = fminf(lo, xs[l]); hi = fmaxf(hi, xs[l]); }
+        float s0 = (hi - lo) / (float)nmax, m0 = -lo;
+        float best_s = s0, best_m = m0;
+        double best_e = INFINITY;
+        for (int c = 0; c < 3; c++) {
+            float cs = s0 * (1.0f - 0.1f * (float)c), cm = m0 * (1.0f - 0.1f * (float)c);
+            kmin_fit(xs, n, nmax, &cs, &cm);
+            double e = kmin_err(xs, n, nmax, cs, cm);
+            if (e < best_e) { best_e = e; best_s = cs; best_m = cm; }
+        }
+        scale[j] = best_s;
+        min[j] = best_m;
+        max_scale = fmaxf(max_scale, scale[j]);
+        max_min = fmaxf(max_min, min[j]);
+    }
+    *d16 = tf_f32_to_f16(max_scale / (float)smax);
+    *dmin16 = tf_f32_to_f16(max_min / (float)smax);
+    float d = tf_f16_to_f32(*d16), dmin = tf_f16_to_f32(*dmin16);
+    for (int j = 0; j < n_sub; j++) {
+        sc[j] = d > 0.0f ? clampi((int)nearbyintf(scale[j] / d), 0, smax) : 0;
+        m[j] = dmin > 0.0f ? clampi((int)nearbyintf(min[j] / dmin), 0, smax) : 0;
+    }
+    for (int e = 0; e < TF_QK_K; e++) {
+        int j = e / n;
+        float ds = d * (float)sc[j], dm = dmin * (float)m[j];
+        q[e] = (uint8_t)(ds > 0.0f ? clampi((int)nearbyintf((x[e] + dm) / ds), 0, nmax) : 0);
+    }
+}
+
+/* Q4_K: kmin_quantize with 8 sub-blocks of 32, 16 levels, 6-bit scales. */
 static void quantize_q4_k(const float *x, tf_block_q4_k *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
-        float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
-        for (int j = 0; j < 8; j++) {
-            const float *xs = x + 32 * j;
-            float lo = 0.0f, hi = xs[0];
-            for (int l = 0; l < 32; l++) { lo = fminf(lo, xs[l]); hi = fmaxf(hi, xs[l]); }
-            min[j] = -lo;
-            scale[j] = (hi - lo) / 15.0f;
-            /* start from the full range and from ranges clipped by 10 and 20 %; keep the best fit */
-            float best_s = scale[j], best_m = min[j];
-            double best_e = INFINITY;
-            for (int c = 0; c < 3; c++) {
-                float cs = scale[j] * (1.0f - 0.1f * (float)c), cm = min[j] * (1.0f - 0.1f * (float)c);
-                q4k_fit(xs, &cs, &cm);
-                double e = q4k_err(xs, cs, cm);
-                if (e < best_e) { best_e = e; best_s = cs; best_m = cm; }
-            }
-            scale[j] = best_s;
-            min[j] = best_m;
-            max_scale = fmaxf(max_scale, scale[j]);
-            max_min = fmaxf(max_min, min[j]);
-        }
         tf_block_q4_k *b = &y[i];
-        memset(b, 0, sizeof *b);
-        b->d = tf_f32_to_f16(max_scale / 63.0f);
-        b->dmin = tf_f32_to_f16(max_min / 63.0f);
-        float d = tf_f16_to_f32(b->d), dmin = tf_f16_to_f32(b->dmin);
         int sc[8], m[8];
-        for (int j = 0; j < 8; j++) {
-            sc[j] = d > 0.0f ? clampi((int)nearbyintf(scale[j] / d), 0, 63) : 0;
-            m[j] = dmin > 0.0f ? clampi((int)nearbyintf(min[j] / dmin), 0, 63) : 0;
-        }
+        uint8_t q[TF_QK_K];
+        memset(b, 0, sizeof *b);
+        kmin_quantize(x, 8, 15, 63, &b->d, &b->dmin, sc, m, q);
         q4k_pack_scales(b->scales, sc, m);
         for (int e = 0; e < TF_QK_K; e++) {
-            int j = e / 32;
-            float ds = d * (float)sc[j], dm = dmin * (float)m[j];
-            int q = ds > 0.0f ? clampi((int)nearbyintf((x[e] + dm) / ds), 0, 15) : 0;
             uint8_t *p = &b->qs[(e / 64) * 32 + e % 32];
-            *p = (e % 64) < 32 ? (uint8_t)((*p & 0xF0) | q) : (uint8_t)((*p & 0x0F) | (q << 4));
+            *p = (e % 64) < 32 ? (uint8_t)((*p & 0xF0) | q[e]) : (uint8_t)((*p & 0x0F) | (q[e] << 4));
         }
+    }
+}
+
+/* Q5_K: as Q4_K with 32 levels; bit 4 of each quant goes to qh. */
+static void quantize_q5_k(const float *x, tf_block_q5_k *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        tf_block_q5_k *b = &y[i];
+        int sc[8], m[8];
+        uint8_t q[TF_QK_K];
+        memset(b, 0, sizeof *b);
+        kmin_quantize(x, 8, 31, 63, &b->d, &b->dmin, sc, m, q);
+        q4k_pack_scales(b->scales, sc, m);
+        for (int e = 0; e < TF_QK_K; e++) {
+            uint8_t *p = &b->qs[(e / 64) * 32 + e % 32];
+            int lo = q[e] & 0xF;
+            *p = (e % 64) < 32 ? (uint8_t)((*p & 0xF0) | lo) : (uint8_t)((*p & 0x0F) | (lo << 4));
+            b->qh[e % 32] |= (uint8_t)((q[e] >> 4) << (e / 32));
+        }
+    }
+}
+
+/* Q2_K: kmin_quantize with 16 groups of 16, 4 levels, 4-bit scales and mins. */
+static void quantize_q2_k(const float *x, tf_block_q2_k *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        tf_block_q2_k *b = &y[i];
+        int sc[16], m[16];
+        uint8_t q[TF_QK_K];
+        memset(b, 0, sizeof *b);
+        kmin_quantize(x, 16, 3, 15, &b->d, &b->dmin, sc, m, q);
+        for (int g = 0; g < 16; g++) b->scales[g] = (uint8_t)(sc[g] | (m[g] << 4));
+        for (int e = 0; e < TF_QK_K; e++) q2bits_put(b->qs, e, q[e]);
+    }
+}
+
+/* Q3_K without a scale search, like Q6_K: each group of 16 gets scale
+ * (signed value of largest magnitude) / -4; the 16 group scales are
+ * quantized to -32..31 against d = (largest |scale|) / 31, and the quants
+ * recomputed with the stored scales. */
+static void quantize_q3_k(const float *x, tf_block_q3_k *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        float gs[16], max_abs = 0.0f;
+        for (int g = 0; g < 16; g++) {
+            float amax = 0.0f, max = 0.0f;
+            for (int l = 0; l < 16; l++)
+                if (fabsf(x[16 * g + l]) > amax) { amax = fabsf(x[16 * g + l]); max = x[16 * g + l]; }
+            gs[g] = max / -4.0f;
+            max_abs = fmaxf(max_abs, fabsf(gs[g]));
+        }
+        tf_block_q3_k *b = &y[i];
+        memset(b, 0, sizeof *b);
+        b->d = tf_f32_to_f16(max_abs / 31.0f);
+        float d = tf_f16_to_f32(b->d);
+        int sc[16];
+        for (int g = 0; g < 16; g++) {
+            int s = d > 0.0f ? clampi((int)nearbyintf(gs[g] / d), -32, 31) : 0;
+            sc[g] = s + 32;
+            float ds = d * (float)s;
+            for (int l = 0; l < 16; l++) {
+                int e = 16 * g + l;
+                int q = ds != 0.0f ? clampi((int)nearbyintf(x[e] / ds) + 4, 0, 7) : 4;
+                q2bits_put(b->qs, e, q);
+                b->hmask[e % 32] |= (uint8_t)((q >> 2) << (4 * (e / 128) + (e % 128) / 32));
+            }
+        }
+        q3k_pack_scales(b->scales, sc);
     }
 }
 
@@ -316,7 +496,12 @@ void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n) {
     case TF_DTYPE_Q4_0: quantize_q4_0(x, y, n / TF_QK4_0); break;
     case TF_DTYPE_Q4_1: quantize_q4_1(x, y, n / TF_QK4_1); break;
     case TF_DTYPE_Q8_1: quantize_q8_1(x, y, n / TF_QK8_0); break;
+    case TF_DTYPE_Q5_0: quantize_q5_0(x, y, n / TF_QK5_0); break;
+    case TF_DTYPE_Q5_1: quantize_q5_1(x, y, n / TF_QK5_1); break;
+    case TF_DTYPE_Q2_K: quantize_q2_k(x, y, n / TF_QK_K); break;
+    case TF_DTYPE_Q3_K: quantize_q3_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q4_K: quantize_q4_k(x, y, n / TF_QK_K); break;
+    case TF_DTYPE_Q5_K: quantize_q5_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q6_K: quantize_q6_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q8_K: quantize_q8_k(x, y, n / TF_QK_K); break;
     default: TF_ASSERT(!"tf_ref_quantize_row: unsupported type");
@@ -368,11 +553,60 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
         }
         break;
     }
+    case TF_DTYPE_Q5_0: {
+        const tf_block_q5_0 *x = vx;
+        for (int64_t i = 0; i < n / TF_QK5_0; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            for (int j = 0; j < TF_QK5_0; j++) y[i * TF_QK5_0 + j] = d * (float)(q5_get(x[i].qh, x[i].qs, j) - 16);
+        }
+        break;
+    }
+    case TF_DTYPE_Q5_1: {
+        const tf_block_q5_1 *x = vx;
+        for (int64_t i = 0; i < n / TF_QK5_1; i++) {
+            float d = tf_f16_to_f32(x[i].d), m = tf_f16_to_f32(x[i].m);
+            for (int j = 0; j < TF_QK5_1; j++) y[i * TF_QK5_1 + j] = d * (float)q5_get(x[i].qh, x[i].qs, j) + m;
+        }
+        break;
+    }
+    case TF_DTYPE_Q2_K: {
+        const tf_block_q2_k *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            float d = tf_f16_to_f32(x[i].d), dmin = tf_f16_to_f32(x[i].dmin);
+            for (int e = 0; e < TF_QK_K; e++) {
+                int s = x[i].scales[e / 16];
+                y[i * TF_QK_K + e] = d * (float)(s & 0xF) * (float)q2bits_get(x[i].qs, e) - dmin * (float)(s >> 4);
+            }
+        }
+        break;
+    }
     case TF_DTYPE_Q8_1: {
         const tf_block_q8_1 *x = vx;
         for (int64_t i = 0; i < n / TF_QK8_0; i++) {
             float d = tf_f16_to_f32(x[i].d);
             for (int j = 0; j < TF_QK8_0; j++) y[i * TF_QK8_0 + j] = d * (float)x[i].qs[j];
+        }
+        break;
+    }
+    case TF_DTYPE_Q3_K: {
+        const tf_block_q3_k *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            for (int e = 0; e < TF_QK_K; e++)
+                y[i * TF_QK_K + e] =
+                    d * (float)(q3k_scale(x[i].scales, e / 16) - 32) * (float)(q3k_get(&x[i], e) - 4);
+        }
+        break;
+    }
+    case TF_DTYPE_Q5_K: {
+        const tf_block_q5_k *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            float d = tf_f16_to_f32(x[i].d), dmin = tf_f16_to_f32(x[i].dmin);
+            for (int e = 0; e < TF_QK_K; e++) {
+                int sc, m;
+                q4k_scale_min(x[i].scales, e / 32, &sc, &m);
+                y[i * TF_QK_K + e] = d * (float)sc * (float)q5k_get(&x[i], e) - dmin * (float)m;
+            }
         }
         break;
     }
@@ -469,6 +703,76 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
             }
             double da = tf_f16_to_f32(a[i].d);
             sum += (double)tf_f16_to_f32(w[i].d) * da * s + (double)tf_f16_to_f32(w[i].m) * da * a[i].sum;
+        }
+        break;
+    }
+    case TF_DTYPE_Q5_0: {
+        const tf_block_q5_0 *w = vw;
+        const tf_block_q8_0 *a = vact;
+        for (int64_t i = 0; i < n / TF_QK5_0; i++) {
+            int s = 0;
+            for (int j = 0; j < TF_QK5_0; j++) s += (q5_get(w[i].qh, w[i].qs, j) - 16) * a[i].qs[j];
+            sum += (double)tf_f16_to_f32(w[i].d) * (double)tf_f16_to_f32(a[i].d) * s;
+        }
+        break;
+    }
+    case TF_DTYPE_Q5_1: {
+        const tf_block_q5_1 *w = vw;
+        const tf_block_q8_1 *a = vact;
+        for (int64_t i = 0; i < n / TF_QK5_1; i++) {
+            int s = 0;
+            for (int j = 0; j < TF_QK5_1; j++) s += q5_get(w[i].qh, w[i].qs, j) * a[i].qs[j];
+            double da = tf_f16_to_f32(a[i].d);
+            sum += (double)tf_f16_to_f32(w[i].d) * da * s + (double)tf_f16_to_f32(w[i].m) * da * a[i].sum;
+        }
+        break;
+    }
+    case TF_DTYPE_Q2_K: {
+        const tf_block_q2_k *w = vw;
+        const tf_block_q8_k *a = vact;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            int64_t s_scaled = 0, s_min = 0;
+            for (int g = 0; g < 16; g++) {
+                int s = 0;
+                for (int l = 0; l < 16; l++) s += q2bits_get(w[i].qs, 16 * g + l) * a[i].qs[16 * g + l];
+                s_scaled += (int64_t)(w[i].scales[g] & 0xF) * s;
+                s_min += (int64_t)(w[i].scales[g] >> 4) * a[i].bsums[g];
+            }
+            double da = a[i].d;
+            sum += (double)tf_f16_to_f32(w[i].d) * da * (double)s_scaled -
+                   (double)tf_f16_to_f32(w[i].dmin) * da * (double)s_min;
+        }
+        break;
+    }
+    case TF_DTYPE_Q3_K: {
+        const tf_block_q3_k *w = vw;
+        const tf_block_q8_k *a = vact;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            int64_t s_scaled = 0;
+            for (int g = 0; g < 16; g++) {
+                int s = 0;
+                for (int l = 0; l < 16; l++) s += (q3k_get(&w[i], 16 * g + l) - 4) * a[i].qs[16 * g + l];
+                s_scaled += (int64_t)(q3k_scale(w[i].scales, g) - 32) * s;
+            }
+            sum += (double)tf_f16_to_f32(w[i].d) * (double)a[i].d * (double)s_scaled;
+        }
+        break;
+    }
+    case TF_DTYPE_Q5_K: {
+        const tf_block_q5_k *w = vw;
+        const tf_block_q8_k *a = vact;
+        for (int64_t i = 0; i < n / TF_QK_K; i++) {
+            int64_t s_scaled = 0, s_min = 0;
+            for (int j = 0; j < 8; j++) {
+                int sc, m, s = 0;
+                q4k_scale_min(w[i].scales, j, &sc, &m);
+                for (int l = 0; l < 32; l++) s += q5k_get(&w[i], 32 * j + l) * a[i].qs[32 * j + l];
+                s_scaled += (int64_t)sc * s;
+                s_min += (int64_t)m * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+            }
+            double da = a[i].d;
+            sum += (double)tf_f16_to_f32(w[i].d) * da * (double)s_scaled -
+                   (double)tf_f16_to_f32(w[i].dmin) * da * (double)s_min;
         }
         break;
     }
