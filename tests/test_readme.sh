@@ -11,7 +11,8 @@
 #                    $BUILD/readme/run, where ./triforce is this build's CLI and
 #                    ../shared is this checkout's ../shared; they must exit 0. A block
 #                    that names ../shared is skipped ("skipped: ../shared/... not found")
-#                    where ../shared is absent;
+#                    where ../shared is absent, and one that names models/FILE where
+#                    make models has not fetched it ("skipped: models/... not found");
 #   ```text expect   (right after a `sh run` block) lines that block must print, on stdout
 #                    or stderr; "..." matches any text;
 #   ```sh download   commands that need models the reader downloads: reported as skipped.
@@ -40,6 +41,8 @@ else
 fi
 [ -x "$B/triforce" ] || { echo "test_readme: $B/triforce not built"; exit 1; }
 ln -s "$(cd "$B" && pwd)/triforce" "$W/run/triforce"
+# models/ (make models) is this checkout's
+[ -d models ] && ln -s "$(pwd)/models" "$W/run/models"
 
 # Split README.md into its fenced blocks: $W/blocks/N holds block N's lines, and
 # $W/blocks/index one line per block, "N LINE INFO..." (LINE: the opening fence).
@@ -90,6 +93,12 @@ while read -r n line info; do
         need=$(grep -o '\.\./shared/[^ "]*' "$blk" | head -n 1)
         if [ -n "$need" ] && [ $have_shared -eq 0 ]; then
             run_skipped="$need not found"
+            skipped "$name" "$run_skipped"
+            continue
+        fi
+        model=$(grep -o '\(^\|[ "=]\)models/[A-Za-z0-9._-]*' "$blk" | head -n 1 | sed 's/^[ "=]//')
+        if [ -n "$model" ] && [ ! -f "$model" ]; then
+            run_skipped="$model not found (make models)"
             skipped "$name" "$run_skipped"
             continue
         fi
