@@ -396,24 +396,6 @@ static tf_status copy_vocab(tf_gguf_writer *w, const char *path, int64_t *n_voca
 
 /* ---- metadata ---- */
 
-/* Setters of an architecture's metadata key "<arch>.<suffix>". */
-static tf_status set_u32(tf_gguf_writer *w, tf_arch arch, const char *suffix, uint32_t v, tf_err *err) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
-    return tf_gguf_writer_set_u32(w, key, v, err);
-}
-
-static tf_status set_f32(tf_gguf_writer *w, tf_arch arch, const char *suffix, float v, tf_err *err) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
-    return tf_gguf_writer_set_f32(w, key, v, err);
-}
-
-static tf_status set_str(tf_gguf_writer *w, tf_arch arch, const char *suffix, const char *v, tf_err *err) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
-    return tf_gguf_writer_set_str(w, key, v, err);
-}
 
 static tf_status add_hparams(tf_gguf_writer *w, const tf_gen_params *p, int32_t head_dim, int64_t n_vocab,
                              tf_err *err) {
@@ -421,29 +403,29 @@ static tf_status add_hparams(tf_gguf_writer *w, const tf_gen_params *p, int32_t 
     TF_TRY(tf_gguf_writer_set_str(w, "general.name", p->name ? p->name : "triforce-gen", err));
     TF_TRY(tf_gguf_writer_set_u32(w, "general.file_type", (uint32_t)tf_gguf_file_type(p->wtype), err));
     if (tf_dtype_block_size(p->wtype) > 1) TF_TRY(tf_gguf_writer_set_u32(w, "general.quantization_version", 2, err));
-    TF_TRY(set_u32(w, p->arch, "vocab_size", (uint32_t)n_vocab, err));
-    TF_TRY(set_u32(w, p->arch, "context_length", (uint32_t)p->n_ctx_train, err));
-    TF_TRY(set_u32(w, p->arch, "embedding_length", (uint32_t)p->n_embd, err));
-    TF_TRY(set_u32(w, p->arch, "block_count", (uint32_t)p->n_layer, err));
-    TF_TRY(set_u32(w, p->arch, "feed_forward_length", (uint32_t)p->n_ff, err));
-    TF_TRY(set_u32(w, p->arch, "attention.head_count", (uint32_t)p->n_head, err));
-    TF_TRY(set_u32(w, p->arch, "attention.head_count_kv", (uint32_t)p->n_head_kv, err));
-    TF_TRY(set_f32(w, p->arch, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
-    TF_TRY(set_u32(w, p->arch, "rope.dimension_count", (uint32_t)head_dim, err));
-    TF_TRY(set_f32(w, p->arch, "rope.freq_base", p->rope_base, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "vocab_size", (uint32_t)n_vocab, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "context_length", (uint32_t)p->n_ctx_train, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "embedding_length", (uint32_t)p->n_embd, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "block_count", (uint32_t)p->n_layer, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "feed_forward_length", (uint32_t)p->n_ff, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "attention.head_count", (uint32_t)p->n_head, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "attention.head_count_kv", (uint32_t)p->n_head_kv, err));
+    TF_TRY(tf_arch_set_f32(w, p->arch, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
+    TF_TRY(tf_arch_set_u32(w, p->arch, "rope.dimension_count", (uint32_t)head_dim, err));
+    TF_TRY(tf_arch_set_f32(w, p->arch, "rope.freq_base", p->rope_base, err));
     if (p->rope_scaling == TF_ROPE_SCALING_LINEAR || p->rope_scaling == TF_ROPE_SCALING_YARN) {
         bool yarn = p->rope_scaling == TF_ROPE_SCALING_YARN;
-        TF_TRY(set_str(w, p->arch, "rope.scaling.type", yarn ? "yarn" : "linear", err));
-        TF_TRY(set_f32(w, p->arch, "rope.scaling.factor", p->rope_factor, err));
+        TF_TRY(tf_arch_set_str(w, p->arch, "rope.scaling.type", yarn ? "yarn" : "linear", err));
+        TF_TRY(tf_arch_set_f32(w, p->arch, "rope.scaling.factor", p->rope_factor, err));
         if (yarn) {
-            TF_TRY(set_u32(w, p->arch, "rope.scaling.original_context_length",
+            TF_TRY(tf_arch_set_u32(w, p->arch, "rope.scaling.original_context_length",
                                           (uint32_t)p->rope_orig_ctx, err));
             if (p->yarn_beta_fast > 0)
-                TF_TRY(set_f32(w, p->arch, "rope.scaling.yarn_beta_fast", p->yarn_beta_fast, err));
+                TF_TRY(tf_arch_set_f32(w, p->arch, "rope.scaling.yarn_beta_fast", p->yarn_beta_fast, err));
             if (p->yarn_beta_slow > 0)
-                TF_TRY(set_f32(w, p->arch, "rope.scaling.yarn_beta_slow", p->yarn_beta_slow, err));
+                TF_TRY(tf_arch_set_f32(w, p->arch, "rope.scaling.yarn_beta_slow", p->yarn_beta_slow, err));
             if (p->yarn_attn_factor > 0)
-                TF_TRY(set_f32(w, p->arch, "rope.scaling.attn_factor", p->yarn_attn_factor, err));
+                TF_TRY(tf_arch_set_f32(w, p->arch, "rope.scaling.attn_factor", p->yarn_attn_factor, err));
         }
     }
     return TF_OK;

@@ -217,59 +217,41 @@ tf_status tf_hf_config_load(tf_hf_config *c, const char *dir, const tf_logger *l
     return st;
 }
 
-/* Setters of an architecture's metadata key "<arch>.<suffix>". */
-static tf_status set_u32(tf_gguf_writer *w, tf_arch arch, const char *suffix, uint32_t v, tf_err *err) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
-    return tf_gguf_writer_set_u32(w, key, v, err);
-}
-
-static tf_status set_f32(tf_gguf_writer *w, tf_arch arch, const char *suffix, float v, tf_err *err) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
-    return tf_gguf_writer_set_f32(w, key, v, err);
-}
-
-static tf_status set_str(tf_gguf_writer *w, tf_arch arch, const char *suffix, const char *v, tf_err *err) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", tf_arch_name(arch), suffix);
-    return tf_gguf_writer_set_str(w, key, v, err);
-}
 
 tf_status tf_hf_config_to_gguf(const tf_hf_config *c, const char *name, tf_gguf_writer *w, tf_err *err) {
     TF_TRY(tf_gguf_writer_set_str(w, "general.architecture", tf_arch_name(c->gguf_arch), err));
     TF_TRY(tf_gguf_writer_set_str(w, "general.name", name, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "vocab_size", (uint32_t)c->n_vocab, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "context_length", (uint32_t)c->n_ctx_train, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "embedding_length", (uint32_t)c->n_embd, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "block_count", (uint32_t)c->n_layer, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "feed_forward_length", (uint32_t)c->n_ff, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "attention.head_count", (uint32_t)c->n_head, err));
-    TF_TRY(set_u32(w, c->gguf_arch, "attention.head_count_kv", (uint32_t)c->n_head_kv, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "vocab_size", (uint32_t)c->n_vocab, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "context_length", (uint32_t)c->n_ctx_train, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "embedding_length", (uint32_t)c->n_embd, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "block_count", (uint32_t)c->n_layer, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "feed_forward_length", (uint32_t)c->n_ff, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "attention.head_count", (uint32_t)c->n_head, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "attention.head_count_kv", (uint32_t)c->n_head_kv, err));
     int64_t hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
     if (c->head_dim) {
-        TF_TRY(set_u32(w, c->gguf_arch, "attention.key_length", (uint32_t)hd, err));
-        TF_TRY(set_u32(w, c->gguf_arch, "attention.value_length", (uint32_t)hd, err));
+        TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "attention.key_length", (uint32_t)hd, err));
+        TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "attention.value_length", (uint32_t)hd, err));
     }
-    TF_TRY(set_u32(w, c->gguf_arch, "rope.dimension_count", (uint32_t)hd, err));
-    TF_TRY(set_f32(w, c->gguf_arch, "attention.layer_norm_rms_epsilon", (float)c->rms_eps, err));
-    TF_TRY(set_f32(w, c->gguf_arch, "rope.freq_base", (float)c->rope_theta, err));
+    TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "rope.dimension_count", (uint32_t)hd, err));
+    TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "attention.layer_norm_rms_epsilon", (float)c->rms_eps, err));
+    TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "rope.freq_base", (float)c->rope_theta, err));
     switch (c->rope_scaling) {
     case TF_ROPE_SCALING_NONE:
     case TF_ROPE_SCALING_LLAMA3: break; /* llama3: the rope_freqs.weight tensor */
     case TF_ROPE_SCALING_LINEAR:
-        TF_TRY(set_str(w, c->gguf_arch, "rope.scaling.type", "linear", err));
-        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.factor", (float)c->rope_factor, err));
+        TF_TRY(tf_arch_set_str(w, c->gguf_arch, "rope.scaling.type", "linear", err));
+        TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "rope.scaling.factor", (float)c->rope_factor, err));
         break;
     case TF_ROPE_SCALING_YARN:
-        TF_TRY(set_str(w, c->gguf_arch, "rope.scaling.type", "yarn", err));
-        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.factor", (float)c->rope_factor, err));
-        TF_TRY(set_u32(w, c->gguf_arch, "rope.scaling.original_context_length", (uint32_t)c->rope_orig_ctx,
+        TF_TRY(tf_arch_set_str(w, c->gguf_arch, "rope.scaling.type", "yarn", err));
+        TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "rope.scaling.factor", (float)c->rope_factor, err));
+        TF_TRY(tf_arch_set_u32(w, c->gguf_arch, "rope.scaling.original_context_length", (uint32_t)c->rope_orig_ctx,
                                       err));
-        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.yarn_beta_fast", (float)c->yarn_beta_fast, err));
-        TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.yarn_beta_slow", (float)c->yarn_beta_slow, err));
+        TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "rope.scaling.yarn_beta_fast", (float)c->yarn_beta_fast, err));
+        TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "rope.scaling.yarn_beta_slow", (float)c->yarn_beta_slow, err));
         if (c->yarn_attn_factor != 1.0)
-            TF_TRY(set_f32(w, c->gguf_arch, "rope.scaling.attn_factor", (float)c->yarn_attn_factor, err));
+            TF_TRY(tf_arch_set_f32(w, c->gguf_arch, "rope.scaling.attn_factor", (float)c->yarn_attn_factor, err));
         break;
     }
     return TF_OK;

@@ -11,6 +11,8 @@
  */
 #include "model/model.h"
 
+#include "format/gguf_write.h"
+
 #include "core/mem.h"
 #include "model/hf.h"
 
@@ -27,6 +29,28 @@ static const char *const k_arch_names[TF_ARCH_COUNT] = {
 _Static_assert(sizeof k_arch_names / sizeof k_arch_names[0] == TF_ARCH_COUNT, "one name per architecture");
 
 const char *tf_arch_name(tf_arch arch) { return (unsigned)arch < TF_ARCH_COUNT ? k_arch_names[arch] : NULL; }
+
+static void arch_key(char *key, size_t size, tf_arch arch, const char *suffix) {
+    snprintf(key, size, "%s.%s", tf_arch_name(arch), suffix);
+}
+
+tf_status tf_arch_set_u32(tf_gguf_writer *w, tf_arch arch, const char *suffix, uint32_t v, tf_err *err) {
+    char key[96];
+    arch_key(key, sizeof key, arch, suffix);
+    return tf_gguf_writer_set_u32(w, key, v, err);
+}
+
+tf_status tf_arch_set_f32(tf_gguf_writer *w, tf_arch arch, const char *suffix, float v, tf_err *err) {
+    char key[96];
+    arch_key(key, sizeof key, arch, suffix);
+    return tf_gguf_writer_set_f32(w, key, v, err);
+}
+
+tf_status tf_arch_set_str(tf_gguf_writer *w, tf_arch arch, const char *suffix, const char *v, tf_err *err) {
+    char key[96];
+    arch_key(key, sizeof key, arch, suffix);
+    return tf_gguf_writer_set_str(w, key, v, err);
+}
 
 bool tf_arch_from_name(const char *name, size_t len, tf_arch *out) {
     for (int i = 0; i < TF_ARCH_COUNT; i++)

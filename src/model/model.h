@@ -35,6 +35,13 @@ typedef enum tf_arch {
 
 /* The GGUF name of an architecture ("llama", "qwen2"), or NULL. */
 const char *tf_arch_name(tf_arch arch);
+
+/* Writers of an architecture's metadata key "<arch>.<suffix>" (gen-model and
+ * the Hugging Face assembly write the same keys). */
+struct tf_gguf_writer;
+tf_status tf_arch_set_u32(struct tf_gguf_writer *w, tf_arch arch, const char *suffix, uint32_t v, tf_err *err);
+tf_status tf_arch_set_f32(struct tf_gguf_writer *w, tf_arch arch, const char *suffix, float v, tf_err *err);
+tf_status tf_arch_set_str(struct tf_gguf_writer *w, tf_arch arch, const char *suffix, const char *v, tf_err *err);
 /* The architecture of a GGUF name; false if it is not supported. */
 bool tf_arch_from_name(const char *name, size_t len, tf_arch *out);
 /* "llama, qwen2": for error messages. */
