@@ -16,7 +16,10 @@ MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
 bash scripts/get-models.sh
 mkdir -p build
 PROMPT=build/demo-prompt.txt
-cat README.md docs/ARCHITECTURE.md docs/SPECULATIVE.md docs/RETRIEVAL.md | head -c 20000 > "$PROMPT"
+# no pipe into head: under pipefail, cat's SIGPIPE would fail the script
+cat README.md docs/ARCHITECTURE.md docs/SPECULATIVE.md docs/RETRIEVAL.md > "$PROMPT.all"
+head -c 20000 "$PROMPT.all" > "$PROMPT"
+rm -f "$PROMPT.all"
 echo "demo: $MODEL, mode $MODE (the target's first 6 of 30 layers draft over a StreamingLLM cache,"
 echo "demo: the target over a 512-token retrieval cache drafts for the full cache), prompt $PROMPT"
 "$TF" generate -m "$MODEL" -f "$PROMPT" --mode "$MODE" --draft-layers 6 --budget 512 \
