@@ -500,6 +500,33 @@ static void test_tiny_families(void **state) {
     free(j);
 }
 
+/* tokenizer_config.json's chat template is carried into the GGUF view
+ * (tokenizer.chat_template), as a string or as the list entry named "default". */
+static void test_chat_template(void **state) {
+    (void)state;
+    static const char *const cfgs[] = {
+        "{\"chat_template\": \"{{ '<|im_start|>' }}\"}",
+        "{\"chat_template\": [{\"name\": \"rag\", \"template\": \"no\"}, "
+        "{\"name\": \"default\", \"template\": \"{{ '<|im_start|>' }}\"}]}",
+    };
+    for (int i = 0; i < 2; i++) {
+        loaded l;
+        convert_ok(&l, k_tiny_bpe, cfgs[i]);
+        tf_gguf_str v = {0};
+        bool found = false;
+        tf_err err = {0};
+        assert_int_equal(tf_gguf_get_str(&l.g, "tokenizer.chat_template", &v, &found, &err), TF_OK);
+        assert_true(found);
+        assert_int_equal(v.len, 20);
+        assert_memory_equal(v.data, "{{ '<|im_start|>' }}", 20);
+        unload(&l);
+    }
+    loaded l;
+    convert_ok(&l, k_tiny_bpe, "{\"chat_template\": null}");
+    assert_null(tf_gguf_find_kv(&l.g, "tokenizer.chat_template"));
+    unload(&l);
+}
+
 static void test_errors(void **state) {
     (void)state;
     const tf_status F = TF_ERR_FORMAT, U = TF_ERR_UNSUPPORTED;
@@ -615,6 +642,11 @@ static void test_errors(void **state) {
     expect_error(B, "{\"add_bos_token\": \"yes\"}", 0, F, "tokenizer_config.json: add_bos_token is a string");
     expect_error(B, "{\"eos_token\": {\"text\": 1}}", 0, F, "eos_token is an object (expected a string or an object");
     expect_error(B, "nope", 0, F, "tokenizer_config.json: not valid JSON");
+    expect_error(B, "{\"chat_template\": 3}", 0, F, "tokenizer_config.json: chat_template is a number (expected a string");
+    expect_error(B, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"x\"}]}", 0, F,
+                 "chat_template lists 1 named templates but none named 'default'");
+    expect_error(B, "{\"chat_template\": [{\"name\": \"default\"}]}", 0, F,
+                 "chat_template[0] is not an object with string name and template");
     /* vocabulary sizes: the model may have more rows (padded), not fewer */
     expect_error(B, NULL, 3, F, "the tokenizer has 6 tokens but the model only 3");
     loaded l;
@@ -797,7 +829,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spm_normalizer), cmocka_unit_test(test_spm_metaspace),
         cmocka_unit_test(test_gpt2_bytelevel), cmocka_unit_test(test_gpt2_pairs_split),
-        cmocka_unit_test(test_tiny_families),  cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_tiny_families),  cmocka_unit_test(test_errors), cmocka_unit_test(test_chat_template),
         cmocka_unit_test(test_hostile),        cmocka_unit_test(test_hf_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

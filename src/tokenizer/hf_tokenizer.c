@@ -58,6 +58,7 @@ typedef struct hf_ctx {
     int n_steps;
     bool write_steps;                 /* no tokenizer.ggml.pre name stands for the program */
     int add_bos, add_eos;           /* -1 = not known */
+    const char *chat_template;      /* tokenizer_config.json's, into the parsed JSON; NULL: none */
     int32_t bos, eos, unk, pad;     /* -1 = none */
 } hf_ctx;
 
@@ -717,7 +718,7 @@ static const char *const k_keys[] = {
     "tokenizer.ggml.scores", "tokenizer.ggml.merges", "tokenizer.ggml.add_space_prefix",
     "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
-    "tokenizer.triforce.pre_steps",
+    "tokenizer.triforce.pre_steps", "tokenizer.chat_template",
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 
@@ -774,6 +775,7 @@ static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
         for (int k = 0; k < c->n_steps; k++) steps[k] = (tf_gguf_str){c->steps[k], strlen(c->steps[k])};
         st = tf_gguf_writer_set_arr_strn(w, k_keys[13], steps, (uint64_t)c->n_steps, err);
     }
+    if (st == TF_OK && c->chat_template) st = tf_gguf_writer_set_str(w, k_keys[14], c->chat_template, err);
     void *owned[] = {strs, merges, types, scores, pads, mtext};
     for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
     return st;
@@ -797,6 +799,30 @@ static cJSON *parse_json(hf_ctx *c, const char *text, size_t len, const char *fi
         return NULL;
     }
     return root;
+}
+
+/* tokenizer_config.json's chat_template: a string, or a list of {"name",
+ * "template"} of which the one named "default" is the model's (as the
+ * Hugging Face library chooses); absent or null: none. */
+static tf_status config_chat_template(hf_ctx *c, const char *file, const cJSON *v) {
+    if (!v || cJSON_IsNull(v)) return TF_OK;
+    if (cJSON_IsString(v)) {
+        c->chat_template = v->valuestring;
+        return TF_OK;
+    }
+    if (!cJSON_IsArray(v))
+        return fail(c, file, TF_ERR_FORMAT, "chat_template is %s (expected a string or a list of {name, template})",
+                    jtype(v));
+    int i = 0;
+    for (const cJSON *e = v->child; e; e = e->next, i++) {
+        const cJSON *name = member(e, "name"), *t = member(e, "template");
+        if (!cJSON_IsObject(e) || !cJSON_IsString(name) || !cJSON_IsString(t))
+            return fail(c, file, TF_ERR_FORMAT, "chat_template[%d] is not an object with string name and template", i);
+        if (strcmp(name->valuestring, "default") == 0) c->chat_template = t->valuestring;
+    }
+    if (!c->chat_template)
+        return fail(c, file, TF_ERR_FORMAT, "chat_template lists %d named templates but none named 'default'", i);
+    return TF_OK;
 }
 
 /* Steps 1-5 of the file comment on parsed JSON (cfg may be NULL). */
@@ -830,6 +856,7 @@ static tf_status convert(hf_ctx *c, tf_gguf_writer *w, const cJSON *root, const 
         TF_TRY(config_token(c, cfg_name, cfg, "bos_token", true, &c->bos));
         TF_TRY(config_token(c, cfg_name, cfg, "eos_token", true, &c->eos));
         TF_TRY(config_token(c, cfg_name, cfg, "pad_token", false, &c->pad)); /* often one the model adds later */
+        TF_TRY(config_chat_template(c, cfg_name, member(cfg, "chat_template")));
     }
 
     int64_t n_total = n_vocab_model > 0 ? n_vocab_model : c->n;
