@@ -285,7 +285,7 @@ typedef struct tf_level_info {
     int64_t accepted;  /* of which accepted */
     int64_t rebuilds;  /* retrieval cache rebuilds */
     int64_t bypassed;  /* tokens this level proposed alone, bypassing the draft below */
-    double seconds;    /* time in this level */
+    double seconds;    /* time in this level while decoding (the prefill is not counted) */
 } tf_level_info;
 
 /* The device the decoder runs on: "cpu" or "cuda: <device description>". */

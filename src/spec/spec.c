@@ -527,15 +527,13 @@ static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn prog
     spec_level *L = &s->lv[i];
     while (L->n_cached < upto) {
         int32_t nb = (int32_t)(upto - L->n_cached < L->fwd.n_batch ? upto - L->n_cached : L->fwd.n_batch);
-        double t0 = now_s();
         if (i == 0 && s->q_cap && L->n_cached + nb == upto) { /* the prompt's newest query */
             L->fwd.cap_q = s->q_cap;
             L->fwd.cap_q_row = nb - 1;
             L->fwd.cap_q_max = s->q_cap_rows; /* layer stride of q_cap, as save_last_query reads it */
         }
         TF_TRY(level_forward(s, i, s->seq + L->n_cached, nb, nb));
-        L->fwd.cap_q = NULL;
-        L->st.seconds += now_s() - t0;
+        L->fwd.cap_q = NULL; /* prefill time is not level time: the statistics describe decoding */
         *done += nb;
         if (progress && !progress(ud, (uint64_t)*done, (uint64_t)total))
             return tf_errf(&s->err, TF_ERR_CANCELLED, "prefill cancelled after %lld tokens", (long long)*done);

@@ -65,7 +65,7 @@ typedef struct tf_level_stats {
     int64_t accepted;  /* of which accepted */
     int64_t rebuilds;  /* retrieval cache rebuilds */
     int64_t bypassed;  /* tokens proposed without the level below (see bypass_accept) */
-    double seconds;    /* time in this level's forward passes and cache work */
+    double seconds;    /* time in this level's forward passes and cache work while decoding (prefill excluded) */
 } tf_level_stats;
 
 typedef struct spec_level {
