@@ -125,6 +125,32 @@ static int q5k_get(const tf_block_q5_k *b, int e) {
     return low | (((b->qh[e % 32] >> (e / 32)) & 1) << 4);
 }
 
+/* Q4_K and Q5_K share everything but how a quant is stored: a super-block's
+ * quants q[256] (0..15 / 0..31), 8 packed 6-bit scale/min pairs and two f16
+ * scales. The reference dequantization and dot product of both go through
+ * these, each on the quants its getter unpacked. */
+static void kmin_dequant(const int *q, const uint8_t *scales, uint16_t d16, uint16_t dmin16, float *y) {
+    float d = tf_f16_to_f32(d16), dmin = tf_f16_to_f32(dmin16);
+    for (int e = 0; e < TF_QK_K; e++) {
+        int sc, m;
+        q4k_scale_min(scales, e / 32, &sc, &m);
+        y[e] = d * (float)sc * (float)q[e] - dmin * (float)m;
+    }
+}
+
+static double kmin_dot(const int *q, const uint8_t *scales, uint16_t d16, uint16_t dmin16, const tf_block_q8_k *a) {
+    int64_t s_scaled = 0, s_min = 0;
+    for (int j = 0; j < 8; j++) {
+        int sc, m, s = 0;
+        q4k_scale_min(scales, j, &sc, &m);
+        for (int l = 0; l < 32; l++) s += q[32 * j + l] * a->qs[32 * j + l];
+        s_scaled += (int64_t)sc * s;
+        s_min += (int64_t)m * (a->bsums[2 * j] + a->bsums[2 * j + 1]);
+    }
+    double da = a->d;
+    return (double)tf_f16_to_f32(d16) * da * (double)s_scaled - (double)tf_f16_to_f32(dmin16) * da * (double)s_min;
+}
+
 /* Q5_0 / Q5_1: quant (0..31) of element j (0..31) from the block's qh and qs. */
 static int q5_get(const uint8_t *qh4, const uint8_t *qs, int j) {
     uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 | (uint32_t)qh4[3] << 24;
@@ -600,25 +626,19 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
     }
     case TF_DTYPE_Q5_K: {
         const tf_block_q5_k *x = vx;
+        int q[TF_QK_K];
         for (int64_t i = 0; i < n / TF_QK_K; i++) {
-            float d = tf_f16_to_f32(x[i].d), dmin = tf_f16_to_f32(x[i].dmin);
-            for (int e = 0; e < TF_QK_K; e++) {
-                int sc, m;
-                q4k_scale_min(x[i].scales, e / 32, &sc, &m);
-                y[i * TF_QK_K + e] = d * (float)sc * (float)q5k_get(&x[i], e) - dmin * (float)m;
-            }
+            for (int e = 0; e < TF_QK_K; e++) q[e] = q5k_get(&x[i], e);
+            kmin_dequant(q, x[i].scales, x[i].d, x[i].dmin, y + i * TF_QK_K);
         }
         break;
     }
     case TF_DTYPE_Q4_K: {
         const tf_block_q4_k *x = vx;
+        int q[TF_QK_K];
         for (int64_t i = 0; i < n / TF_QK_K; i++) {
-            float d = tf_f16_to_f32(x[i].d), dmin = tf_f16_to_f32(x[i].dmin);
-            for (int e = 0; e < TF_QK_K; e++) {
-                int sc, m;
-                q4k_scale_min(x[i].scales, e / 32, &sc, &m);
-                y[i * TF_QK_K + e] = d * (float)sc * (float)q4k_get(&x[i], e) - dmin * (float)m;
-            }
+            for (int e = 0; e < TF_QK_K; e++) q[e] = q4k_get(&x[i], e);
+            kmin_dequant(q, x[i].scales, x[i].d, x[i].dmin, y + i * TF_QK_K);
         }
         break;
     }
@@ -761,36 +781,20 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
     case TF_DTYPE_Q5_K: {
         const tf_block_q5_k *w = vw;
         const tf_block_q8_k *a = vact;
+        int q[TF_QK_K];
         for (int64_t i = 0; i < n / TF_QK_K; i++) {
-            int64_t s_scaled = 0, s_min = 0;
-            for (int j = 0; j < 8; j++) {
-                int sc, m, s = 0;
-                q4k_scale_min(w[i].scales, j, &sc, &m);
-                for (int l = 0; l < 32; l++) s += q5k_get(&w[i], 32 * j + l) * a[i].qs[32 * j + l];
-                s_scaled += (int64_t)sc * s;
-                s_min += (int64_t)m * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
-            }
-            double da = a[i].d;
-            sum += (double)tf_f16_to_f32(w[i].d) * da * (double)s_scaled -
-                   (double)tf_f16_to_f32(w[i].dmin) * da * (double)s_min;
+            for (int e = 0; e < TF_QK_K; e++) q[e] = q5k_get(&w[i], e);
+            sum += kmin_dot(q, w[i].scales, w[i].d, w[i].dmin, &a[i]);
         }
         break;
     }
     case TF_DTYPE_Q4_K: {
         const tf_block_q4_k *w = vw;
         const tf_block_q8_k *a = vact;
+        int q[TF_QK_K];
         for (int64_t i = 0; i < n / TF_QK_K; i++) {
-            int64_t s_scaled = 0, s_min = 0;
-            for (int j = 0; j < 8; j++) {
-                int sc, m, s = 0;
-                q4k_scale_min(w[i].scales, j, &sc, &m);
-                for (int l = 0; l < 32; l++) s += q4k_get(&w[i], 32 * j + l) * a[i].qs[32 * j + l];
-                s_scaled += (int64_t)sc * s;
-                s_min += (int64_t)m * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
-            }
-            double da = a[i].d;
-            sum += (double)tf_f16_to_f32(w[i].d) * da * (double)s_scaled -
-                   (double)tf_f16_to_f32(w[i].dmin) * da * (double)s_min;
+            for (int e = 0; e < TF_QK_K; e++) q[e] = q4k_get(&w[i], e);
+            sum += kmin_dot(q, w[i].scales, w[i].d, w[i].dmin, &a[i]);
         }
         break;
     }
