@@ -273,6 +273,13 @@ const char *tf_decoder_error(const tf_decoder *dec);
 
 /* Prefill the prompt (1 <= n < n_ctx). */
 tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
+/* Prefill with the prompt that src holds, copying its target cache instead of
+ * recomputing it (for measuring several configurations on one long prompt).
+ * Both decoders on the CPU with the same target model and KV type; src
+ * prefilled (it may have decoded since: the whole sequence it holds is the
+ * prompt), in retrieval or triforce mode when dec has a retrieval level (the
+ * cache is built from src's newest query). src is not changed. */
+tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
 /* Emit >= 1 tokens (at most cap; cap >= 32 always suffices) into out. */
 tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
 
@@ -283,6 +290,10 @@ typedef struct tf_level_info {
     int64_t tokens;    /* tokens through the forward */
     int64_t verified;  /* candidates of the level below judged by this level */
     int64_t accepted;  /* of which accepted */
+    /* verifications that ended in a rejection; accepted / (accepted + rejected)
+     * estimates the per-candidate acceptance rate (each candidate is judged
+     * only while all before it were accepted) */
+    int64_t rejected;
     int64_t rebuilds;  /* retrieval cache rebuilds */
     int64_t bypassed;  /* tokens this level proposed alone, bypassing the draft below */
     double seconds;    /* time in this level while decoding (the prefill is not counted) */

@@ -31,6 +31,36 @@ static float g_bypass;
 
 static tf_pool *g_pool;
 
+/* Runs take their prompt from a separately prefilled decoder
+ * (tf_spec_prefill_from) instead of prefilling it themselves. */
+static bool g_prefill_from;
+
+/* Prefill s with the prompt: directly, or by copying a fresh retrieval-mode
+ * decoder's caches (which must give the same output). */
+static void prefill(tf_spec *s, const tf_model *t, const tf_spec_cfg *c, const int32_t *prompt, int np) {
+    if (!g_prefill_from) {
+        if (tf_spec_prefill(s, prompt, np, NULL, NULL) != TF_OK) {
+            print_error("prefill: %s\n", s->err.msg);
+            fail();
+        }
+        return;
+    }
+    tf_spec src;
+    tf_err err = {0};
+    tf_spec_cfg sc = *c;
+    sc.mode = TF_SPEC_RETRIEVAL;
+    sc.n_ctx = np + 1;
+    if (tf_spec_init(&src, t, NULL, &sc, g_pool, &err) != TF_OK || tf_spec_prefill(&src, prompt, np, NULL, NULL) != TF_OK) {
+        print_error("source prefill: %s %s\n", err.msg, src.err.msg);
+        fail();
+    }
+    if (tf_spec_prefill_from(s, &src, NULL, NULL) != TF_OK) {
+        print_error("prefill from: %s\n", s->err.msg);
+        fail();
+    }
+    tf_spec_free(&src);
+}
+
 /* Greedy-generate n tokens after the prompt; returns the tokens in out. */
 static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const int32_t *prompt, int np, int n,
                 int32_t *out, tf_level_stats *st_out) {
@@ -47,10 +77,7 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
         print_error("init (%s): %s\n", tf_spec_mode_name(rc->mode), err.msg);
         fail();
     }
-    if (tf_spec_prefill(&s, prompt, np, NULL, NULL) != TF_OK) {
-        print_error("prefill: %s\n", s.err.msg);
-        fail();
-    }
+    prefill(&s, t, &c, prompt, np);
     int got = 0;
     while (got < n) {
         int32_t buf[64];
@@ -248,6 +275,49 @@ static void test_greedy_equality_generated(void **state) {
     unlink(pd);
 }
 
+/* A decoder prefilled from another decoder's caches decodes exactly as one
+ * that prefilled the prompt itself, in every mode; a retrieval level refuses a
+ * source that kept no query (ar mode), naming what it needs. */
+static void test_prefill_from(void **state) {
+    (void)state;
+    const char *pg = gen_model(64, 8, 2, NULL, 11);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pg);
+    const char *pd = gen_model(32, 2, 1, NULL, 12);
+    tf_model *t = load(tpath), *d = load(pd);
+    int32_t prompt[400];
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    for (int i = 0; i < 400; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+    g_prefill_from = true;
+    sweep(t, d, prompt, 400, 40, "prefilled from another decoder");
+    g_prefill_from = false;
+    tf_spec_cfg c = {
+        .mode = TF_SPEC_AR, .gamma1 = 1, .gamma2 = 4, .budget = 64, .chunk = 8, .recent = 8, .rebuild_stride = 4,
+        .rebuild_accept = 0.3f, .sinks = 4, .window = 32, .n_ctx = 200, .n_batch = 64, .kv_type = TF_DTYPE_F32,
+        .isa = TF_ISA_BEST, .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 1},
+    };
+    tf_spec src, dst;
+    tf_err err = {0};
+    assert_int_equal(tf_spec_init(&src, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(tf_spec_prefill(&src, prompt, 100, NULL, NULL), TF_OK);
+    c.mode = TF_SPEC_RETRIEVAL;
+    assert_int_equal(tf_spec_init(&dst, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(tf_spec_prefill_from(&dst, &src, NULL, NULL), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(dst.err.msg, "newest query"));
+    tf_spec_free(&dst);
+    c.n_ctx = 90; /* too small for the source's 100 tokens */
+    c.mode = TF_SPEC_AR;
+    assert_int_equal(tf_spec_init(&dst, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(tf_spec_prefill_from(&dst, &src, NULL, NULL), TF_ERR_RANGE);
+    tf_spec_free(&dst);
+    tf_spec_free(&src);
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(tpath);
+    unlink(pd);
+}
+
 /* The streaming cache stores keys unrotated and rotates them itself: while
  * its sinks + window hold the whole sequence, a forward pass over its view
  * must give the full cache's logits (with qwen2's rotate-half pairs; the
@@ -332,6 +402,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equality_generated),
+        cmocka_unit_test(test_prefill_from),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
     };

@@ -150,6 +150,10 @@ tf_status tf_decoder_prefill(tf_decoder *d, const int32_t *tokens, int32_t n) {
     return tf_spec_prefill(&d->s, tokens, n, d->params.progress, d->params.progress_user_data);
 }
 
+tf_status tf_decoder_prefill_from(tf_decoder *d, const tf_decoder *src) {
+    return tf_spec_prefill_from(&d->s, &src->s, d->params.progress, d->params.progress_user_data);
+}
+
 tf_status tf_decoder_step(tf_decoder *d, int32_t *out, int32_t cap, int32_t *n_out) {
     return tf_spec_step(&d->s, out, cap, n_out);
 }
@@ -179,6 +183,7 @@ void tf_decoder_level(const tf_decoder *d, int level, tf_level_info *o) {
     o->tokens = L->st.rows;
     o->verified = L->st.verified;
     o->accepted = L->st.accepted;
+    o->rejected = L->st.rejected;
     o->rebuilds = L->st.rebuilds;
     o->bypassed = L->st.bypassed;
     o->seconds = L->st.seconds;

@@ -251,6 +251,7 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         if (acc == k) next = tf_dist_sample(dist_at(s, L, base + k), &s->rng);
         L->st.verified += k;
         L->st.accepted += acc;
+        if (acc < k) L->st.rejected++;
         if (k > 0) lower->accept_ewma = 0.8f * lower->accept_ewma + 0.2f * (float)acc / (float)k;
         s->n_seq = base + acc;
         push(s, next);
@@ -541,6 +542,9 @@ static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn prog
     return TF_OK;
 }
 
+static int64_t lower_prefill_tokens(const tf_spec *s, int64_t P);
+static tf_status prefill_lower(tf_spec *s, tf_progress_fn progress, void *ud, int64_t *done, int64_t total);
+
 tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progress_fn progress, void *ud) {
     tf_err_clear(&s->err);
     const int32_t V = s->target->hp.n_vocab;
@@ -554,23 +558,69 @@ tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progr
                            tokens[i], i, V - 1);
     memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
-    int64_t P = n - 1, done = 0, total = P;
-    for (int i = 1; i < s->n_levels; i++)
-        if (s->lv[i].kind == LEVEL_STREAMING) total += P < s->cfg.sinks + s->cfg.window ? P : s->cfg.sinks + s->cfg.window;
+    int64_t P = n - 1, done = 0, total = P + lower_prefill_tokens(s, P);
     TF_TRY(feed_quiet(s, 0, P, progress, ud, &done, total));
     if (s->q_cap) save_last_query(s, 0);
+    return prefill_lower(s, progress, ud, &done, total);
+}
+
+/* Tokens the levels below the target feed at prefill for a prompt whose first
+ * P tokens are cached: each streaming level its sinks and window. */
+static int64_t lower_prefill_tokens(const tf_spec *s, int64_t P) {
+    int64_t total = 0, SW = (int64_t)s->cfg.sinks + s->cfg.window;
+    for (int i = 1; i < s->n_levels; i++)
+        if (s->lv[i].kind == LEVEL_STREAMING) total += P < SW ? P : SW;
+    return total;
+}
+
+tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn progress, void *ud) {
+    tf_err_clear(&s->err);
+    if (s->dev || src->dev)
+        return tf_errf(&s->err, TF_ERR_UNSUPPORTED, "prefill from another decoder: CPU decoders only");
+    if (s->n_seq != 0) return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill: the decoder already holds a sequence");
+    if (src->target != s->target)
+        return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill from another decoder: its target model is not this one's");
+    if (src->kv_p.type != s->kv_p.type)
+        return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill from another decoder: KV cache types differ");
+    int64_t n = src->n_seq, P = src->lv[0].n_cached;
+    if (n < 1 || n >= s->cfg.n_ctx)
+        return tf_errf(&s->err, TF_ERR_RANGE, "prefill from another decoder of %lld tokens: expected 1..%d for a "
+                       "context of %d", (long long)n, s->cfg.n_ctx - 1, s->cfg.n_ctx);
+    if (s->has_rc && (!src->q_cap || P != n - 1))
+        return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill from another decoder: a retrieval level needs the "
+                       "source's newest query (a source in retrieval or triforce mode, fresh from its prefill)");
+    memcpy(s->seq, src->seq, sizeof(int32_t) * (size_t)n);
+    s->n_seq = s->n_emitted = n;
+    tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, (int32_t)P);
+    s->lv[0].n_cached = P;
+    if (s->has_rc) {
+        tf_rcache_note_append(&s->rc, &s->kv_p, 0, (int32_t)P);
+        size_t q_floats = (size_t)s->target->hp.n_layer * s->target->hp.n_head * s->target->hp.head_dim;
+        memcpy(s->q_last, src->q_last, sizeof(float) * q_floats);
+    }
+    int64_t done = 0, total = (n - 1 - P) + lower_prefill_tokens(s, n - 1);
+    TF_TRY(feed_quiet(s, 0, n - 1, progress, ud, &done, total));
+    if (P < n - 1 && s->q_cap) save_last_query(s, 0);
+    return prefill_lower(s, progress, ud, &done, total);
+}
+
+/* The levels below the target after it has cached the prompt's first P =
+ * n_seq - 1 tokens: retrieval levels build their cache from the newest query,
+ * streaming levels feed the sinks and the window. */
+static tf_status prefill_lower(tf_spec *s, tf_progress_fn progress, void *ud, int64_t *done, int64_t total) {
+    int64_t P = s->n_seq - 1;
     for (int i = 1; i < s->n_levels; i++) {
         spec_level *L = &s->lv[i];
         if (L->kind == LEVEL_RETRIEVAL) {
             TF_TRY(rebuild_retrieval(s, L));
         } else {
             int64_t S = s->cfg.sinks, W = s->cfg.window;
-            TF_TRY(feed_quiet(s, i, P < S ? P : S, progress, ud, &done, total));
+            TF_TRY(feed_quiet(s, i, P < S ? P : S, progress, ud, done, total));
             if (P > S + W) {
                 tf_scache_skip(&L->sc, P - W);
                 L->n_cached = P - W;
             }
-            TF_TRY(feed_quiet(s, i, P, progress, ud, &done, total));
+            TF_TRY(feed_quiet(s, i, P, progress, ud, done, total));
         }
     }
     return TF_OK;

@@ -63,6 +63,7 @@ typedef struct tf_level_stats {
     int64_t rows;      /* tokens through the forward */
     int64_t verified;  /* candidates this level judged */
     int64_t accepted;  /* of which accepted */
+    int64_t rejected;  /* verifications that ended in a rejection (the rest accepted every candidate) */
     int64_t rebuilds;  /* retrieval cache rebuilds */
     int64_t bypassed;  /* tokens proposed without the level below (see bypass_accept) */
     double seconds;    /* time in this level's forward passes and cache work while decoding (prefill excluded) */
@@ -118,6 +119,12 @@ void tf_spec_free(tf_spec *s);
 
 /* Prefill the prompt (n >= 1 tokens) into every level; progress may cancel. */
 tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progress_fn progress, void *ud);
+
+/* Prefill with the prompt src holds (src prefilled, CPU, the same target model
+ * and KV type): the target's cache is copied rather than recomputed, the
+ * levels below are set up as tf_spec_prefill does. A retrieval level needs
+ * src's newest query: src in retrieval or triforce mode. src is unchanged. */
+tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn progress, void *ud);
 
 /* One step: emits >= 1 tokens (at most cap) into out, *n_out their count. */
 tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out);

@@ -19,6 +19,7 @@ enum {
     CMD_QUANTIZE = 1 << 4,
     CMD_GEN_MODEL = 1 << 5,
     CMD_CONVERT = 1 << 6,
+    CMD_EVAL = 1 << 7,
 };
 
 typedef struct cli_opts {
@@ -44,6 +45,9 @@ typedef struct cli_opts {
     bool compare;
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
     const char *system;  /* --system TEXT (with --chat) */
+    /* eval: comma-separated lists */
+    const char *eval_contexts, *eval_budgets, *eval_chunks, *eval_caches, *eval_depths;
+    const char *output; /* -o md|json|csv */
     /* gen-model */
     const char *preset, *vocab_from, *wtype, *rope_scaling, *arch;
     int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, ctx_train, orig_ctx;
@@ -102,5 +106,6 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_gen_model(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif
