@@ -2,8 +2,9 @@
  * cmd_eval.c — `triforce eval accept` and `triforce eval passkey`: the tables
  * that choose TriForce's settings for a model, measured on the model itself.
  *
- * accept: for each context length L, the first L tokens of a text (-f, or the
- * generated passkey haystack) are prefilled once; every configuration then
+ * accept: for each context length L, the first L tokens of a text (-f), or
+ * without one a passkey prompt of L tokens (the key half-way: the needle
+ * task), are prefilled once; every configuration then
  * starts from a copy of that cache (tf_decoder_prefill_from) and decodes -n
  * tokens with the target verifying a middle level that runs the target's
  * weights over a small cache: a retrieval cache (budget B, chunk c) or a
@@ -163,14 +164,32 @@ static bool decode_n(tf_decoder *dec, int n, int32_t *out_toks, int cap, int *n_
     return true;
 }
 
-/* The prompt text: -f FILE, else the generated haystack (long enough for the
- * largest context). */
-static char *prompt_text(const cli_opts *o, int max_ctx, size_t *len) {
-    if (o->file) return cli_read_text(o->file, len);
-    return eval_haystack(max_ctx * 8, 0.5, 0, len);
+/* ---- accept ---- */
+
+/* The passkey prompt tokenized, grown until it is just below ctx tokens;
+ * malloc'ed, *n its length; NULL with a message on failure. */
+static int32_t *passkey_tokens(const eval_run *er, int ctx, double depth, unsigned key, size_t *n) {
+    size_t cap = (size_t)ctx + 64, len;
+    int32_t *toks = malloc(sizeof(int32_t) * cap);
+    int chars = ctx * 3;
+    char *text = NULL;
+    *n = 0;
+    for (int tries = 0; toks && tries < 12; tries++) {
+        free(text);
+        text = eval_passkey_prompt(chars, depth, key, &len);
+        if (!text || tf_model_tokenize(er->model, text, len, true, false, toks, cap, n) != TF_OK) *n = cap;
+        if (*n <= (size_t)ctx && *n + 64 > (size_t)ctx * 31 / 32) break;
+        chars = (int)((double)chars * ((double)ctx * 0.98) / (double)(*n ? *n : 1));
+    }
+    free(text);
+    if (!toks || *n > (size_t)ctx) {
+        fprintf(stderr, "triforce eval: cannot build a passkey prompt of %d tokens\n", ctx);
+        free(toks);
+        return NULL;
+    }
+    return toks;
 }
 
-/* ---- accept ---- */
 
 typedef struct accept_row {
     int ctx, budget, chunk;
@@ -249,15 +268,23 @@ static bool accept_one(eval_run *er, const tf_decoder *base, int ctx, bool retri
     return ok;
 }
 
-static int eval_accept(eval_run *er, const eval_lists *l, const int32_t *toks, size_t n_toks) {
+/* text_toks: the tokens of -f TEXT (the first L are each context's prompt);
+ * NULL: a passkey prompt of L tokens with the key half-way, so the
+ * continuation must retrieve it (the needle task). */
+static int eval_accept(eval_run *er, const eval_lists *l, const int32_t *text_toks, size_t n_text) {
     const cli_opts *o = er->o;
     accept_header(l->format);
     for (int ci = 0; ci < l->n_ctx; ci++) {
         int ctx = l->ctx[ci];
-        if ((size_t)ctx > n_toks) {
-            fprintf(stderr, "triforce eval: the text has %zu tokens; --contexts asks for %d\n", n_toks, ctx);
+        if (text_toks && (size_t)ctx > n_text) {
+            fprintf(stderr, "triforce eval: the text has %zu tokens; --contexts asks for %d\n", n_text, ctx);
             return 1;
         }
+        size_t n_pk = 0;
+        int32_t *pk = text_toks ? NULL : passkey_tokens(er, ctx, 0.5, eval_passkey_number((unsigned)ctx), &n_pk);
+        if (!text_toks && !pk) return 1;
+        const int32_t *toks = text_toks ? text_toks : pk;
+        int n_prompt = text_toks ? ctx : (int)n_pk;
         /* the base: retrieval mode, so that its newest query is kept for the copies */
         tf_decoder_params dp = base_params(er, ctx + o->n_predict + 32);
         dp.mode = TF_MODE_RETRIEVAL;
@@ -269,12 +296,14 @@ static int eval_accept(eval_run *er, const eval_lists *l, const int32_t *toks, s
         tf_decoder *base;
         if (tf_decoder_init(&base, er->model, NULL, &dp, err, sizeof err) != TF_OK) {
             fprintf(stderr, "triforce eval: %s\n", err);
+            free(pk);
             return 1;
         }
-        if (tf_decoder_prefill(base, toks, ctx) != TF_OK) {
+        if (tf_decoder_prefill(base, toks, n_prompt) != TF_OK) {
             cli_progress_break();
             fprintf(stderr, "triforce eval: %s\n", tf_decoder_error(base));
             tf_decoder_free(base);
+            free(pk);
             return 1;
         }
         bool ok = true;
@@ -285,6 +314,7 @@ static int eval_accept(eval_run *er, const eval_lists *l, const int32_t *toks, s
             if (ok && l->cache_streaming) ok = accept_one(er, base, ctx, false, l->budget[bi], 0);
         }
         tf_decoder_free(base);
+        free(pk);
         if (!ok) return 1;
     }
     return 0;
@@ -305,31 +335,15 @@ static int eval_passkey(eval_run *er, const eval_lists *l) {
         for (int di = 0; di < l->n_depth; di++) {
             int ctx = l->ctx[ci];
             unsigned key = eval_passkey_number((unsigned)(ci * 131 + di * 7 + 1));
-            /* grow the haystack until it is just below ctx tokens */
-            size_t cap = (size_t)ctx + 64, n = 0, len;
-            int32_t *toks = malloc(sizeof(int32_t) * cap);
-            int chars = ctx * 3;
-            char *text = NULL;
-            for (int tries = 0; tries < 12; tries++) {
-                free(text);
-                text = eval_passkey_prompt(chars, l->depth[di], key, &len);
-                if (!text || tf_model_tokenize(er->model, text, len, true, false, toks, cap, &n) != TF_OK) n = cap;
-                if (n <= (size_t)ctx && n + 64 > (size_t)ctx * 31 / 32) break;
-                chars = (int)((double)chars * ((double)ctx * 0.98) / (double)(n ? n : 1));
-            }
-            if (!text || n > (size_t)ctx) {
-                fprintf(stderr, "triforce eval: cannot build a passkey prompt of %d tokens\n", ctx);
-                free(text);
-                free(toks);
-                return 1;
-            }
+            size_t n = 0;
+            int32_t *toks = passkey_tokens(er, ctx, l->depth[di], key, &n);
+            if (!toks) return 1;
             tf_decoder_params dp = base_params(er, (int)n + 16);
             dp.sampling.temp = 0;
             const char *mode = o->mode ? o->mode : "ar";
             if (!tf_decode_mode_from_name(mode, &dp.mode) || dp.mode == TF_MODE_SPEC || dp.mode == TF_MODE_TRIFORCE ||
                 dp.mode == TF_MODE_STREAMING) {
                 fprintf(stderr, "triforce eval passkey: --mode %s: expected ar or retrieval\n", mode);
-                free(text);
                 free(toks);
                 return 2;
             }
@@ -351,7 +365,6 @@ static int eval_passkey(eval_run *er, const eval_lists *l) {
             }
             if (ok) ok = decode_n(dec, 8, out, 16, &got);
             if (dec) tf_decoder_free(dec);
-            free(text);
             free(toks);
             if (!ok) return 1;
             char answer[128] = "";
@@ -420,13 +433,11 @@ int cmd_eval(int argc, char **argv) {
     if (!strcmp(o.pos[0], "passkey")) {
         rc = eval_passkey(&er, &l);
     } else {
-        int max_ctx = 0;
-        for (int i = 0; i < l.n_ctx; i++) max_ctx = l.ctx[i] > max_ctx ? l.ctx[i] : max_ctx;
-        size_t len, n = 0;
-        char *text = prompt_text(&o, max_ctx, &len);
+        size_t len = 0, n = 0;
+        char *text = o.file ? cli_read_text(o.file, &len) : NULL;
         int32_t *toks = text ? malloc(sizeof(int32_t) * (len + 16)) : NULL;
-        if (!toks || tf_model_tokenize(er.model, text, len, true, false, toks, len + 16, &n) != TF_OK)
-            fprintf(stderr, "triforce eval: cannot tokenize %s\n", o.file ? o.file : "the haystack");
+        if (o.file && (!toks || tf_model_tokenize(er.model, text, len, true, false, toks, len + 16, &n) != TF_OK))
+            fprintf(stderr, "triforce eval: cannot read or tokenize %s\n", o.file);
         else
             rc = eval_accept(&er, &l, toks, n);
         free(toks);
