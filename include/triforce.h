@@ -237,7 +237,11 @@ int tf_cuda_devices(void);
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
     int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
-    int32_t gamma2;         /* candidate tokens per target pass */
+    /* candidate tokens per target pass; 0: chosen per pass (1..8) from the
+     * running acceptance and the measured cost of a draft token and of a
+     * target pass by its row count — the output distribution is the same, but
+     * with sampling the same seed reproduces a text only with a fixed gamma2 */
+    int32_t gamma2;
     int32_t budget;         /* retrieval cache tokens (B) */
     int32_t chunk;          /* retrieval chunk size (c) */
     int32_t recent;         /* retrieval: most recent tokens always kept */

@@ -119,6 +119,7 @@ static void sweep(const tf_model *t, const tf_model *d, const int32_t *prompt, i
         {TF_SPEC_TRIFORCE, 1, 1, 48, 8, 4, 4, 32},    {TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32},
         {TF_SPEC_TRIFORCE, 4, 8, 64, 1, 3, 4, 32},    {TF_SPEC_TRIFORCE, 3, 5, 512, 16, 100, 4, 32},
         {TF_SPEC_TRIFORCE, 8, 7, 80, 8, 1, 2, 8},     {TF_SPEC_TRIFORCE, 2, 3, 48, 16, 5, 16, 240},
+        {TF_SPEC_RETRIEVAL, 1, 0, 48, 8, 4, 4, 32},   {TF_SPEC_TRIFORCE, 2, 0, 64, 8, 4, 4, 32},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) expect_same(t, d, &cfgs[i], prompt, np, n, ref, label);
     /* the middle level bypassing a rarely accepted draft (and catching it up in batches) */
@@ -275,6 +276,54 @@ static void test_greedy_equality_generated(void **state) {
     unlink(pd);
 }
 
+/* The gamma2 controller against simulated passes: a target pass over r rows
+ * costs a + b r, a draft token d, every candidate is accepted with probability
+ * alpha. After a few hundred passes the controller must pick the k that a
+ * brute-force search of expected tokens per second picks (or one within 2% of
+ * its rate), for cheap and for expensive verification. */
+static void test_gamma_controller(void **state) {
+    (void)state;
+    static const struct { double a, b, d, alpha; } cases[] = {
+        {10e-3, 0.5e-3, 3e-3, 0.9}, /* verification nearly free: long drafts */
+        {10e-3, 10e-3, 3e-3, 0.9},  /* each row costs a pass: short drafts */
+        {10e-3, 2e-3, 4e-3, 0.6},   /* poor acceptance */
+        {12e-3, 1e-3, 1e-3, 0.97},  /* cheap drafts, high acceptance */
+    };
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        double a = cases[ci].a, b = cases[ci].b, d = cases[ci].d, al = cases[ci].alpha;
+        int best_k = 1;
+        double best = 0, rate[TF_SPEC_GAMMA2_AUTO_MAX + 1];
+        for (int k = 1; k <= TF_SPEC_GAMMA2_AUTO_MAX; k++) {
+            double tokens = 0, p = 1;
+            for (int j = 0; j <= k; j++) tokens += p, p *= al;
+            rate[k] = tokens / (k * d + a + b * (k + 1));
+            if (rate[k] > best) best = rate[k], best_k = k;
+        }
+        tf_gamma_ctl c;
+        tf_gamma_init(&c, TF_SPEC_GAMMA2_AUTO_MAX);
+        int picks[TF_SPEC_GAMMA2_AUTO_MAX + 1] = {0};
+        for (int pass = 0; pass < 600; pass++) {
+            int k = tf_gamma_next(&c);
+            assert_true(k >= 1 && k <= TF_SPEC_GAMMA2_AUTO_MAX);
+            int acc = 0;
+            while (acc < k && (double)(tf_rng_next(&rng) % 1000000) / 1e6 < al) acc++;
+            double noise = 1 + 0.05 * ((double)(tf_rng_next(&rng) % 1000) / 1000 - 0.5);
+            tf_gamma_observe(&c, k, k * d * noise, k + 1, (a + b * (k + 1)) * noise, acc);
+            if (pass >= 300) picks[k]++;
+        }
+        int mode_k = 1;
+        for (int k = 1; k <= TF_SPEC_GAMMA2_AUTO_MAX; k++)
+            if (picks[k] > picks[mode_k]) mode_k = k;
+        if (rate[mode_k] < 0.98 * best) {
+            print_error("case %zu: the controller mostly chose k = %d (rate %.1f/s); the best is k = %d (%.1f/s)\n",
+                        ci, mode_k, rate[mode_k], best_k, best);
+            fail();
+        }
+    }
+}
+
 /* A decoder prefilled from another decoder's caches decodes exactly as one
  * that prefilled the prompt itself, in every mode; a retrieval level refuses a
  * source that kept no query (ar mode), naming what it needs. */
@@ -403,6 +452,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equality_generated),
         cmocka_unit_test(test_prefill_from),
+        cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
     };

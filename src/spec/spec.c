@@ -229,9 +229,14 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         L->bypass_run = 0;
         int64_t base = s->n_seq;
         int room = (int)(s->cfg.n_ctx - base); /* keep the sequence within the context */
-        int ask = L->gamma < room - 1 ? L->gamma : room - 1;
+        bool adapt = i == 0 && s->cfg.gamma2 == 0;
+        int gamma = adapt ? tf_gamma_next(&s->gctl) : L->gamma;
+        int ask = gamma < room - 1 ? gamma : room - 1;
         int k = 0;
+        double t_draft = now_s();
         if (ask > 0) TF_TRY(extend(s, i + 1, ask, &k));
+        t_draft = now_s() - t_draft;
+        double t_target = L->st.seconds;
         if (k > room - 1) { /* the lower level overshot the context: drop the excess */
             s->n_seq = base + room - 1;
             TF_TRY(truncate_below(s, i + 1, s->n_seq));
@@ -249,6 +254,8 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
             }
         }
         if (acc == k) next = tf_dist_sample(dist_at(s, L, base + k), &s->rng);
+        if (adapt)
+            tf_gamma_observe(&s->gctl, k, t_draft, (int)(L->n_cached - L->last_feed), L->st.seconds - t_target, acc);
         L->st.verified += k;
         L->st.accepted += acc;
         if (acc < k) L->st.rejected++;
@@ -273,7 +280,7 @@ tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out) {
         spec_level *L = &s->lv[i];
         if (L->kind != LEVEL_RETRIEVAL) continue;
         /* rebuild on the stride, when acceptance drops, or when the view is about to fill */
-        int32_t need = L->r_sel + (int32_t)(s->lv[0].n_cached - L->r_base) + s->cfg.gamma2 + s->cfg.gamma1 + 4;
+        int32_t need = L->r_sel + (int32_t)(s->lv[0].n_cached - L->r_base) + tf_spec_gamma2_max(&s->cfg) + s->cfg.gamma1 + 4;
         if (s->passes_since_rebuild >= s->cfg.rebuild_stride || L->accept_ewma < s->cfg.rebuild_accept ||
             need > L->view.n_slots) {
             TF_TRY(rebuild_retrieval(s, L));
@@ -299,7 +306,7 @@ tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out) {
  * of the level below (a middle level can overshoot gamma2 by gamma1). */
 static int32_t max_target_rows(const tf_spec_cfg *c) {
     bool three = c->mode == TF_SPEC_TRIFORCE || c->mode == TF_SPEC_STREAMING;
-    return 1 + c->gamma2 + (three ? c->gamma1 : 0);
+    return 1 + tf_spec_gamma2_max(c) + (three ? c->gamma1 : 0);
 }
 
 static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const tf_model *draft, tf_err *err) {
@@ -307,13 +314,14 @@ static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const t
     bool needs_draft = c->mode == TF_SPEC_DRAFT || c->mode == TF_SPEC_STREAMING || c->mode == TF_SPEC_TRIFORCE;
     if (needs_draft && !draft)
         return tf_errf(err, TF_ERR_INVALID_ARG, "mode %s needs a draft model (-md DRAFT)", tf_spec_mode_name(c->mode));
-    if (c->gamma1 < 1 || c->gamma1 > 16 || c->gamma2 < 1 || c->gamma2 > 15)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "gamma1 %d / gamma2 %d: expected 1..16 / 1..15", c->gamma1, c->gamma2);
+    if (c->gamma1 < 1 || c->gamma1 > 16 || c->gamma2 < 0 || c->gamma2 > 15)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "gamma1 %d / gamma2 %d: expected 1..16 / 0..15 (0: adaptive)",
+                       c->gamma1, c->gamma2);
     if (max_target_rows(c) > 16)
         return tf_errf(err, TF_ERR_INVALID_ARG,
                        "gamma2 %d + gamma1 %d: a target pass would verify %d tokens; at most 15 keep verification "
                        "bitwise identical to decoding one token at a time",
-                       c->gamma2, c->gamma1, max_target_rows(c) - 1);
+                       tf_spec_gamma2_max(c), c->gamma1, max_target_rows(c) - 1);
     if (c->sinks < 0 || c->window < 1)
         return tf_errf(err, TF_ERR_INVALID_ARG, "sinks %d / window %d: expected >= 0 / >= 1", c->sinks, c->window);
     if (c->rebuild_stride < 1)
@@ -462,7 +470,8 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
             s->has_rc = st == TF_OK;
         }
     for (int i = 0; i < n && st == TF_OK; i++) st = level_init(s, &s->lv[i], kinds[i], models[i], rows, err);
-    s->lv[0].gamma = cfg->gamma2;
+    s->lv[0].gamma = tf_spec_gamma2_max(cfg);
+    tf_gamma_init(&s->gctl, TF_SPEC_GAMMA2_AUTO_MAX);
     if (n == 3) s->lv[1].gamma = cfg->gamma1;
     if (st == TF_OK) st = tf_sampling_init(&s->samp, &cfg->sampling, hp->n_vocab, err);
     if (st == TF_OK) st = tf_verifier_init(&s->ver, hp->n_vocab, err);
@@ -517,6 +526,7 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
 #endif
     s->n_seq = s->n_emitted = 0;
     s->passes_since_rebuild = 0;
+    tf_gamma_init(&s->gctl, TF_SPEC_GAMMA2_AUTO_MAX);
     s->cfg.sampling.seed = seed;
     tf_rng_seed(&s->samp.rng, seed);
     tf_rng_seed(&s->rng, seed ^ 0x7f4a7c159e3779b9ull);

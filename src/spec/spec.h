@@ -24,6 +24,7 @@
 #include "core/threads.h"
 #include "kv/kv.h"
 #include "kv/retrieval.h"
+#include "spec/gamma.h"
 #include "kv/streaming.h"
 #include "model/forward.h"
 #include "sampling/sampling.h"
@@ -39,7 +40,7 @@ typedef enum tf_spec_mode {
 
 typedef struct tf_spec_cfg {
     tf_spec_mode mode;
-    int32_t gamma1, gamma2;   /* candidates per middle pass / per target pass */
+    int32_t gamma1, gamma2;   /* candidates per middle pass / per target pass (0: chosen while decoding, gamma.h) */
     int32_t budget, chunk, recent; /* C_r */
     int32_t rebuild_stride;   /* rebuild C_r every R target passes */
     float rebuild_accept;     /* ... and when the middle level's rolling acceptance falls below this */
@@ -90,6 +91,12 @@ typedef struct spec_level {
 
 #define TF_SPEC_MAX_LEVELS 3
 
+/* gamma2 0: the controller of gamma.h chooses 1..TF_SPEC_GAMMA2_AUTO_MAX per pass. */
+#define TF_SPEC_GAMMA2_AUTO_MAX 8
+static inline int32_t tf_spec_gamma2_max(const tf_spec_cfg *c) {
+    return c->gamma2 > 0 ? c->gamma2 : TF_SPEC_GAMMA2_AUTO_MAX;
+}
+
 typedef struct tf_spec {
     tf_spec_cfg cfg;
     const tf_model *target, *draft;
@@ -109,6 +116,7 @@ typedef struct tf_spec {
     int32_t q_cap_rows;
     float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p */
     int32_t passes_since_rebuild;
+    tf_gamma_ctl gctl;        /* gamma2 0: the running choice */
     struct tf_spec_dev *dev;  /* device state (spec_cuda.c); NULL on the CPU */
     tf_err err;
 } tf_spec;

@@ -53,7 +53,7 @@ tf_status tf_spec_dev_init(tf_spec *s, tf_err *err) {
                            err));
     s->kv_p.n_slots = n_slots; /* host mirror of the capacity spec.c checks */
     bool has_rc = s->cfg.mode == TF_SPEC_RETRIEVAL || s->cfg.mode == TF_SPEC_TRIFORCE;
-    int32_t rows = 1 + s->cfg.gamma2 + (s->cfg.mode >= TF_SPEC_STREAMING ? s->cfg.gamma1 : 0);
+    int32_t rows = 1 + tf_spec_gamma2_max(&s->cfg) + (s->cfg.mode >= TF_SPEC_STREAMING ? s->cfg.gamma1 : 0);
     d->rows_max = rows + 2;
     d->tok_h = tf_alloc(sizeof(int32_t) * (size_t)d->rows_max);
     if (!d->tok_h) return tf_errf(err, TF_ERR_NOMEM, "device decoder: out of memory");
