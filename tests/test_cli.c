@@ -65,7 +65,14 @@ static void test_bad_input(void **state) {
     EXPECT("gen-model --help", 0, "llama2-7b-128k");
     EXPECT("generate -m x.gguf -p hi --mode triforce", 2, "needs a draft model: -md DRAFT.gguf");
     EXPECT("generate -m x.gguf -p hi --mode fast", 2, "--mode 'fast'");
-    EXPECT("generate -m x.gguf -p hi --gamma2 0", 2, "--gamma2 '0'");
+    EXPECT("generate -m x.gguf -p hi --gamma2 16", 2, "--gamma2 '16'");
+    EXPECT("eval", 2, "expected a task, accept or passkey");
+    EXPECT("eval accept", 2, "-m MODEL is required");
+    EXPECT("eval accept -m x.gguf --budgets 8x", 2, "--budgets '8x'");
+    EXPECT("eval accept -m x.gguf --contexts 1000,10", 2, "--contexts '1000,10'");
+    EXPECT("eval accept -m x.gguf --caches fast", 2, "--caches 'fast'");
+    EXPECT("eval passkey -m x.gguf --depths 0.5,2", 2, "--depths '0.5,2'");
+    EXPECT("eval accept -m x.gguf -o xml", 2, "-o 'xml'");
     EXPECT("generate -m x.gguf -md y.gguf --draft-layers 2 -p hi", 2, "either -md DRAFT or --draft-layers K");
     EXPECT("convert", 2, "usage: triforce convert");
 }
@@ -127,6 +134,30 @@ static void test_with_stories(void **state) {
     fclose(jf);
     assert_non_null(strstr(jbuf, "\"mode\": \"triforce\""));
     assert_non_null(strstr(jbuf, "\"identical\": true"));
+    /* eval accept from one prefill: a csv row per configuration, acceptance in [0, 1] */
+    snprintf(args, sizeof args, "eval accept -m %s -f %s --contexts 300 --budgets 64 --chunks 4,8 -n 16 -o csv", model,
+             slice);
+    EXPECT(args, 0, "context,cache,budget,chunk,acceptance,");
+    {
+        int rows = 0;
+        for (char *line = strstr(g_out, "\n300,"); line; line = strstr(line + 1, "\n300,")) {
+            int ctx, budget, chunk, commas = 0;
+            char cache[16];
+            double acc;
+            assert_int_equal(sscanf(line + 1, "%d,%15[a-z],%d,%d,%lf", &ctx, cache, &budget, &chunk, &acc), 5);
+            assert_true(acc >= 0 && acc <= 1 && budget == 64);
+            for (char *c = line + 1; *c && *c != '\n'; c++) commas += *c == ',';
+            assert_int_equal(commas, 10);
+            rows++;
+        }
+        assert_int_equal(rows, 3); /* retrieval with chunks 4 and 8, streaming */
+    }
+    snprintf(args, sizeof args, "eval passkey -m %s --contexts 500 --depths 0.5 -o json", model);
+    EXPECT(args, 0, "\"eval\": \"passkey\", ");
+    assert_non_null(strstr(g_out, "\"context\": 500, \"depth\": 0.50, "));
+    assert_non_null(strstr(g_out, "eval passkey: "));
+    snprintf(args, sizeof args, "eval passkey -m %s --contexts 64", model);
+    EXPECT(args, 1, "the instruction, the key and the question alone take");
     unlink(js);
     unlink(slice);
     /* a draft with another vocabulary is refused */

@@ -182,8 +182,18 @@ static int32_t *passkey_tokens(const eval_run *er, int ctx, double depth, unsign
         chars = (int)((double)chars * ((double)ctx * 0.98) / (double)(*n ? *n : 1));
     }
     free(text);
-    if (!toks || *n > (size_t)ctx) {
-        fprintf(stderr, "triforce eval: cannot build a passkey prompt of %d tokens\n", ctx);
+    if (toks && *n > (size_t)ctx) { /* the instruction, the key and the question alone are longer */
+        size_t least = cap;
+        text = eval_passkey_prompt(0, depth, key, &len);
+        if (text && tf_model_tokenize(er->model, text, len, true, false, toks, cap, &least) != TF_OK) least = cap;
+        free(text);
+        fprintf(stderr, "triforce eval: a passkey prompt of at most %d tokens cannot be built: the instruction, the "
+                "key and the question alone take %zu%s tokens with this tokenizer\n", ctx, least, least >= cap ? "+" : "");
+        free(toks);
+        return NULL;
+    }
+    if (!toks) {
+        fprintf(stderr, "triforce eval: out of memory for a passkey prompt of %d tokens\n", ctx);
         free(toks);
         return NULL;
     }
