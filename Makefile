@@ -19,7 +19,7 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-psabi -fPIC \
            -Iinclude -Isrc -Itests/common
-LDLIBS  += -lcjson -lpcre2-8 -lm -lpthread
+LDLIBS  += -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
 CUDA_ON := $(filter 1 yes,$(CUDA))
 ifneq ($(CUDA_ON),)
 BUILD   ?= build-cuda
@@ -128,7 +128,7 @@ test: $(TEST_BINS) $(BUILD)/triforce
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lm -lpthread" test
+	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lutf8proc -lm -lpthread" test
 
 # libFuzzer over the GGUF reader (dev/fuzz_gguf.c): the seed writer makes small valid files,
 # then the fuzzer mutates them for FUZZ_SECONDS under ASan + UBSan. Needs clang with its

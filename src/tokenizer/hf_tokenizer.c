@@ -52,7 +52,7 @@ typedef struct hf_ctx {
     int32_t *ma, *mb, *mo;
     uint8_t *drop;
     /* what the file says */
-    bool spm, byte_fallback, add_space_prefix, ignore_merges;
+    bool spm, byte_fallback, add_space_prefix, ignore_merges, nfc;
     const char *pre;
     char *steps[TF_PRETOK_MAX_STEPS]; /* byte-level pre-tokenizer program (malloc'd spellings, see pretok.c) */
     int n_steps;
@@ -535,6 +535,7 @@ static tf_status check_family(hf_ctx *c, const cJSON *root) {
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "ByteLevel pre-tokenizer mixed with SentencePiece-style "
                         "Prepend/Replace/Metaspace (expected one family)");
         TF_TRY(name_program(c));
+        c->nfc = f.nfc;
     } else {
         if (c->n_steps)
             return fail(c, NULL, TF_ERR_UNSUPPORTED, "pre_tokenizer Split or Digits without ByteLevel (expected "
@@ -718,7 +719,7 @@ static const char *const k_keys[] = {
     "tokenizer.ggml.scores", "tokenizer.ggml.merges", "tokenizer.ggml.add_space_prefix",
     "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
-    "tokenizer.triforce.pre_steps", "tokenizer.chat_template",
+    "tokenizer.triforce.pre_steps", "tokenizer.chat_template", "tokenizer.triforce.normalizer",
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 
@@ -776,6 +777,7 @@ static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
         st = tf_gguf_writer_set_arr_strn(w, k_keys[13], steps, (uint64_t)c->n_steps, err);
     }
     if (st == TF_OK && c->chat_template) st = tf_gguf_writer_set_str(w, k_keys[14], c->chat_template, err);
+    if (st == TF_OK && c->nfc) st = tf_gguf_writer_set_str(w, k_keys[15], "NFC", err);
     void *owned[] = {strs, merges, types, scores, pads, mtext};
     for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
     return st;

@@ -96,6 +96,7 @@ typedef struct tf_special {
 struct tf_tokenizer {
     tf_tok_kind kind;
     int32_t n_vocab;
+    bool nfc; /* text fragments are put in Unicode NFC before encoding (tokenizer.triforce.normalizer) */
 
     /* Interned strings: ids [0, n_vocab) are the tokens; BPE may append
      * strings that occur only in merges (ids >= n_vocab, never emitted). */

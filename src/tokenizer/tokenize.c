@@ -9,12 +9,17 @@
  * encoder; BOS and EOS are added around the whole when add_special is set
  * and the metadata asks for them.
  *
+ * A byte-level tokenizer whose tokenizer.json normalizes to NFC
+ * (tokenizer.triforce.normalizer) puts each raw fragment in NFC first.
+ *
  * SPM prepends its "▁" space prefix to a fragment that starts the text or
  * follows a special token, as the reference implementation does.
  */
 #include "tokenizer/tok_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* Longest special token that s[0..n) starts with, or NULL. */
 static const tf_special *match_special(const tf_tokenizer *tok, const char *s, size_t n, bool parse_special) {
@@ -29,6 +34,20 @@ static const tf_special *match_special(const tf_tokenizer *tok, const char *s, s
 
 static tf_status encode_raw(const tf_tokenizer *tok, const char *s, size_t n, bool after_special, tf_tok_out *o,
                             tf_err *err) {
+    if (tok->nfc) {
+        /* Unicode NFC (utf8proc). Text that is not valid UTF-8 has no normal
+         * form and is encoded as it is (HF tokenizers cannot take it at all). */
+        utf8proc_uint8_t *norm = NULL;
+        utf8proc_ssize_t m = n ? utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &norm,
+                                              UTF8PROC_STABLE | UTF8PROC_COMPOSE)
+                               : -1;
+        if (m >= 0) {
+            tf_status st = tf_bpe_encode(tok, (const char *)norm, (size_t)m, o, err);
+            free(norm);
+            return st;
+        }
+        free(norm);
+    }
     if (tok->kind == TF_TOK_SPM) return tf_spm_encode(tok, s, n, tok->add_space_prefix && after_special, o, err);
     return tf_bpe_encode(tok, s, n, o, err);
 }

@@ -458,6 +458,20 @@ static tf_status load_pre_steps(builder *b, const tf_gguf_kv *kv) {
     return TF_OK;
 }
 
+/* tokenizer.triforce.normalizer (written from a tokenizer.json): "NFC" or absent. */
+static tf_status load_normalizer(builder *b) {
+    tf_gguf_str v = {0};
+    bool found;
+    TF_TRY(tf_gguf_get_str(b->g, "tokenizer.triforce.normalizer", &v, &found, b->err));
+    if (!found) return TF_OK;
+    if (!tf_gguf_str_eq(v, "NFC"))
+        return tf_errf(b->err, TF_ERR_UNSUPPORTED,
+                       "%s: tokenizer.triforce.normalizer = '%.*s' is not supported (expected 'NFC' or no key)",
+                       b->g->path, clip(v.len), v.data);
+    b->t->nfc = true;
+    return TF_OK;
+}
+
 static tf_status load_pre(builder *b, bool *default_add_bos) {
     tf_tokenizer *t = b->t;
     tf_gguf_str pre = {0};
@@ -468,7 +482,10 @@ static tf_status load_pre(builder *b, bool *default_add_bos) {
     snprintf(t->pre_name, sizeof t->pre_name, "%.*s", found ? clip(pre.len) : 7, found ? pre.data : "default");
     *default_add_bos = t->kind == TF_TOK_SPM;
     if (t->kind == TF_TOK_SPM) return TF_OK; /* SPM does not pre-tokenize; the name is informational */
-    if (found_steps) return load_pre_steps(b, steps);
+    if (found_steps) {
+        TF_TRY(load_normalizer(b));
+        return load_pre_steps(b, steps);
+    }
     const pre_name *hit = NULL;
     for (size_t i = 0; i < sizeof k_pre_names / sizeof k_pre_names[0]; i++)
         if (!found ? i == 0 : tf_gguf_str_eq(pre, k_pre_names[i].name)) {
@@ -485,6 +502,7 @@ static tf_status load_pre(builder *b, bool *default_add_bos) {
                        b->g->path, clip(pre.len), pre.data, list);
     }
     t->ignore_merges = hit->ignore_merges;
+    TF_TRY(load_normalizer(b));
     *default_add_bos = hit->add_bos;
     return tf_pretok_init(&t->pre, hit->kind, b->err);
 }

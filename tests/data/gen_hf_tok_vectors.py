@@ -107,6 +107,9 @@ HANDMADE = [
     " ",
     "",
     "...!!!???",
+    # not in NFC: combining accents, a ring, dot below + dot above, Hangul jamo (the NFC configuration composes them)
+    "Cafe\u0301 au lait, re\u0301sume\u0301 and A\u030angstro\u0308m",
+    "s\u0323\u0307 and q\u0307\u0323 and \u1100\u1161\u11a8 and \u212b",
 ]
 
 
