@@ -155,8 +155,9 @@ $(BUILD)/dev/export_hf: dev/export_hf.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libtriforce.a -lcmocka $(LDLIBS)
 
-$(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
+# tfbench shares the CLI's read-bandwidth probe (tools/triforce/membw.c).
+$(BUILD)/tfbench: bench/tfbench.c tools/triforce/membw.c tools/triforce/membw.h $(BUILD)/libtriforce.a
+	$(CC) $(CFLAGS) -Itools/triforce -o $@ bench/tfbench.c tools/triforce/membw.c $(BUILD)/libtriforce.a $(LDLIBS)
 
 $(BUILD)/kvscale: bench/kvscale.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
