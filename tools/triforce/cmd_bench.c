@@ -574,11 +574,10 @@ int cmd_bench(int argc, char **argv) {
         snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "%s%s", i ? "," : "", tf_decode_mode_name(modes[i]));
     fprintf(stderr,
             "triforce bench: model %s (%s, %.1fM params)%s%s, threads %d, kv %s, -p %s, -n %d, -d %s, --rows %s, "
-            "--mode %s, -r %d, text %s%s",
+            "--mode %s, -r %d, context %s",
             o.model, bm.info.name, (double)bm.info.n_params / 1e6, draft ? ", draft " : "",
             o.draft ? o.draft : draft ? "(the target's first layers)" : "", threads, o.kv_type, ps, o.n_predict, ds,
-            rs, ms, o.reps, toks.fill, o.file ? " " : "");
-    if (o.file) fputs(o.file, stderr);
+            rs, ms, o.reps, o.file ? o.file : toks.fill);
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
                         "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks,
