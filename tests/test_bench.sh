@@ -31,12 +31,12 @@ if "$TF" bench --help > "$W/help" 2>&1 && grep -q -- '--rows K' "$W/help" && gre
 # Flags are checked before the model is read, so no model is needed here.
 expect_fail bench_no_model "-m MODEL is required" -p 16
 expect_fail bench_bad_output "-o 'xml': expected md, json or csv" -m x.gguf -o xml
-expect_fail bench_bad_list "-p '16,,32': expected a comma-separated list" -m x.gguf -p 16,,32
-expect_fail bench_bad_depth "-d '-5': expected" -m x.gguf -d -5
+expect_fail bench_bad_list "--n-prompt '16,,32': expected a comma-separated list" -m x.gguf -p 16,,32
+expect_fail bench_bad_depth "--n-depth '-5': expected" -m x.gguf -d -5
 expect_fail bench_rows_range "--rows '999': expected a comma-separated list of up to 16 integers in [0, 256]" -m x.gguf --rows 999
 expect_fail bench_bad_mode "--mode 'ar,fast': expected" -m x.gguf --mode ar,fast
 expect_fail bench_mode_needs_draft "--mode triforce needs a draft model" -m x.gguf --mode triforce
-expect_fail bench_bad_reps "-r '0': expected an integer in [1, 1000]" -m x.gguf -r 0
+expect_fail bench_bad_reps "--repetitions '0': expected an integer in [1, 1000]" -m x.gguf -r 0
 expect_fail bench_unknown_flag "unknown option '--temp'" -m x.gguf --temp 0.5
 expect_fail bench_missing_value "option --n-gen needs a value" -m x.gguf -n
 expect_fail bench_missing_model "x-missing.gguf" -m "$W/x-missing.gguf" -p 16

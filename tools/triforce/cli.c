@@ -247,9 +247,7 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
                     return -1;
                 }
             }
-            char typed[64]; /* the flag as given (-p or --n-prompt), for messages */
-            snprintf(typed, sizeof typed, "%.*s", (int)nlen, a);
-            if (set_value(o, d, typed, val) != 0) return -1;
+            if (set_value(o, d, d->lng, val) != 0) return -1;
             continue;
         }
         if (o->n_pos >= max_pos) {
