@@ -122,9 +122,10 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libtriforce.a -lcmocka $(LDLIBS)
 
-# The C tests, then tests/test_readme.sh (README.md's example commands, as written).
+# The C tests, tests/test_bench.sh (`triforce bench` on stories260K), then tests/test_readme.sh
+# (README.md's example commands, as written).
 test: $(TEST_BINS) $(BUILD)/triforce
-	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS) tests/test_readme.sh
+	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_readme.sh
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
@@ -155,8 +156,9 @@ $(BUILD)/dev/export_hf: dev/export_hf.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libtriforce.a -lcmocka $(LDLIBS)
 
-$(BUILD)/tfbench: bench/tfbench.c $(BUILD)/libtriforce.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
+# tfbench shares the CLI's read-bandwidth probe (tools/triforce/membw.c).
+$(BUILD)/tfbench: bench/tfbench.c tools/triforce/membw.c tools/triforce/membw.h $(BUILD)/libtriforce.a
+	$(CC) $(CFLAGS) -Itools/triforce -o $@ bench/tfbench.c tools/triforce/membw.c $(BUILD)/libtriforce.a $(LDLIBS)
 
 $(BUILD)/kvscale: bench/kvscale.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)

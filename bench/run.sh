@@ -3,7 +3,8 @@
 # object per measurement), bench/results/latest.txt (machine description + bandwidth) and
 # bench/results/attnbw.jsonl (attention alone, bench/attnbw.c).
 # Summarized in docs/BENCHMARKS.md. Needs ../shared (the model and texts); generated
-# models are written to bench/results/tmp/ (ignored by git).
+# models are written to bench/results/tmp/ (ignored by git). Where `make models` has fetched
+# SmolLM2-135M, `triforce bench` measures it too: bench/results/bench-smollm2.jsonl.
 set -eu
 B=${BUILD:-build}
 TF=$B/triforce
@@ -67,3 +68,16 @@ for ty in f32 f16 q8_0 q4_0; do
     run "tiny24m-$ty" "$m" 16 256 f16 "$TEXT"
 done
 echo "results: $J"
+
+# triforce bench on the real model: prefill, k-row target passes and the decoding modes at two
+# depths of Pride and Prejudice, against the bandwidth it measures itself. The draft is the
+# target's first 6 layers and the retrieval budget 512 tokens, as in `make demo`.
+SMOL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+PP=$SH/text/pride_and_prejudice.txt
+if [ -f "$SMOL" ] && [ -f "$PP" ]; then
+    $TF bench -m "$SMOL" -f "$PP" -p 512,4096 -n 64 -d 2048,8000 --rows 1,2,4,8 \
+        --mode ar,retrieval,triforce --draft-layers 6 --budget 512 -t "$T" -o json > "$OUT/bench-smollm2.jsonl"
+    echo "results: $OUT/bench-smollm2.jsonl"
+else
+    echo "bench: skipped: triforce bench on SmolLM2 ($SMOL or $PP not found; make models)"
+fi

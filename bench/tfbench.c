@@ -12,68 +12,13 @@
  * causal attention) per second achieved.
  */
 #include "bench_util.h"
+#include "membw.h"
 #include "triforce.h"
 
-#include <immintrin.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct bw_arg { const uint64_t *p; size_t n; uint64_t out; } bw_arg;
-
-/* Read loop with 256-bit loads and four independent accumulators, so the
- * probe measures the memory system rather than the adder. */
-__attribute__((target("avx2"))) static uint64_t read_avx2(const uint64_t *p, size_t n) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_epi64(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
-        a1 = _mm256_add_epi64(a1, _mm256_loadu_si256((const __m256i *)(p + i + 4)));
-        a2 = _mm256_add_epi64(a2, _mm256_loadu_si256((const __m256i *)(p + i + 8)));
-        a3 = _mm256_add_epi64(a3, _mm256_loadu_si256((const __m256i *)(p + i + 12)));
-    }
-    __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-    uint64_t out[4];
-    _mm256_storeu_si256((__m256i *)out, s);
-    return out[0] ^ out[1] ^ out[2] ^ out[3];
-}
-
-static void *bw_read(void *a_) {
-    bw_arg *a = a_;
-    if (__builtin_cpu_supports("avx2")) {
-        a->out = read_avx2(a->p, a->n);
-        return NULL;
-    }
-    uint64_t acc[8] = {0};
-    for (size_t i = 0; i + 8 <= a->n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a->p[i + j];
-    a->out = acc[0] ^ acc[1] ^ acc[2] ^ acc[3] ^ acc[4] ^ acc[5] ^ acc[6] ^ acc[7];
-    return NULL;
-}
-
-/* Best of 5 passes over a buffer of `bytes`, split across nth threads. */
-static double measure_bw(int nth, size_t bytes) {
-    size_t n = bytes / 8;
-    uint64_t *buf = malloc(bytes);
-    for (size_t i = 0; i < n; i++) buf[i] = i * 2654435761u;
-    double best = 0;
-    int reps = bytes >= ((size_t)1 << 30) ? 5 : 200;
-    for (int rep = 0; rep < reps; rep++) {
-        pthread_t th[64];
-        bw_arg args[64];
-        double t0 = bench_now();
-        for (int t = 0; t < nth; t++) {
-            args[t] = (bw_arg){buf + n / nth * t, n / nth, 0};
-            pthread_create(&th[t], NULL, bw_read, &args[t]);
-        }
-        for (int t = 0; t < nth; t++) pthread_join(th[t], NULL);
-        double gbs = (double)bytes / (bench_now() - t0) / 1e9;
-        if (gbs > best) best = gbs;
-    }
-    free(buf);
-    return best;
-}
 
 static int usage(void) {
     fprintf(stderr, "usage: tfbench membw [-t T] | tfbench run -m MODEL [-f TEXT] -p N -n N [-t T] [--kv f16|f32] "
@@ -102,9 +47,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "membw")) {
         size_t big = (size_t)1 << 30, small = (size_t)16 << 20;
+        /* best of 5 passes over 1 GiB, of 200 over 16 MiB */
         printf("{\"dram_1t_gbs\": %.2f, \"dram_%dt_gbs\": %.2f, \"cache16m_1t_gbs\": %.2f, \"cache16m_%dt_gbs\": %.2f}\n",
-               measure_bw(1, big), threads, measure_bw(threads, big), measure_bw(1, small), threads,
-               measure_bw(threads, small));
+               membw_read_gbs(1, big, 5), threads, membw_read_gbs(threads, big, 5), membw_read_gbs(1, small, 200),
+               threads, membw_read_gbs(threads, small, 200));
         return 0;
     }
     if (strcmp(argv[1], "run") || !model || n_prompt < 1 || n_gen < 1) return usage();

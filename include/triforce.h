@@ -185,6 +185,13 @@ int32_t tf_context_n_past(const tf_context *ctx);
 int32_t tf_context_n_ctx(const tf_context *ctx);
 /* Forget tokens beyond n (rollback; copies nothing). */
 tf_status tf_context_truncate(tf_context *ctx, int32_t n);
+/* For benchmarks: make the cache hold n positions (0..n-1) of random keys and
+ * values (uniform in [-1, 1], from `seed`), as if n tokens had been evaluated,
+ * without running the model. The cost of a later tf_context_eval does not
+ * depend on what the cache holds, so this times a pass at a depth that a
+ * prefill would take minutes to reach. The logits are undefined until the next
+ * tf_context_eval. TF_ERR_RANGE if n exceeds n_ctx, TF_ERR_INVALID_ARG if n < 0. */
+tf_status tf_context_fill_random(tf_context *ctx, int32_t n, uint64_t seed);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling                                                                 */

@@ -319,6 +319,49 @@ static void test_progress_and_cancel(void **state) {
     unlink(path);
 }
 
+/* tf_context_fill_random: the cache holds n positions afterwards, a pass over
+ * it gives finite logits, the fill is reproducible from its seed (the same
+ * logits twice), and sizes outside 0..n_ctx are refused with a message. */
+static void test_fill_random(void **state) {
+    (void)state;
+    tu_gen_case c = {"fill", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s", tu_gen(&c, 31));
+    tf_model *m;
+    assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
+    tf_model_info in;
+    tf_model_get_info(m, &in);
+    for (int kv = 0; kv < 2; kv++) {
+        tf_context_params cp = tf_context_default_params();
+        cp.n_ctx = 100;
+        cp.n_batch = 4;
+        cp.kv_type = kv ? TF_KV_F16 : TF_KV_F32;
+        tf_context *ctx;
+        assert_int_equal(tf_context_init(&ctx, m, &cp, err, sizeof err), TF_OK);
+        int32_t toks[4] = {5, 17, 3, 40};
+        float *first = malloc(sizeof(float) * (size_t)in.n_vocab);
+        for (int rep = 0; rep < 2; rep++) {
+            assert_int_equal(tf_context_fill_random(ctx, 90, 7), TF_OK);
+            assert_int_equal(tf_context_n_past(ctx), 90);
+            assert_int_equal(tf_context_eval(ctx, toks, 4, NULL), TF_OK);
+            assert_int_equal(tf_context_n_past(ctx), 94);
+            const float *lg = tf_context_logits(ctx);
+            for (int i = 0; i < in.n_vocab; i++) assert_true(isfinite(lg[i]));
+            if (rep == 0) memcpy(first, lg, sizeof(float) * (size_t)in.n_vocab);
+            else assert_memory_equal(first, lg, sizeof(float) * (size_t)in.n_vocab);
+        }
+        free(first);
+        assert_int_equal(tf_context_fill_random(ctx, 101, 7), TF_ERR_RANGE);
+        assert_non_null(strstr(tf_context_error(ctx), "do not fit"));
+        assert_int_equal(tf_context_fill_random(ctx, -1, 7), TF_ERR_INVALID_ARG);
+        assert_int_equal(tf_context_fill_random(ctx, 0, 7), TF_OK);
+        assert_int_equal(tf_context_n_past(ctx), 0);
+        tf_context_free(ctx);
+    }
+    tf_model_close(m);
+    unlink(path);
+}
+
 /* Logits of n tokens evaluated in one batch equal, bit for bit, those of the
  * same tokens decoded one at a time after the same prefill: the target's
  * verification pass must reproduce autoregressive decoding exactly for greedy
@@ -547,6 +590,7 @@ int main(void) {
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_progress_and_cancel),
+        cmocka_unit_test(test_fill_random),
         cmocka_unit_test(test_batch_invariant_logits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #include "triforce.h"
 
 #include "core/mem.h"
+#include "core/rng.h"
 #include "core/threads.h"
 #include "kv/kv.h"
 #include "model/forward.h"
@@ -228,6 +229,36 @@ tf_status tf_context_truncate(tf_context *c, int32_t n) {
         return tf_errf(&c->err, TF_ERR_INVALID_ARG, "truncate to %d: expected 0..%d", n, c->n_past);
     c->n_past = n;
     tf_kv_truncate(&c->kv, n);
+    c->last_logits = NULL;
+    return TF_OK;
+}
+
+tf_status tf_context_fill_random(tf_context *c, int32_t n, uint64_t seed) {
+    tf_err_clear(&c->err);
+    if (n < 0) return tf_errf(&c->err, TF_ERR_INVALID_ARG, "fill: %d positions (expected >= 0)", n);
+    if (n > c->params.n_ctx)
+        return tf_errf(&c->err, TF_ERR_RANGE, "fill: %d positions do not fit in the context of %d", n,
+                       c->params.n_ctx);
+    enum { ROWS = 64 }; /* tokens per tf_kv_store call */
+    const int64_t width = (int64_t)c->kv.n_head_kv * c->kv.head_dim;
+    float *k = malloc(sizeof(float) * (size_t)(2 * ROWS * width));
+    if (!k) return tf_errf(&c->err, TF_ERR_NOMEM, "fill: out of memory");
+    float *v = k + ROWS * width;
+    tf_rng rng;
+    tf_rng_seed(&rng, seed);
+    for (int il = 0; il < c->kv.n_layer; il++)
+        for (int32_t s0 = 0; s0 < n; s0 += ROWS) {
+            int32_t nr = n - s0 < ROWS ? n - s0 : ROWS;
+            for (int64_t i = 0; i < nr * width; i++) {
+                k[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
+                v[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
+            }
+            tf_kv_store(&c->kv, il, s0, nr, k, v, width);
+        }
+    free(k);
+    for (int32_t s = 0; s < n; s++) c->kv.pos[s] = s;
+    c->kv.n_used = n;
+    c->n_past = n;
     c->last_logits = NULL;
     return TF_OK;
 }

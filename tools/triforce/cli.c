@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_FLOAT, OPT_FLAG } opt_kind;
+typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_FLOAT, OPT_FLAG, OPT_INTS } opt_kind;
 
 typedef struct opt_def {
     const char *shrt;    /* "-m" or NULL */
@@ -23,23 +23,24 @@ typedef struct opt_def {
     size_t off;          /* offset in cli_opts */
     const char *metavar;
     const char *help;
-    unsigned cmds;       /* subcommands that accept it */
+    unsigned cmds;       /* subcommands that accept it (a flag may have one entry per meaning) */
     double lo, hi;       /* numeric range */
 } opt_def;
 
 #define O(f) offsetof(cli_opts, f)
 #define ALL_RUN (CMD_GENERATE | CMD_PERPLEXITY)
+#define SPEC_RUN (CMD_GENERATE | CMD_BENCH)
 
 static const opt_def k_opts[] = {
-    {"-m", "--model", OPT_STR, O(model), "PATH", "model: a GGUF file or a Hugging Face directory", ALL_RUN | CMD_TOKENIZE | CMD_EVAL, 0, 0},
+    {"-m", "--model", OPT_STR, O(model), "PATH", "model: a GGUF file or a Hugging Face directory", ALL_RUN | CMD_TOKENIZE | CMD_BENCH | CMD_EVAL, 0, 0},
     {"-p", "--prompt", OPT_STR, O(prompt), "TEXT", "prompt text", CMD_GENERATE | CMD_TOKENIZE, 0, 0},
     {"-f", "--file", OPT_STR, O(file), "FILE", "read the prompt (or the text to score) from FILE",
      CMD_GENERATE | CMD_TOKENIZE | CMD_PERPLEXITY | CMD_EVAL, 0, 0},
     {"-n", "--n-predict", OPT_INT, O(n_predict), "N", "tokens to generate (default 128)", CMD_GENERATE | CMD_EVAL, 0, 1e8},
     {"-c", "--ctx-size", OPT_INT, O(n_ctx), "N",
      "context size in tokens (generate default: prompt + n; perplexity default 512)", ALL_RUN, 1, 1 << 28},
-    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_EVAL | CMD_GEN_MODEL | CMD_CONVERT, 1, 1024},
-    {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN | CMD_EVAL, 1, 65536},
+    {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_GEN_MODEL | CMD_CONVERT | CMD_BENCH | CMD_EVAL, 1, 1024},
+    {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN | CMD_BENCH | CMD_EVAL, 1, 65536},
     {"-s", "--seed", OPT_I64, O(seed), "N", "RNG seed (default: from the clock; printed)", CMD_GENERATE | CMD_EVAL, -1,
      9.2e18},
     {NULL, "--temp", OPT_FLOAT, O(temp), "T", "temperature, 0 = greedy (default 0.8; eval 0)", CMD_GENERATE | CMD_EVAL, 0, 1e4},
@@ -49,7 +50,7 @@ static const opt_def k_opts[] = {
      1},
     {NULL, "--min-p", OPT_FLOAT, O(min_p), "P", "drop tokens below P x the top probability, 0 = off (default 0.05)",
      CMD_GENERATE | CMD_EVAL, 0, 1},
-    {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default) or f32", ALL_RUN | CMD_EVAL, 0, 0},
+    {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default) or f32", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
     {NULL, "--device", OPT_STR, O(device), "DEV",
      "cuda | cpu | auto (default auto: cuda when built with CUDA, a GPU is present and the weights are f32/f16/bf16/q8_0)",
      CMD_GENERATE, 0, 0},
@@ -64,41 +65,60 @@ static const opt_def k_opts[] = {
      CMD_TOKENIZE, 0, 0},
     {NULL, "--no-bos", OPT_FLAG, O(no_bos), NULL, "do not add the BOS token", CMD_TOKENIZE | CMD_GENERATE, 0, 0},
     {"-md", "--model-draft", OPT_STR, O(draft), "PATH", "draft model, GGUF or HF directory (same vocabulary as -m); makes triforce the default mode",
-     CMD_GENERATE, 0, 0},
+     SPEC_RUN, 0, 0},
     {NULL, "--mode", OPT_STR, O(mode), "MODE",
      "ar | spec | retrieval | streaming | triforce (default: triforce with -md, else ar)", CMD_GENERATE | CMD_EVAL, 0, 0},
-    {NULL, "--gamma1", OPT_INT, O(gamma1), "N", "draft tokens per middle-level pass (default 2)", CMD_GENERATE, 1, 16},
-    {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass, 0 = adapt to the measured costs and acceptance (default 6)", CMD_GENERATE | CMD_EVAL, 0, 15},
-    {NULL, "--budget", OPT_INT, O(budget), "N", "retrieval cache tokens (default 4096)", CMD_GENERATE | CMD_EVAL, 1, 1 << 28},
-    {NULL, "--chunk", OPT_INT, O(chunk), "N", "retrieval chunk size (default 8)", CMD_GENERATE | CMD_EVAL, 1, 64},
+    {NULL, "--gamma1", OPT_INT, O(gamma1), "N", "draft tokens per middle-level pass (default 2)", SPEC_RUN, 1, 16},
+    {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass, 0 = adapt to the measured costs and acceptance (default 6)", SPEC_RUN | CMD_EVAL, 0, 15},
+    {NULL, "--budget", OPT_INT, O(budget), "N", "retrieval cache tokens (default 4096)", SPEC_RUN | CMD_EVAL, 1, 1 << 28},
+    {NULL, "--chunk", OPT_INT, O(chunk), "N", "retrieval chunk size (default 8)", SPEC_RUN | CMD_EVAL, 1, 64},
     {NULL, "--rebuild-stride", OPT_INT, O(rebuild_stride), "N", "rebuild the retrieval cache every N target passes (default 16)",
-     CMD_GENERATE, 1, 1 << 30},
+     SPEC_RUN, 1, 1 << 30},
     {NULL, "--bypass-accept", OPT_FLOAT, O(bypass_accept), "A",
      "the middle level drafts alone while the draft's rolling acceptance is below A, 0 = never (default 0.2)",
-     CMD_GENERATE, 0, 1},
+     SPEC_RUN, 0, 1},
     {NULL, "--draft-layers", OPT_INT, O(draft_layers), "K",
      "no -md: draft with the target's first K layers (self-speculation); makes triforce the default mode",
-     CMD_GENERATE, 1, 1024},
-    {NULL, "--sinks", OPT_INT, O(sinks), "N", "StreamingLLM attention sinks (default 16)", CMD_GENERATE, 0, 1 << 20},
-    {NULL, "--window", OPT_INT, O(window), "N", "StreamingLLM window (default 240)", CMD_GENERATE, 1, 1 << 24},
+     SPEC_RUN, 1, 1024},
+    {NULL, "--sinks", OPT_INT, O(sinks), "N", "StreamingLLM attention sinks (default 16)", SPEC_RUN, 0, 1 << 20},
+    {NULL, "--window", OPT_INT, O(window), "N", "StreamingLLM window (default 240)", SPEC_RUN, 1, 1 << 24},
     {NULL, "--stats-json", OPT_STR, O(stats_json), "FILE", "write timings and per-level statistics as JSON",
      CMD_GENERATE, 0, 0},
     {NULL, "--compare", OPT_FLAG, O(compare), NULL,
      "also run ar on the same input; print the speedup and whether the outputs are identical", CMD_GENERATE, 0, 0},
-    {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512", ALL_RUN | CMD_EVAL, 0,
+    {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512", ALL_RUN | CMD_BENCH | CMD_EVAL, 0,
      3},
-    {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_EVAL | CMD_INFO | CMD_QUANTIZE | CMD_CONVERT, 0, 0},
+    {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_BENCH | CMD_EVAL | CMD_INFO | CMD_QUANTIZE | CMD_CONVERT, 0, 0},
+    /* bench (flags that mean something else there than in generate have their own entries) */
+    {"-p", "--n-prompt", OPT_INTS, O(bench_prompt), "N,..", "prefill tests: prompt sizes in tokens, 0 = none (default 512)",
+     CMD_BENCH, 0, 1 << 28},
+    {"-n", "--n-gen", OPT_INT, O(n_predict), "N", "decode tests: tokens generated at each depth, 0 = none (default 128)",
+     CMD_BENCH, 0, 1 << 24},
+    {"-d", "--n-depth", OPT_INTS, O(depths), "N,..",
+     "context depths: tokens in the cache before decoding / before a pass (default 0)", CMD_BENCH, 0, 1 << 28},
+    {NULL, "--rows", OPT_INTS, O(rows), "K,..",
+     "pass tests: k new rows attending to the whole cache at each depth, 0 = none (default 1,2,4,8)", CMD_BENCH, 0, 256},
+    {"-f", "--file", OPT_STR, O(file), "FILE",
+     "context text: its first tokens fill each prompt and depth (default: a generated filler text)", CMD_BENCH, 0, 0},
+    {NULL, "--mode", OPT_STR, O(mode), "M,..",
+     "decoding modes: ar, spec, retrieval, streaming, triforce (default ar,retrieval; ar,retrieval,triforce with -md "
+     "or --draft-layers)", CMD_BENCH, 0, 0},
+    {"-r", "--repetitions", OPT_INT, O(reps), "N", "repetitions of every test, modes interleaved (default 3)", CMD_BENCH,
+     1, 1000},
+    {"-o", "--output", OPT_STR, O(output), "FMT", "md (default), json (one object per line) or csv", CMD_BENCH | CMD_EVAL, 0, 0},
+    {NULL, "--bw-mib", OPT_INT, O(bw_mib), "N",
+     "buffer of the read-bandwidth probe in MiB (default 1024; several times the last-level cache)", CMD_BENCH, 1,
+     1 << 20},
     /* eval */
-    {NULL, "--contexts", OPT_STR, O(eval_contexts), "L,L,..", "eval: context lengths in tokens (default 2048,4096,8000)",
+    {NULL, "--contexts", OPT_INTS, O(eval_contexts), "L,..", "context lengths in tokens (default 2048,4096,8000)",
+     CMD_EVAL, 64, 1 << 24},
+    {NULL, "--budgets", OPT_INTS, O(eval_budgets), "B,..", "accept: middle-level cache budgets (default 256,512,1024,2048)",
+     CMD_EVAL, 16, 1 << 24},
+    {NULL, "--chunks", OPT_INTS, O(eval_chunks), "C,..", "accept: retrieval chunk sizes (default 8)", CMD_EVAL, 1, 64},
+    {NULL, "--caches", OPT_STR, O(eval_caches), "K,K", "accept: retrieval and/or streaming (default both)",
      CMD_EVAL, 0, 0},
-    {NULL, "--budgets", OPT_STR, O(eval_budgets), "B,B,..", "eval accept: middle-level cache budgets (default 256,512,1024,2048)",
+    {NULL, "--depths", OPT_STR, O(eval_depths), "D,..", "passkey: depths of the key, 0..1 (default 0,0.25,0.5,0.75,1)",
      CMD_EVAL, 0, 0},
-    {NULL, "--chunks", OPT_STR, O(eval_chunks), "C,C,..", "eval accept: retrieval chunk sizes (default 8)", CMD_EVAL, 0, 0},
-    {NULL, "--caches", OPT_STR, O(eval_caches), "K,K", "eval accept: retrieval and/or streaming (default both)",
-     CMD_EVAL, 0, 0},
-    {NULL, "--depths", OPT_STR, O(eval_depths), "D,D,..", "eval passkey: depths of the key, 0..1 (default 0,0.25,0.5,0.75,1)",
-     CMD_EVAL, 0, 0},
-    {"-o", "--output", OPT_STR, O(output), "FMT", "eval: output format md, json or csv (default md)", CMD_EVAL, 0, 0},
     /* gen-model */
     {NULL, "--preset", OPT_STR, O(preset), "NAME", "shape preset (see below)", CMD_GEN_MODEL, 0, 0},
     {NULL, "--arch", OPT_STR, O(arch), "NAME",
@@ -153,6 +173,23 @@ static int set_value(cli_opts *o, const opt_def *d, const char *name, const char
         else *(int64_t *)field = v;
         return 0;
     }
+    case OPT_INTS: {
+        cli_ints *l = field;
+        const char *q = val;
+        l->n = 0;
+        for (;;) {
+            long long v = strtoll(q, &end, 10);
+            if (errno || end == q || v < d->lo || (double)v > d->hi || l->n == CLI_INTS_MAX ||
+                (*end != ',' && *end != '\0')) {
+                fprintf(stderr, "triforce: %s '%s': expected a comma-separated list of up to %d integers in [%.0f, %.0f]\n",
+                        name, val, CLI_INTS_MAX, d->lo, d->hi);
+                return -1;
+            }
+            l->v[l->n++] = (int)v;
+            if (*end == '\0') return 0;
+            q = end + 1;
+        }
+    }
     case OPT_FLOAT: {
         double v = strtod(val, &end);
         if (errno || end == val || *end || !isfinite(v) || v < d->lo || v > d->hi) {
@@ -186,6 +223,9 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->bypass_accept = 0.2f;
     o->sinks = 16;
     o->window = 240;
+    o->reps = 3;
+    o->output = "md";
+    o->bw_mib = 1024;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -198,11 +238,12 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
             const opt_def *d = NULL;
             for (size_t k = 0; k < sizeof k_opts / sizeof k_opts[0] && !d; k++) {
                 const opt_def *c = &k_opts[k];
-                if ((c->shrt && strlen(c->shrt) == nlen && strncmp(a, c->shrt, nlen) == 0) ||
-                    (strlen(c->lng) == nlen && strncmp(a, c->lng, nlen) == 0))
+                if (((c->shrt && strlen(c->shrt) == nlen && strncmp(a, c->shrt, nlen) == 0) ||
+                     (strlen(c->lng) == nlen && strncmp(a, c->lng, nlen) == 0)) &&
+                    (c->cmds & cmd))
                     d = c;
             }
-            if (!d || !(d->cmds & cmd)) {
+            if (!d) {
                 fprintf(stderr, "triforce %s: unknown option '%.*s' (see triforce %s --help)\n", cmd_name, (int)nlen,
                         a, cmd_name);
                 return -1;

@@ -19,8 +19,16 @@ enum {
     CMD_QUANTIZE = 1 << 4,
     CMD_GEN_MODEL = 1 << 5,
     CMD_CONVERT = 1 << 6,
-    CMD_EVAL = 1 << 7,
+    CMD_BENCH = 1 << 7,
+    CMD_EVAL = 1 << 8,
 };
+
+/* A comma-separated list of integers ("512,4096"); n == 0: not given. */
+#define CLI_INTS_MAX 16
+typedef struct cli_ints {
+    int n;
+    int v[CLI_INTS_MAX];
+} cli_ints;
 
 typedef struct cli_opts {
     const char *model;
@@ -45,9 +53,16 @@ typedef struct cli_opts {
     bool compare;
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
     const char *system;  /* --system TEXT (with --chat) */
-    /* eval: comma-separated lists */
-    const char *eval_contexts, *eval_budgets, *eval_chunks, *eval_caches, *eval_depths;
-    const char *output; /* -o md|json|csv */
+    /* bench */
+    cli_ints bench_prompt; /* -p: prefill sizes */
+    cli_ints depths;       /* -d: context depths */
+    cli_ints rows;         /* --rows: rows of a target pass */
+    int reps;              /* -r */
+    const char *output;    /* -o md|json|csv */
+    int bw_mib;            /* --bw-mib: bandwidth probe buffer */
+    /* eval */
+    cli_ints eval_contexts, eval_budgets, eval_chunks;
+    const char *eval_caches, *eval_depths; /* comma-separated names / fractions */
     /* gen-model */
     const char *preset, *vocab_from, *wtype, *rope_scaling, *arch;
     int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, ctx_train, orig_ctx;
@@ -106,6 +121,7 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_gen_model(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 
 #endif

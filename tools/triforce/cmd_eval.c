@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EVAL_MAX_LIST 16
+#define EVAL_MAX_LIST CLI_INTS_MAX
 
 typedef struct eval_lists {
     int ctx[EVAL_MAX_LIST], n_ctx;
@@ -38,26 +38,15 @@ typedef struct eval_lists {
     const char *format; /* md, json, csv */
 } eval_lists;
 
-/* Comma-separated integers in [lo, hi]; a message naming the flag otherwise. */
-static bool parse_ints(const char *flag, const char *s, int lo, int hi, int *out, int *n) {
-    *n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || (*end && *end != ',') || v < lo || v > hi || *n == EVAL_MAX_LIST) {
-            fprintf(stderr, "triforce eval: %s '%s': expected up to %d comma-separated integers in [%d, %d]\n", flag,
-                    s, EVAL_MAX_LIST, lo, hi);
-            return false;
-        }
-        out[(*n)++] = (int)v;
-        p = *end ? end + 1 : end;
+/* A list flag's values, or the default list when it was not given. */
+static void list_or(const cli_ints *given, const int *dflt, int n_dflt, int *out, int *n) {
+    if (given->n > 0) {
+        memcpy(out, given->v, sizeof(int) * (size_t)given->n);
+        *n = given->n;
+    } else {
+        memcpy(out, dflt, sizeof(int) * (size_t)n_dflt);
+        *n = n_dflt;
     }
-    if (*n == 0) {
-        fprintf(stderr, "triforce eval: %s: empty list\n", flag);
-        return false;
-    }
-    return true;
 }
 
 static bool parse_depths(const char *s, double *out, int *n) {
@@ -79,13 +68,10 @@ static bool parse_depths(const char *s, double *out, int *n) {
 
 static bool parse_lists(const cli_opts *o, eval_lists *l) {
     memset(l, 0, sizeof *l);
-    if (!parse_ints("--contexts", o->eval_contexts ? o->eval_contexts : "2048,4096,8000", 64, 1 << 24, l->ctx,
-                    &l->n_ctx))
-        return false;
-    if (!parse_ints("--budgets", o->eval_budgets ? o->eval_budgets : "256,512,1024,2048", 16, 1 << 24, l->budget,
-                    &l->n_budget))
-        return false;
-    if (!parse_ints("--chunks", o->eval_chunks ? o->eval_chunks : "8", 1, 64, l->chunk, &l->n_chunk)) return false;
+    static const int ctx[] = {2048, 4096, 8000}, budget[] = {256, 512, 1024, 2048}, chunk[] = {8};
+    list_or(&o->eval_contexts, ctx, 3, l->ctx, &l->n_ctx);
+    list_or(&o->eval_budgets, budget, 4, l->budget, &l->n_budget);
+    list_or(&o->eval_chunks, chunk, 1, l->chunk, &l->n_chunk);
     if (!parse_depths(o->eval_depths ? o->eval_depths : "0,0.25,0.5,0.75,1", l->depth, &l->n_depth)) return false;
     const char *caches = o->eval_caches ? o->eval_caches : "retrieval,streaming";
     for (const char *p = caches; *p;) {

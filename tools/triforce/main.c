@@ -14,6 +14,7 @@ static const command k_commands[] = {
     {"generate", cmd_generate, "generate a continuation of a prompt, streamed to stdout"},
     {"info", cmd_info, "describe a model: architecture, shapes, tensor types, tokenizer, KV bytes"},
     {"tokenize", cmd_tokenize, "print the tokens of a text"},
+    {"bench", cmd_bench, "benchmark prefill, k-row passes and every decoding mode against the measured memory bandwidth"},
     {"perplexity", cmd_perplexity, "perplexity of a text (llama.cpp's convention)"},
     {"quantize", cmd_quantize, "convert an F32/F16/BF16 GGUF to F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K"},
     {"convert", cmd_convert, "convert a Hugging Face checkpoint directory to GGUF (F32/F16/BF16 or quantized)"},

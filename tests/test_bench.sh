@@ -1,0 +1,145 @@
+#!/bin/sh
+# test_bench.sh — `triforce bench`: bad flags fail with a message naming the flag and a
+# non-zero exit; on stories260K (from $TF_SHARED_DIR or ../shared; skipped where absent)
+# tiny runs in every output format parse (json with python3's json module, csv column
+# counts, md tables) and carry positive, finite numbers, and speculative output equals ar's.
+# Reports with cmocka's markers, which tests/run.sh counts. Runs from the repository root.
+B=${BUILD:-build}
+TF=$B/triforce
+W=$B/test_bench
+pass=0; fail=0; skip=0; failed=""
+ok() { echo "[       OK ] $1"; pass=$((pass + 1)); }
+bad() { echo "[  FAILED  ] $1"; fail=$((fail + 1)); failed="$failed $1"; }
+skipped() { echo "skipped: $2 ($1)"; echo "[  SKIPPED ] $1"; skip=$((skip + 1)); }
+
+[ -x "$TF" ] || { echo "test_bench: $TF not built"; exit 1; }
+rm -rf "$W"; mkdir -p "$W" || exit 1
+
+# expect_fail NAME PATTERN ARGS...: exit status 2 and PATTERN (fixed text) on stderr
+expect_fail() {
+    name=$1; pat=$2; shift 2
+    echo "[ RUN      ] $name"
+    "$TF" bench "$@" > "$W/out" 2> "$W/err"; rc=$?
+    if [ $rc -ne 0 ] && grep -qF -- "$pat" "$W/err" && [ ! -s "$W/out" ]; then ok "$name"
+    else echo "exit $rc, stderr:"; cat "$W/err"; bad "$name"; fi
+}
+
+echo "[ RUN      ] bench_help"
+if "$TF" bench --help > "$W/help" 2>&1 && grep -q -- '--rows K' "$W/help" && grep -q -- '-o, --output' "$W/help" &&
+    grep -q -- '-d, --n-depth' "$W/help"; then ok bench_help; else cat "$W/help"; bad bench_help; fi
+
+# Flags are checked before the model is read, so no model is needed here.
+expect_fail bench_no_model "-m MODEL is required" -p 16
+expect_fail bench_bad_output "-o 'xml': expected md, json or csv" -m x.gguf -o xml
+expect_fail bench_bad_list "--n-prompt '16,,32': expected a comma-separated list" -m x.gguf -p 16,,32
+expect_fail bench_bad_depth "--n-depth '-5': expected" -m x.gguf -d -5
+expect_fail bench_rows_range "--rows '999': expected a comma-separated list of up to 16 integers in [0, 256]" -m x.gguf --rows 999
+expect_fail bench_bad_mode "--mode 'ar,fast': expected" -m x.gguf --mode ar,fast
+expect_fail bench_mode_needs_draft "--mode triforce needs a draft model" -m x.gguf --mode triforce
+expect_fail bench_bad_reps "--repetitions '0': expected an integer in [1, 1000]" -m x.gguf -r 0
+expect_fail bench_unknown_flag "unknown option '--temp'" -m x.gguf --temp 0.5
+expect_fail bench_missing_value "option --n-gen needs a value" -m x.gguf -n
+expect_fail bench_missing_model "x-missing.gguf" -m "$W/x-missing.gguf" -p 16
+
+SH=${TF_SHARED_DIR:-../shared}
+S260=$SH/models/stories260K/stories260K.gguf
+if [ ! -f "$S260" ]; then
+    for t in bench_md bench_json bench_csv bench_text bench_text_short; do skipped "$t" "$S260 not found"; done
+elif ! command -v python3 > /dev/null 2>&1; then
+    for t in bench_md bench_json bench_csv bench_text bench_text_short; do skipped "$t" "python3 not found"; done
+else
+    # 1 membw + 2 prefill + 2 depths x 2 row counts + 2 depths x 3 modes = 13 rows
+    ARGS="-m $S260 -p 16,32 -n 8 -d 0,64 --rows 1,3 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 -r 2 -t 2 --bw-mib 16"
+    echo "[ RUN      ] bench_json"
+    if $TF bench $ARGS -o json > "$W/o.jsonl" 2> "$W/err" && python3 - "$W/o.jsonl" <<'PY'
+import json, math, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 13, len(rows)
+kinds = [r["test"] for r in rows]
+assert kinds.count("membw") == 1 and kinds.count("prefill") == 2 and kinds.count("pass") == 4 \
+    and kinds.count("decode") == 6, kinds
+def pos(x): return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+for r in rows:
+    for k in ("model", "threads", "mode", "depth", "median", "bw_gbs", "unit"):
+        assert k in r, (k, r)
+    assert pos(r["median"]) and pos(r["bw_gbs"]) and r["threads"] == 2, r
+    if r["test"] != "membw":
+        assert pos(r["min"]) and pos(r["max"]) and r["min"] <= r["median"] <= r["max"], r
+        assert pos(r["bound"]) and pos(r["pct_of_bound"]), r
+    if r["test"] == "prefill": assert pos(r["gflops"]) and r["unit"] == "tok/s", r
+    if r["test"] == "pass": assert r["fill"] == "random" and r["unit"] == "ms", r
+    if r["test"] == "decode":
+        assert pos(r["tok_s"]) and pos(r["tok_per_target_pass"]) and r["levels"], r
+        assert all(pos(L["ms_per_pass"]) for L in r["levels"]), r
+        if r["mode"] == "ar":
+            assert r["speedup"] is None and len(r["levels"]) == 1, r
+        else:
+            assert pos(r["speedup"]) and r["same_as_ar"] is True, r
+            assert len(r["levels"]) == (3 if r["mode"] == "triforce" else 2), r
+            assert 0 <= r["levels"][0]["acceptance"] <= 1, r
+PY
+    then ok bench_json; else cat "$W/err"; cat "$W/o.jsonl"; bad bench_json; fi
+
+    echo "[ RUN      ] bench_csv"
+    if $TF bench $ARGS -o csv > "$W/o.csv" 2> "$W/err" && python3 - "$W/o.csv" <<'PY'
+import csv, math, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+head, data = rows[0], rows[1:]
+assert len(data) == 13, len(data)
+assert all(len(r) == len(head) for r in data), [len(r) for r in data]
+col = {k: i for i, k in enumerate(head)}
+for r in data:
+    v = float(r[col["median"]]); assert math.isfinite(v) and v > 0, r
+    if r[col["test"]] != "membw":
+        b = float(r[col["bound"]]); assert math.isfinite(b) and b > 0, r
+    if r[col["test"]] == "decode" and r[col["mode"]] != "ar":
+        assert r[col["same_as_ar"]] == "yes" and float(r[col["speedup"]]) > 0, r
+PY
+    then ok bench_csv; else cat "$W/err"; cat "$W/o.csv"; bad bench_csv; fi
+
+    echo "[ RUN      ] bench_md"
+    if $TF bench $ARGS > "$W/o.md" 2> "$W/err" && python3 - "$W/o.md" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+tables, cur = [], None
+for l in lines:
+    if l.startswith("|"):
+        if cur is None: cur = []; tables.append(cur)
+        cur.append([c.strip() for c in l.strip().strip("|").split("|")])
+    else:
+        cur = None
+assert len(tables) == 3, len(tables)
+for t, n in zip(tables, (2, 4, 6)):
+    assert len(t) == 2 + n, (len(t), t)
+    assert all(len(r) == len(t[0]) for r in t), t
+    assert all(set(c) <= set("-: ") for c in t[1]), t[1]
+    for r in t[2:]:
+        assert r[0] == "stories260K.gguf" and r[1] == "2", r
+        v = float(r[t[0].index("ms/pass" if "ms/pass" in t[0] else "ms/tok" if "ms/tok" in t[0] else "tok/s")].split()[0])
+        assert v > 0, r
+decode = tables[2]
+eq = decode[0].index("= ar")
+assert [r[eq] for r in decode[2:]].count("yes") == 4, decode
+assert any(l.startswith("read bandwidth: ") for l in lines)
+PY
+    then ok bench_md; else cat "$W/err"; cat "$W/o.md"; bad bench_md; fi
+
+    # -f: the context comes from the text (here this repository's README)
+    echo "[ RUN      ] bench_text"
+    if $TF bench -m "$S260" -f README.md -p 32 -n 4 -d 32 --rows 1 --mode ar -r 1 --bw-mib 16 -t 2 -o csv \
+        > "$W/t.csv" 2> "$W/err" && [ "$(grep -c ',text$' "$W/t.csv")" -eq 2 ] && grep -q ',random$' "$W/t.csv"
+    then ok bench_text; else cat "$W/err" "$W/t.csv"; bad bench_text; fi
+
+    printf 'Once upon a time.\n' > "$W/short.txt"
+    expect_fail bench_text_short "gives" -m "$S260" -f "$W/short.txt" -p 512 -n 4 -r 1 --bw-mib 16
+fi
+
+rm -rf "$W"
+echo "[  PASSED  ] $pass test(s)."
+[ $skip -eq 0 ] || echo "[  SKIPPED ] $skip test(s), listed below:"
+if [ $fail -ne 0 ]; then
+    echo "[  FAILED  ] $fail test(s), listed below:"
+    for f in $failed; do echo "[  FAILED  ] $f"; done
+    exit 1
+fi
+exit 0

@@ -1,0 +1,517 @@
+/*
+ * cmd_bench.c — `triforce bench`: llama-bench-style measurements of a model on
+ * this machine, each beside its bound at the read bandwidth measured in the
+ * same run (tools/triforce/membw.c):
+ *
+ *   prefill  tok/s and GFLOP/s of each -p prompt size into an empty cache;
+ *   pass     ms of one target forward pass of k rows (--rows) over a cache of
+ *            `depth` tokens (-d), the cache filled with random keys and values
+ *            (tf_context_fill_random: a pass costs the same whatever they hold);
+ *   decode   ms/token of each --mode after prefilling `depth` tokens of the
+ *            text, -n tokens generated greedily; speculative modes add their
+ *            speedup over ar (same run, modes interleaved over the -r
+ *            repetitions), acceptance and time per pass at each level, tokens
+ *            per target pass, and whether the output equals ar's.
+ *
+ * Rows go to stdout as they finish (bench_report.c); the configuration and
+ * progress go to stderr. Everything runs on the CPU, whose bandwidth the
+ * bounds use.
+ */
+#include "bench_report.h"
+#include "bench_text.h"
+#include "cli.h"
+#include "membw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *k_usage =
+    "-m MODEL [-md DRAFT | --draft-layers K] [-f TEXT] [-p N,..] [-n N] [-d N,..] [--rows K,..] [--mode M,..] "
+    "[-r N] [-o md|json|csv] [options]\n\n"
+    "Measures, after a read-bandwidth probe (--bw-mib): prefill tok/s for each -p; the time of one target pass\n"
+    "of k rows for each --rows at each depth -d, over a cache of random keys and values; decode ms/token for each\n"
+    "--mode at each depth (the first max(depth, 1) tokens of the text prefilled, then -n tokens generated greedily,\n"
+    "the modes interleaved over the -r repetitions), with the speedup over ar, acceptance and time per pass of\n"
+    "each level and whether the output equals ar's. Each value comes with its bound at the measured bandwidth.\n"
+    "Results on stdout (-o), progress on stderr; everything runs on the CPU.";
+
+/* Prefill progress lines for prompts of this many tokens or more. */
+#define BENCH_PROGRESS_MIN 2048
+
+/* What the bounds need to know about the model. */
+typedef struct bench_model {
+    const tf_model *m, *draft;
+    tf_model_info info;
+    double w_bytes;    /* bytes a pass reads of the weights (an untied embedding table is gathered, not read) */
+    double kv_per_tok; /* KV-cache bytes per token */
+    double bw;         /* measured read bandwidth, bytes/s */
+} bench_model;
+
+/* ---- prefill ---- */
+
+typedef struct prefill_progress {
+    cli_progress line;
+    double t0;
+    int rep, reps;
+} prefill_progress;
+
+static bool show_prefill(void *ud, uint64_t done, uint64_t total) {
+    prefill_progress *pp = ud;
+    if (total < BENCH_PROGRESS_MIN) return true;
+    double el = cli_now() - pp->t0;
+    cli_progress_show(&pp->line, done, total, "%s, repetition %d/%d: prefill %llu/%llu tokens (%.0f tok/s)",
+                      pp->line.label, pp->rep + 1, pp->reps, (unsigned long long)done, (unsigned long long)total,
+                      el > 0 ? (double)done / el : 0.0);
+    return true;
+}
+
+static tf_context_params context_params(const cli_opts *o) {
+    tf_context_params cp = tf_context_default_params();
+    cp.n_threads = o->n_threads;
+    cp.n_batch = o->n_batch;
+    cp.kv_type = strcmp(o->kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    cp.isa = o->isa;
+    return cp;
+}
+
+static int run_prefill(const cli_opts *o, const bench_model *bm, const bench_tokens *t, bench_report *rep) {
+    const tf_model_info *in = &bm->info;
+    for (int i = 0; i < o->bench_prompt.n; i++) {
+        const int p = o->bench_prompt.v[i];
+        if (p == 0) continue;
+        char label[64], err[1024];
+        snprintf(label, sizeof label, "bench: pp%d", p);
+        fprintf(stderr, "%s\n", label);
+        prefill_progress pp = {.reps = o->reps};
+        tf_context_params cp = context_params(o);
+        cp.n_ctx = p;
+        cp.progress = show_prefill;
+        cp.progress_user_data = &pp;
+        tf_context *ctx;
+        if (tf_context_init(&ctx, bm->m, &cp, err, sizeof err) != TF_OK) {
+            fprintf(stderr, "triforce bench: -p %d: %s\n", p, err);
+            return 1;
+        }
+        double *tps = malloc(sizeof(double) * (size_t)o->reps);
+        for (int r = 0; r < o->reps; r++) {
+            tf_context_truncate(ctx, 0);
+            pp.line = cli_progress_make(label);
+            pp.rep = r;
+            pp.t0 = cli_now();
+            if (tf_context_eval(ctx, t->ids, p, NULL) != TF_OK) {
+                cli_progress_break();
+                fprintf(stderr, "triforce bench: -p %d: %s\n", p, tf_context_error(ctx));
+                free(tps);
+                tf_context_free(ctx);
+                return 1;
+            }
+            tps[r] = p / (cli_now() - pp.t0);
+        }
+        const int n_batch = o->n_batch < p ? o->n_batch : p;
+        /* FLOPs: matrix products of every layer, the logits of the last token, causal attention (QK and PV) */
+        double layer_params = (double)in->n_embd * in->head_dim * (2.0 * in->n_head + 2.0 * in->n_head_kv) +
+                              3.0 * in->n_embd * in->n_ff;
+        double flops = 2.0 * p * in->n_layer * layer_params + 2.0 * in->n_embd * in->n_vocab +
+                       4.0 * in->n_layer * in->n_head * in->head_dim * ((double)p * (p + 1) / 2.0);
+        /* bytes: the weights once per batch, the KV cache written once and read by every batch */
+        int n_b = (p + n_batch - 1) / n_batch;
+        double kv_read = 0;
+        for (int b = 1; b <= n_b; b++) kv_read += b * n_batch < p ? b * n_batch : p;
+        double bytes = n_b * bm->w_bytes + bm->kv_per_tok * (p + kv_read);
+        bench_row row = bench_row_make(BENCH_PREFILL, "", 0, p, o->reps, "tok/s");
+        row.value = bench_spread_of(tps, o->reps);
+        row.gflops = flops * row.value.med / p / 1e9;
+        row.bound = p / (bytes / bm->bw);
+        row.pct_of_bound = 100.0 * row.value.med / row.bound;
+        row.fill = t->fill;
+        bench_report_row(rep, &row);
+        free(tps);
+        tf_context_free(ctx);
+    }
+    return 0;
+}
+
+/* ---- k-row passes over a random cache ---- */
+
+static int run_passes(const cli_opts *o, const bench_model *bm, const bench_tokens *t, bench_report *rep) {
+    int max_rows = 0, max_depth = 0;
+    for (int i = 0; i < o->rows.n; i++) max_rows = o->rows.v[i] > max_rows ? o->rows.v[i] : max_rows;
+    for (int i = 0; i < o->depths.n; i++) max_depth = o->depths.v[i] > max_depth ? o->depths.v[i] : max_depth;
+    if (max_rows == 0) return 0;
+    char err[1024];
+    tf_context_params cp = context_params(o);
+    cp.n_ctx = max_depth + max_rows;
+    cp.n_batch = max_rows;
+    cp.logits_all = true; /* a verification pass computes the logits of every row */
+    tf_context *ctx;
+    if (tf_context_init(&ctx, bm->m, &cp, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce bench: --rows / -d: %s\n", err);
+        return 1;
+    }
+    double *ms = malloc(sizeof(double) * (size_t)o->reps);
+    int rc = 0;
+    for (int di = 0; di < o->depths.n && rc == 0; di++) {
+        const int d = o->depths.v[di];
+        fprintf(stderr, "bench: passes at depth %d (a cache of random keys and values)\n", d);
+        if (tf_context_fill_random(ctx, d, 1) != TF_OK) {
+            fprintf(stderr, "triforce bench: -d %d: %s\n", d, tf_context_error(ctx));
+            rc = 1;
+            break;
+        }
+        for (int ri = 0; ri < o->rows.n && rc == 0; ri++) {
+            const int k = o->rows.v[ri];
+            if (k == 0) continue;
+            for (int r = -1; r < o->reps; r++) { /* one warm-up */
+                tf_context_truncate(ctx, d);
+                double t0 = cli_now();
+                if (tf_context_eval(ctx, t->ids, k, NULL) != TF_OK) {
+                    fprintf(stderr, "triforce bench: --rows %d at -d %d: %s\n", k, d, tf_context_error(ctx));
+                    rc = 1;
+                    break;
+                }
+                if (r >= 0) ms[r] = 1e3 * (cli_now() - t0);
+            }
+            if (rc) break;
+            bench_row row = bench_row_make(BENCH_PASS, "", d, k, o->reps, "ms");
+            row.value = bench_spread_of(ms, o->reps);
+            row.bound = 1e3 * (bm->w_bytes + bm->kv_per_tok * (d + k)) / bm->bw;
+            row.pct_of_bound = 100.0 * row.bound / row.value.med;
+            row.fill = "random";
+            bench_report_row(rep, &row);
+        }
+    }
+    free(ms);
+    tf_context_free(ctx);
+    return rc;
+}
+
+/* ---- decoding ---- */
+
+/* One generation: the time and tokens of -n greedy tokens after a prefill. */
+typedef struct dec_run {
+    double seconds;
+    int n;          /* tokens emitted (a last step may pass n_gen) */
+    int32_t *toks;  /* the first n_gen of them */
+    int n_levels;
+    tf_level_info lv[BENCH_MAX_LEVELS];
+} dec_run;
+
+static int decode_once(const bench_model *bm, tf_decoder_params dp, const bench_tokens *t, int n_prompt,
+                       int n_gen, prefill_progress *pp, dec_run *out) {
+    char err[1024];
+    tf_decoder *dec;
+    const bool needs_draft = dp.mode == TF_MODE_SPEC || dp.mode == TF_MODE_STREAMING || dp.mode == TF_MODE_TRIFORCE;
+    dp.n_ctx = n_prompt + n_gen + 64; /* a last step emits at most gamma2 + 1 past n_gen */
+    dp.progress = show_prefill;
+    dp.progress_user_data = pp;
+    if (tf_decoder_init(&dec, bm->m, needs_draft ? bm->draft : NULL, &dp, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce bench: --mode %s: %s\n", tf_decode_mode_name(dp.mode), err);
+        return 1;
+    }
+    pp->t0 = cli_now();
+    if (tf_decoder_prefill(dec, t->ids, n_prompt) != TF_OK) {
+        cli_progress_break();
+        fprintf(stderr, "triforce bench: --mode %s at -d %d: %s\n", tf_decode_mode_name(dp.mode), n_prompt,
+                tf_decoder_error(dec));
+        tf_decoder_free(dec);
+        return 1;
+    }
+    out->n = 0;
+    double t0 = cli_now();
+    while (out->n < n_gen) {
+        int32_t buf[64], k;
+        if (tf_decoder_step(dec, buf, 64, &k) != TF_OK) {
+            fprintf(stderr, "triforce bench: --mode %s: %s\n", tf_decode_mode_name(dp.mode), tf_decoder_error(dec));
+            tf_decoder_free(dec);
+            return 1;
+        }
+        for (int32_t i = 0; i < k; i++, out->n++)
+            if (out->n < n_gen) out->toks[out->n] = buf[i];
+    }
+    out->seconds = cli_now() - t0;
+    out->n_levels = tf_decoder_n_levels(dec);
+    if (out->n_levels > BENCH_MAX_LEVELS) out->n_levels = BENCH_MAX_LEVELS;
+    for (int i = 0; i < out->n_levels; i++) tf_decoder_level(dec, i, &out->lv[i]);
+    tf_decoder_free(dec);
+    return 0;
+}
+
+/* The row of mode `mi` at depth d from its repetitions (and ar's, ar >= 0). */
+static bench_row decode_row(const cli_opts *o, const bench_model *bm, const tf_decode_mode *modes, int mi, int ar,
+                            int d, dec_run *const *runs, const bench_tokens *t) {
+    const int reps = o->reps, n_gen = o->n_predict;
+    bench_row row = bench_row_make(BENCH_DECODE, tf_decode_mode_name(modes[mi]), d, n_gen, reps, "ms/tok");
+    double ms[1000], sp[1000];
+    for (int r = 0; r < reps; r++) ms[r] = 1e3 * runs[mi][r].seconds / runs[mi][r].n;
+    if (ar >= 0 && ar != mi) {
+        row.same_as_ar = 1;
+        for (int r = 0; r < reps; r++) {
+            sp[r] = (1e3 * runs[ar][r].seconds / runs[ar][r].n) / ms[r];
+            if (memcmp(runs[ar][r].toks, runs[mi][r].toks, sizeof(int32_t) * (size_t)n_gen) != 0) row.same_as_ar = 0;
+        }
+        row.speedup = bench_spread_of(sp, reps);
+    }
+    row.value = bench_spread_of(ms, reps);
+    row.tok_s = 1e3 / row.value.med;
+    const double mean_ctx = (d > 0 ? d : 1) + n_gen / 2.0;
+    row.bound = 1e3 * (bm->w_bytes + bm->kv_per_tok * mean_ctx) / bm->bw;
+    row.pct_of_bound = 100.0 * row.bound / row.value.med;
+    row.fill = t->fill;
+    /* levels, summed over the repetitions */
+    int64_t emitted = 0;
+    for (int r = 0; r < reps; r++) emitted += runs[mi][r].n;
+    row.n_levels = runs[mi][0].n_levels;
+    for (int l = 0; l < row.n_levels; l++) {
+        int64_t passes = 0, verified = 0, accepted = 0;
+        double sec = 0;
+        for (int r = 0; r < reps; r++) {
+            const tf_level_info *L = &runs[mi][r].lv[l];
+            passes += L->passes, verified += L->verified, accepted += L->accepted, sec += L->seconds;
+        }
+        bench_level *B = &row.lv[l];
+        B->name = runs[mi][0].lv[l].name;
+        B->cache = runs[mi][0].lv[l].cache;
+        B->accept = verified > 0 ? (double)accepted / (double)verified : NAN;
+        B->ms_per_pass = passes > 0 ? 1e3 * sec / (double)passes : NAN;
+        B->passes_per_tok = (double)passes / (double)emitted;
+        if (l == 0 && passes > 0) row.tok_per_pass = (double)emitted / (double)passes;
+    }
+    return row;
+}
+
+static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_mode *modes, int n_modes,
+                      const bench_tokens *t, bench_report *rep) {
+    if (o->n_predict == 0) return 0;
+    const int reps = o->reps;
+    tf_decoder_params dp = tf_decoder_default_params();
+    dp.gamma1 = o->gamma1;
+    dp.gamma2 = o->gamma2;
+    dp.budget = o->budget;
+    dp.chunk = o->chunk;
+    dp.recent = 2 * o->chunk > 16 ? 2 * o->chunk : 16;
+    dp.rebuild_stride = o->rebuild_stride;
+    dp.bypass_accept = o->bypass_accept;
+    dp.sinks = o->sinks;
+    dp.window = o->window;
+    dp.n_threads = o->n_threads;
+    dp.n_batch = o->n_batch;
+    dp.kv_type = strcmp(o->kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    dp.isa = o->isa;
+    dp.device = TF_DEVICE_CPU;
+    dp.sampling = (tf_sampler_params){.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 1};
+    int ar = -1;
+    for (int i = 0; i < n_modes; i++)
+        if (modes[i] == TF_MODE_AR) ar = i;
+    dec_run *runs[5] = {0};
+    int rc = 0;
+    for (int i = 0; i < n_modes && rc == 0; i++) {
+        runs[i] = calloc((size_t)reps, sizeof(dec_run));
+        if (!runs[i]) rc = 1;
+        for (int r = 0; r < reps && rc == 0; r++)
+            if (!(runs[i][r].toks = malloc(sizeof(int32_t) * (size_t)o->n_predict))) rc = 1;
+    }
+    if (rc) fprintf(stderr, "triforce bench: out of memory\n");
+    /* a warm-up of every mode on a short prompt: first-use costs (page faults of scratch, code) stay out */
+    for (int mi = 0; mi < n_modes && rc == 0; mi++) {
+        prefill_progress pp = {.line = cli_progress_make("bench: warm-up"), .reps = 1};
+        dp.mode = modes[mi];
+        int n_warm = o->n_predict < 8 ? o->n_predict : 8;
+        rc = decode_once(bm, dp, t, t->n < 16 ? (int)t->n : 16, n_warm, &pp, &runs[mi][0]);
+    }
+    for (int di = 0; di < o->depths.n && rc == 0; di++) {
+        const int d = o->depths.v[di], n_prompt = d > 0 ? d : 1;
+        /* modes interleaved, each repetition starting one mode further, so drift reaches every mode alike */
+        for (int r = 0; r < reps && rc == 0; r++)
+            for (int j = 0; j < n_modes && rc == 0; j++) {
+                const int mi = (j + r) % n_modes;
+                char label[96];
+                snprintf(label, sizeof label, "bench: tg%d @ d%d, %s", o->n_predict, d, tf_decode_mode_name(modes[mi]));
+                if (n_prompt < BENCH_PROGRESS_MIN) fprintf(stderr, "%s, repetition %d/%d\n", label, r + 1, reps);
+                prefill_progress pp = {.line = cli_progress_make(label), .rep = r, .reps = reps};
+                dp.mode = modes[mi];
+                rc = decode_once(bm, dp, t, n_prompt, o->n_predict, &pp, &runs[mi][r]);
+            }
+        for (int mi = 0; mi < n_modes && rc == 0; mi++) {
+            bench_row row = decode_row(o, bm, modes, mi, ar, d, runs, t);
+            bench_report_row(rep, &row);
+        }
+    }
+    for (int i = 0; i < n_modes; i++) {
+        for (int r = 0; runs[i] && r < reps; r++) free(runs[i][r].toks);
+        free(runs[i]);
+    }
+    return rc;
+}
+
+/* ---- options ---- */
+
+/* "ar,retrieval" into modes (no repeats). The count, or -1 with a message. */
+static int parse_modes(const char *s, tf_decode_mode *modes, int cap) {
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char name[32];
+        tf_decode_mode m;
+        if (len == 0 || len >= sizeof name) goto bad;
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (!tf_decode_mode_from_name(name, &m)) goto bad;
+        bool seen = false;
+        for (int i = 0; i < n; i++) seen = seen || modes[i] == m;
+        if (!seen) {
+            if (n == cap) goto bad;
+            modes[n++] = m;
+        }
+        if (!e) return n;
+        p = e + 1;
+    }
+bad:
+    fprintf(stderr, "triforce bench: --mode '%s': expected a comma-separated list of ar, spec, retrieval, streaming, "
+                    "triforce\n", s);
+    return -1;
+}
+
+static bool load_progress(void *ud, uint64_t done, uint64_t total) {
+    if (total < (256u << 20)) return true;
+    cli_progress_show(ud, done, total, "loading: %.0f of %.0f MiB", (double)done / (1 << 20), (double)total / (1 << 20));
+    return true;
+}
+
+static void list_str(const cli_ints *l, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < l->n && used < cap; i++) used += (size_t)snprintf(buf + used, cap - used, "%s%d", i ? "," : "", l->v[i]);
+}
+
+int cmd_bench(int argc, char **argv) {
+    cli_opts o;
+    int r = cli_parse(&o, CMD_BENCH, "bench", k_usage, 0, argc, argv);
+    if (r) return r > 0 ? 0 : 2;
+    if (!o.model) {
+        fprintf(stderr, "triforce bench: -m MODEL is required (see triforce bench --help)\n");
+        return 2;
+    }
+    bench_format fmt;
+    if (strcmp(o.output, "md") == 0) fmt = BENCH_MD;
+    else if (strcmp(o.output, "json") == 0) fmt = BENCH_JSON;
+    else if (strcmp(o.output, "csv") == 0) fmt = BENCH_CSV;
+    else {
+        fprintf(stderr, "triforce bench: -o '%s': expected md, json or csv\n", o.output);
+        return 2;
+    }
+    if (o.draft && o.draft_layers) {
+        fprintf(stderr, "triforce bench: give either -md DRAFT or --draft-layers K, not both\n");
+        return 2;
+    }
+    const bool has_draft = o.draft || o.draft_layers;
+    tf_decode_mode modes[5];
+    int n_modes = parse_modes(o.mode ? o.mode : has_draft ? "ar,retrieval,triforce" : "ar,retrieval", modes, 5);
+    if (n_modes < 0) return 2;
+    for (int i = 0; i < n_modes; i++)
+        if ((modes[i] == TF_MODE_SPEC || modes[i] == TF_MODE_STREAMING || modes[i] == TF_MODE_TRIFORCE) && !has_draft) {
+            fprintf(stderr, "triforce bench: --mode %s needs a draft model: -md DRAFT.gguf or --draft-layers K\n",
+                    tf_decode_mode_name(modes[i]));
+            return 2;
+        }
+    if (o.bench_prompt.n == 0) o.bench_prompt = (cli_ints){1, {512}};
+    if (o.depths.n == 0) o.depths = (cli_ints){1, {0}};
+    if (o.rows.n == 0) o.rows = (cli_ints){4, {1, 2, 4, 8}};
+    int64_t need = 1;
+    for (int i = 0; i < o.bench_prompt.n; i++) need = o.bench_prompt.v[i] > need ? o.bench_prompt.v[i] : need;
+    for (int i = 0; i < o.depths.n; i++) need = o.depths.v[i] > need ? o.depths.v[i] : need;
+    for (int i = 0; i < o.rows.n; i++) need = o.rows.v[i] > need ? o.rows.v[i] : need;
+
+    tf_model_params mp = tf_model_default_params();
+    mp.log_fn = cli_log;
+    mp.log_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_WARN;
+    cli_progress load_line = cli_progress_make(NULL);
+    mp.progress = load_progress; /* pages read in now, not during the first test */
+    mp.progress_user_data = &load_line;
+    char err[1024];
+    tf_model *model = NULL, *draft = NULL;
+    bench_tokens toks = {0};
+    int rc = 1;
+    if (tf_model_load_file(&model, o.model, &mp, err, sizeof err) != TF_OK) {
+        cli_progress_break();
+        fprintf(stderr, "triforce: %s\n", err);
+        goto done;
+    }
+    load_line = cli_progress_make(NULL);
+    if (o.draft && tf_model_load_file(&draft, o.draft, &mp, err, sizeof err) != TF_OK) {
+        cli_progress_break();
+        fprintf(stderr, "triforce: %s\n", err);
+        goto done;
+    }
+    if (o.draft_layers && tf_model_layer_view(&draft, model, o.draft_layers, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce bench: --draft-layers: %s\n", err);
+        goto done;
+    }
+    bench_model bm = {.m = model, .draft = draft};
+    tf_model_get_info(model, &bm.info);
+    const int elem = strcmp(o.kv_type, "f32") == 0 ? 4 : 2;
+    bm.kv_per_tok = (double)tf_model_kv_bytes_per_token(model, elem);
+    bm.w_bytes = (double)bm.info.weight_bytes;
+    if (!bm.info.tied_output) /* untied: the embedding table is gathered one row per token, not read */
+        for (int64_t i = 0; i < tf_model_n_tensors(model); i++) {
+            tf_tensor_info ti;
+            tf_model_tensor(model, i, &ti);
+            if (strcmp(ti.name, "token_embd.weight") == 0) bm.w_bytes -= (double)ti.bytes;
+        }
+    if (bench_text_tokens(model, &bm.info, o.file, need, &toks) != 0) goto done;
+    const int threads = o.n_threads > 0 ? o.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char ps[128], ds[128], rs[128], ms[64] = "";
+    list_str(&o.bench_prompt, ps, sizeof ps);
+    list_str(&o.depths, ds, sizeof ds);
+    list_str(&o.rows, rs, sizeof rs);
+    for (int i = 0; i < n_modes; i++)
+        snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "%s%s", i ? "," : "", tf_decode_mode_name(modes[i]));
+    fprintf(stderr,
+            "triforce bench: model %s (%s, %.1fM params)%s%s, threads %d, kv %s, -p %s, -n %d, -d %s, --rows %s, "
+            "--mode %s, -r %d, context %s",
+            o.model, bm.info.name, (double)bm.info.n_params / 1e6, draft ? ", draft " : "",
+            o.draft ? o.draft : draft ? "(the target's first layers)" : "", threads, o.kv_type, ps, o.n_predict, ds,
+            rs, ms, o.reps, o.file ? o.file : toks.fill);
+    if (n_modes > 1 || modes[0] != TF_MODE_AR)
+        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
+                        "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks,
+                o.window);
+    fputc('\n', stderr);
+    for (int i = 0; i < o.depths.n; i++)
+        if (o.depths.v[i] + o.n_predict > bm.info.n_ctx_train)
+            fprintf(stderr, "triforce bench: warning: depth %d + %d generated tokens is beyond the model's trained "
+                            "context of %d\n", o.depths.v[i], o.n_predict, bm.info.n_ctx_train);
+
+    fprintf(stderr, "bench: read bandwidth (%d MiB, %d threads)\n", o.bw_mib, threads);
+    double gbs = membw_read_gbs(threads, (size_t)o.bw_mib << 20, 5);
+    if (!(gbs > 0)) {
+        fprintf(stderr, "triforce bench: the bandwidth probe failed (cannot allocate %d MiB; lower --bw-mib)\n",
+                o.bw_mib);
+        goto done;
+    }
+    bm.bw = gbs * 1e9;
+    const char *slash = strrchr(o.model, '/');
+    bench_header h = {.model = slash && slash[1] ? slash + 1 : o.model, .model_path = o.model,
+                      .draft = o.draft ? o.draft : o.draft_layers ? "the target's first layers" : "",
+                      .params_m = (double)bm.info.n_params / 1e6, .weight_mib = (double)bm.info.weight_bytes / (1 << 20),
+                      .threads = threads, .kv = o.kv_type, .bw_gbs = gbs};
+    bench_report rep;
+    bench_report_begin(&rep, stdout, fmt, &h);
+    bench_row bwrow = bench_row_make(BENCH_MEMBW, "", 0, o.bw_mib, 5, "GB/s");
+    bwrow.value = (bench_spread){gbs, NAN, NAN}; /* the best of 5 passes: the ceiling itself */
+    bench_report_row(&rep, &bwrow);
+    if (run_prefill(&o, &bm, &toks, &rep) != 0 || run_passes(&o, &bm, &toks, &rep) != 0 ||
+        run_decode(&o, &bm, modes, n_modes, &toks, &rep) != 0)
+        goto done;
+    bench_report_end(&rep);
+    rc = 0;
+done:
+    free(toks.ids);
+    tf_model_close(draft); /* a layer view goes before the model it borrows from */
+    tf_model_close(model);
+    return rc;
+}
