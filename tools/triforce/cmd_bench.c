@@ -8,7 +8,9 @@
  *            `depth` tokens (-d), the cache filled with random keys and values
  *            (tf_context_fill_random: a pass costs the same whatever they hold);
  *   decode   ms/token of each --mode after prefilling `depth` tokens of the
- *            text, -n tokens generated greedily; speculative modes add their
+ *            text (once per depth: every mode and repetition starts from a
+ *            copy of those caches, tf_decoder_prefill_from), -n tokens
+ *            generated greedily; speculative modes add their
  *            speedup over ar (same run, modes interleaved over the -r
  *            repetitions), acceptance and time per pass at each level, tokens
  *            per target pass, and whether the output equals ar's.
@@ -199,8 +201,10 @@ typedef struct dec_run {
     tf_level_info lv[BENCH_MAX_LEVELS];
 } dec_run;
 
+/* base: a decoder holding the prompt already (prefilled once per depth); its
+ * caches are copied instead of prefilling again. NULL: prefill here. */
 static int decode_once(const bench_model *bm, tf_decoder_params dp, const bench_tokens *t, int n_prompt,
-                       int n_gen, prefill_progress *pp, dec_run *out) {
+                       int n_gen, prefill_progress *pp, const tf_decoder *base, dec_run *out) {
     char err[1024];
     tf_decoder *dec;
     const bool needs_draft = dp.mode == TF_MODE_SPEC || dp.mode == TF_MODE_STREAMING || dp.mode == TF_MODE_TRIFORCE;
@@ -212,7 +216,7 @@ static int decode_once(const bench_model *bm, tf_decoder_params dp, const bench_
         return 1;
     }
     pp->t0 = cli_now();
-    if (tf_decoder_prefill(dec, t->ids, n_prompt) != TF_OK) {
+    if ((base ? tf_decoder_prefill_from(dec, base) : tf_decoder_prefill(dec, t->ids, n_prompt)) != TF_OK) {
         cli_progress_break();
         fprintf(stderr, "triforce bench: --mode %s at -d %d: %s\n", tf_decode_mode_name(dp.mode), n_prompt,
                 tf_decoder_error(dec));
@@ -265,16 +269,17 @@ static bench_row decode_row(const cli_opts *o, const bench_model *bm, const tf_d
     for (int r = 0; r < reps; r++) emitted += runs[mi][r].n;
     row.n_levels = runs[mi][0].n_levels;
     for (int l = 0; l < row.n_levels; l++) {
-        int64_t passes = 0, verified = 0, accepted = 0;
+        int64_t passes = 0, rejected = 0, accepted = 0;
         double sec = 0;
         for (int r = 0; r < reps; r++) {
             const tf_level_info *L = &runs[mi][r].lv[l];
-            passes += L->passes, verified += L->verified, accepted += L->accepted, sec += L->seconds;
+            passes += L->passes, rejected += L->rejected, accepted += L->accepted, sec += L->seconds;
         }
         bench_level *B = &row.lv[l];
         B->name = runs[mi][0].lv[l].name;
         B->cache = runs[mi][0].lv[l].cache;
-        B->accept = verified > 0 ? (double)accepted / (double)verified : NAN;
+        /* per-candidate rate: a candidate is judged only while all before it were accepted */
+        B->accept = accepted + rejected > 0 ? (double)accepted / (double)(accepted + rejected) : NAN;
         B->ms_per_pass = passes > 0 ? 1e3 * sec / (double)passes : NAN;
         B->passes_per_tok = (double)passes / (double)emitted;
         if (l == 0 && passes > 0) row.tok_per_pass = (double)emitted / (double)passes;
@@ -319,10 +324,32 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
         prefill_progress pp = {.line = cli_progress_make("bench: warm-up"), .reps = 1};
         dp.mode = modes[mi];
         int n_warm = o->n_predict < 8 ? o->n_predict : 8;
-        rc = decode_once(bm, dp, t, t->n < 16 ? (int)t->n : 16, n_warm, &pp, &runs[mi][0]);
+        rc = decode_once(bm, dp, t, t->n < 16 ? (int)t->n : 16, n_warm, &pp, NULL, &runs[mi][0]);
     }
     for (int di = 0; di < o->depths.n && rc == 0; di++) {
         const int d = o->depths.v[di], n_prompt = d > 0 ? d : 1;
+        /* the depth is prefilled once, by a retrieval-mode decoder (it keeps the newest query that
+         * retrieval levels start from); every mode and repetition starts from a copy of its caches */
+        tf_decoder *base = NULL;
+        {
+            char err[1024], label[96];
+            tf_decoder_params bp = dp;
+            bp.mode = TF_MODE_RETRIEVAL;
+            bp.n_ctx = n_prompt + o->n_predict + 64;
+            snprintf(label, sizeof label, "bench: d%d", d);
+            prefill_progress pp = {.line = cli_progress_make(label), .reps = 1};
+            bp.progress = show_prefill;
+            bp.progress_user_data = &pp;
+            pp.t0 = cli_now();
+            if (tf_decoder_init(&base, bm->m, NULL, &bp, err, sizeof err) != TF_OK) {
+                fprintf(stderr, "triforce bench: %s\n", err);
+                rc = 1;
+            } else if (tf_decoder_prefill(base, t->ids, n_prompt) != TF_OK) {
+                cli_progress_break();
+                fprintf(stderr, "triforce bench: -d %d: %s\n", d, tf_decoder_error(base));
+                rc = 1;
+            }
+        }
         /* modes interleaved, each repetition starting one mode further, so drift reaches every mode alike */
         for (int r = 0; r < reps && rc == 0; r++)
             for (int j = 0; j < n_modes && rc == 0; j++) {
@@ -332,8 +359,9 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
                 if (n_prompt < BENCH_PROGRESS_MIN) fprintf(stderr, "%s, repetition %d/%d\n", label, r + 1, reps);
                 prefill_progress pp = {.line = cli_progress_make(label), .rep = r, .reps = reps};
                 dp.mode = modes[mi];
-                rc = decode_once(bm, dp, t, n_prompt, o->n_predict, &pp, &runs[mi][r]);
+                rc = decode_once(bm, dp, t, n_prompt, o->n_predict, &pp, base, &runs[mi][r]);
             }
+        tf_decoder_free(base);
         for (int mi = 0; mi < n_modes && rc == 0; mi++) {
             bench_row row = decode_row(o, bm, modes, mi, ar, d, runs, t);
             bench_report_row(rep, &row);
