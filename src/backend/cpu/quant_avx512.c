@@ -377,11 +377,21 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
     if (kind == K0_Q8_0) {
-        for (int h = 0; h < 2; h++) { /* quants 16 h .. 16 h + 15 */
+        /* blocks 4 k .. 4 k + 3 as two vectors of two whole blocks, split
+         * into their first and second 16 quants (x: quants 0..15, y: 16..31) */
+        __m512i y[4];
 #pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) x[k] = load_4x16(blocks + 4 * k * bs + qs + 16 * h, bs);
-            transpose_4x4_dwords(x, wg->q + 4 * h);
+        for (int k = 0; k < 4; k++) {
+            const char *b = blocks + 4 * k * bs + qs;
+            __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
+                                             _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
+            __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
+                                             _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
+            x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
+            y[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
         }
+        transpose_4x4_dwords(x, wg->q);
+        transpose_4x4_dwords(y, wg->q + 4);
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) wg->q[v] = _mm512_xor_si512(wg->q[v], _mm512_set1_epi8((char)0x80));
     } else {
