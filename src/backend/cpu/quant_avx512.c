@@ -27,6 +27,12 @@
  *        activation's bsums per super-block.
  * Activations from tf_*_quantize_* lie in [-127, 127], which the plain Q8_0
  * path needs (it negates them).
+ *
+ * The VNNI table's matrix products for Q8_0 / Q4_x / Q5_x use the packed path
+ * instead (pk_*, below the Q8_0 family): whole-block int32 sums over packed
+ * activations, tiles of one weight row by up to 16 tokens. The q0_* tiles
+ * remain the vec_dot / vec_dot_tile kernels of both tables and the matrix
+ * product of the non-VNNI table.
  */
 #include "backend/cpu/quant_impl.h"
 
