@@ -372,6 +372,38 @@ TF_AI __m512i pk_lane_offsets(int kind, int extra) {
                             _mm512_set1_epi32(extra));
 }
 
+/* The 16-bit words at byte `off` of the 16 blocks of a group, in lane order
+ * (word L from block tf_pack_lane_block(L)): the group is loaded as whole
+ * vectors (the last one masked to the group's end) and each pair of vectors
+ * gives its blocks' words through one two-table permute; cheaper than a
+ * gather, and the loads hit the lines the quants come from. */
+TF_AI __m256i pk_group_words(int kind, const char *blocks, int off) {
+    const int bs = pk_block_bytes(kind), nbytes = 16 * bs, nz = (nbytes + 63) / 64;
+    __m512i z[10];
+#pragma GCC unroll 10
+    for (int i = 0; i < nz; i++)
+        z[i] = 64 * (i + 1) <= nbytes ? _mm512_loadu_si512(blocks + 64 * i)
+                                      : _mm512_maskz_loadu_epi8((__mmask64)((1ull << (nbytes - 64 * i)) - 1),
+                                                                blocks + 64 * i);
+    if (nz % 2) z[nz] = _mm512_setzero_si512();
+    __m512i r = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int p = 0; p < (nz + 1) / 2; p++) {
+        uint16_t idx[32] = {0};
+        __mmask32 m = 0;
+        for (int lane = 0; lane < 16; lane++) {
+            int pos = (bs * tf_pack_lane_block(lane) + off) / 2;
+            if (pos / 64 == p) {
+                idx[lane] = (uint16_t)(pos % 64);
+                m |= 1u << lane;
+            }
+        }
+        __m512i perm = _mm512_permutex2var_epi16(z[2 * p], _mm512_loadu_si512(idx), z[2 * p + 1]);
+        r = _mm512_mask_mov_epi16(r, m, perm);
+    }
+    return _mm512_castsi512_si256(r);
+}
+
 /* One weight row's group (or tail pair), ready for the tokens. */
 typedef struct {
     __m512i q[8];
@@ -424,11 +456,9 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
                                            _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
         }
     }
-    /* d (and m) of each block: the dword at the block's start */
-    __m512i dm = _mm512_i32gather_epi32(pk_lane_offsets(kind, 0), blocks, 1);
-    wg->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)))
-                             : _mm512_setzero_ps();
+    /* d (and m) of each block: the f16 words at the block's start */
+    wg->d = _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
+    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
 }
 
 /* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
