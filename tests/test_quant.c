@@ -742,6 +742,86 @@ static void test_kernels_vs_ref(void **state) {
     }
 }
 
+/* The packed path (quant.h): tf_ref_packed_dot agrees with tf_ref_vec_dot
+ * to rounding; every table's act_pack is bitwise tf_ref_act_pack; every
+ * packed tile shape is bitwise tf_ref_packed_dot (the property batch
+ * invariance rests on), finite, and writes nothing outside its tile. Row
+ * lengths cover tails only (1, 2, 7 blocks), one group plus a pair (576
+ * columns, SmolLM2's), groups plus an odd tail and whole groups. */
+static void test_packed_vs_ref(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x66);
+    enum { NR = TF_TILE_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1};
+    static const int64_t lens[] = {32, 64, 224, 576, 1056, 4096};
+    static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            tf_dtype t = types[ti];
+            int64_t n = lens[li];
+            size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(t, n), ps = tf_act_packed_row_size(t, n);
+            assert_true(ps > 0 && ps <= tf_act_scratch_row_size(t, n));
+            float *x = malloc(sizeof(float) * n * (NR > NT ? NR : NT));
+            char *w = malloc(ws * NR), *a = malloc(as * NT), *p = malloc(ps * NT);
+            for (int r = 0; r < NR; r++) {
+                fill_gauss(&rng, x, n, mags[r]);
+                tf_ref_quantize_row(t, x, w + r * ws, n);
+            }
+            fill_gauss(&rng, x, n * NT, 1.0);
+            for (int j = 0; j < NT; j++) {
+                for (int64_t i = 0; i < n; i++) x[j * n + i] *= (float)mags[(j + 1) % NR];
+                tf_ref_act_quantize(t, x + j * n, a + j * as, n);
+                tf_ref_act_pack(t, x + j * n, p + j * ps, n);
+            }
+            float ref[NR][NT];
+            for (int r = 0; r < NR; r++)
+                for (int j = 0; j < NT; j++) {
+                    ref[r][j] = tf_ref_packed_dot(t, n, w + r * ws, p + j * ps);
+                    check_dot("packed ref", g_tables[0], t, n, ref[r][j],
+                              tf_ref_vec_dot(t, n, w + r * ws, a + j * as),
+                              dot_magnitude(t, n, w + r * ws, a + j * as));
+                }
+            for (int ki = 0; ki < g_n_tables; ki++) {
+                const tf_cpu_kernels *k = g_tables[ki];
+                if (!k->packed_tile[t]) continue;
+                assert_non_null(k->act_pack[t]);
+                void *pq = alloc_guarded(ps);
+                k->act_pack[t](x, pq, n);
+                check_guard(pq, ps);
+                if (memcmp(pq, p, ps) != 0) {
+                    print_error("act_pack %s %s n=%lld differs from the reference\n", k->isa, tf_dtype_name(t),
+                                (long long)n);
+                    fail();
+                }
+                free(pq);
+                for (int nr = 1; nr <= k->tile_rows[t]; nr++)
+                    for (int nt = 1; nt <= NT; nt++) {
+                        const int ldo = NR + 1;
+                        float out[NT * (NR + 1) + 4];
+                        for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = CANARY;
+                        k->packed_tile[t](n, w, ws, nr, p, ps, nt, out, ldo);
+                        for (int j = 0; j < NT; j++)
+                            for (int r = 0; r < ldo; r++) {
+                                float v = out[j * ldo + r];
+                                if (r >= nr || j >= nt) {
+                                    assert_true(v == CANARY);
+                                } else if (!isfinite(v) || memcmp(&v, &ref[r][j], sizeof v) != 0) {
+                                    print_error("packed tile %s %s n=%lld %dx%d [%d][%d]: %.9g vs reference %.9g\n",
+                                                k->isa, tf_dtype_name(t), (long long)n, nr, nt, r, j, v, ref[r][j]);
+                                    fail();
+                                }
+                            }
+                        for (int i = NT * ldo; i < NT * ldo + 4; i++) assert_true(out[i] == CANARY);
+                    }
+            }
+            free(x);
+            free(w);
+            free(a);
+            free(p);
+        }
+}
+
 /* Non-finite inputs propagate instead of vanishing: an Inf weight yields a
  * non-finite dot product in every table (float types). */
 static void test_nonfinite_propagates(void **state) {
@@ -805,7 +885,7 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
         tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
         tf_ref_dequantize_row(tf_act_type(t), aref + j * as, xq + j * cols, cols);
     }
-    size_t act_bytes = (size_t)tok * as;
+    size_t act_bytes = (size_t)tok * tf_act_scratch_row_size(t, cols);
     void *act = alloc_guarded(act_bytes);
     size_t y_bytes = sizeof(float) * (size_t)(tok * ldy);
     float *y = alloc_guarded(y_bytes);
@@ -905,7 +985,7 @@ static void test_matmul_exact_rows(void **state) {
         tf_dtype t = k_types[ti];
         size_t ws = tf_dtype_row_size(t, cols), as = tf_act_row_size(t, cols);
         float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * tok * cols);
-        char *w = malloc(ws * rows), *act = malloc(as * tok), *aref = malloc(as * tok);
+        char *w = malloc(ws * rows), *act = malloc(tf_act_scratch_row_size(t, cols) * tok), *aref = malloc(as * tok);
         float *y = malloc(sizeof(float) * rows * tok);
         fill_gauss(&rng, wf, rows * cols, 1.0);
         fill_gauss(&rng, x, tok * cols, 1.0);
@@ -946,7 +1026,7 @@ static void test_matmul_batch_invariance(void **state) {
     float *alone = malloc(sizeof(float) * MAX_TOK * rows), *batch = malloc(sizeof(float) * MAX_TOK * rows);
     for (int ti = 0; ti < N_TYPES; ti++) {
         tf_dtype t = k_types[ti];
-        size_t ws = tf_dtype_row_size(t, cols), as = tf_act_row_size(t, cols);
+        size_t ws = tf_dtype_row_size(t, cols), as = tf_act_scratch_row_size(t, cols);
         char *w = malloc(ws * rows), *act = malloc(as * MAX_TOK);
         fill_gauss(&rng, wf, rows * cols, 0.5);
         fill_gauss(&rng, x, MAX_TOK * cols, 1.0);
@@ -1001,6 +1081,7 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_exact_rows),
         cmocka_unit_test(test_matmul_batch_invariance),
+        cmocka_unit_test(test_packed_vs_ref),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -27,7 +27,7 @@ static void matmul(tf_fwd *f, const tf_tensor *w, const float *x, int64_t n, flo
 }
 
 static size_t act_bytes(const tf_tensor *t, int32_t n) {
-    return (size_t)n * tf_act_row_size((tf_dtype)t->type, t->ne[0]);
+    return (size_t)n * tf_act_scratch_row_size((tf_dtype)t->type, t->ne[0]);
 }
 
 tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,

@@ -18,6 +18,11 @@
  * Decode (n_tok == 1) reads every weight byte exactly once, in tile_rows
  * sequential streams per thread far apart (mm_gemv_spread). Nothing is
  * allocated.
+ *
+ * Where the table has a packed path for the type (act_pack / packed_tile,
+ * see quant.h) the activations are packed instead, a whole token row at a
+ * time, and tiles take up to TF_PACK_TOKS_MAX tokens: a weight row is
+ * unpacked once for all the tokens of a verification pass.
  */
 #include "backend/cpu/quant.h"
 
@@ -61,6 +66,7 @@ typedef struct {
     int64_t act_block;   /* elements per activation block */
     int64_t col_chunk;   /* columns per chunk (n_cols when unsplit) */
     int tile_rows, tile_toks; /* tile shape of the kernel table for wtype */
+    int packed;               /* activations in the packed format (whole rows) */
     atomic_int arrived;  /* threads past phase 1 */
 } mm_job;
 
@@ -96,6 +102,7 @@ static void mm_barrier(mm_job *j, int nth) {
 static void mm_block(const mm_job *j, const char *act, int64_t r0, int64_t r1, int64_t t0, int64_t t1, int64_t c0,
                      int64_t nc, int accumulate) {
     size_t w_off = tf_dtype_row_size(j->wtype, c0);
+    TF_ASSERT(!j->packed || c0 == 0);
     size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c0) : (size_t)c0 * sizeof(float);
     for (int64_t r = r0; r < r1; r += j->tile_rows) {
         int nr = r1 - r < j->tile_rows ? (int)(r1 - r) : j->tile_rows;
@@ -219,6 +226,11 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         .tile_rows = k->tile_rows[wtype],
         .tile_toks = k->tile_toks[wtype],
     };
+    if (k->packed_tile[wtype] && k->act_pack[wtype]) {
+        j.tile = k->packed_tile[wtype];
+        j.tile_toks = TF_PACK_TOKS_MAX;
+        j.packed = 1;
+    }
     TF_ASSERT(j.w_row > 0 || n_cols == 0);
     atomic_init(&j.arrived, 0);
     if (tf_act_type(wtype) == TF_DTYPE_F32) {
@@ -229,6 +241,11 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         j.act = act_buf;
         j.a_row = tf_act_row_size(wtype, n_cols);
         j.act_block = tf_act_type(wtype) == TF_DTYPE_Q8_K ? TF_QK_K : TF_QK8_0; /* Q8_0 / Q8_1: 32 */
+        if (j.packed) { /* converted a whole row at a time */
+            j.quantize = k->act_pack[wtype];
+            j.a_row = tf_act_packed_row_size(wtype, n_cols);
+            j.act_block = n_cols;
+        }
     }
     if (n_cols == 0) {
         for (int64_t t = 0; t < n_tok; t++) memset(Y + t * ldy, 0, (size_t)n_rows * sizeof(float));

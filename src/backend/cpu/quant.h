@@ -54,11 +54,55 @@ tf_dtype tf_act_type(tf_dtype type);
  * (n a multiple of the type's block size). */
 size_t tf_act_row_size(tf_dtype type, int64_t n);
 
+/* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
+ * Q4_0, Q4_1, Q5_0 and Q5_1 weights: one token's quantized row (the same
+ * quants and f16 scales as its Q8_0 / Q8_1 blocks) rearranged so that a
+ * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the
+ * per-block terms a kernel needs are already float / int32 vectors. Layout of
+ * a row of nb = n / 32 blocks (G = nb / 16 full groups, then the tail of
+ * nb % 16 blocks in pairs):
+ *   group g (640 bytes): q[v][64] for v = 0..7, with bytes 4 L .. 4 L + 3 of
+ *       q[v] = quants 4 v .. 4 v + 3 of block 16 g + tf_pack_lane_block(L);
+ *       ad[16] f32: the blocks' d in the same lanes; ex[16]: the blocks'
+ *       offset term (see below);
+ *   tail pair p (192 bytes): q[64] = the quants of blocks 16 G + 2 p and
+ *       16 G + 2 p + 1 (zeros if absent) in order; ad[16]: lane l holds the d
+ *       of the block of quants 4 l .. 4 l + 3; ex[16] likewise per lane.
+ * ex is the part of the dot product that depends only on the activations'
+ * sum s over the lane's block (group) or the lane's 4 quants (tail): int32
+ * -128 s (Q8_0: the weights enter the u8 x s8 product as w + 128), -8 s
+ * (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1: the weight's offset m
+ * multiplies it; exact, 11 x 12 significant bits). Only the matrix product
+ * uses this format; tests reach it through tf_ref_act_pack. */
+#define TF_PACK_GROUP_BLOCKS 16
+#define TF_PACK_GROUP_BYTES 640
+#define TF_PACK_PAIR_BYTES 192
+/* Block (0..15) of a group held by int32 lane L of a packed vector: lanes
+ * 4 c + k hold block 4 k + c (the order a 4 x 4 dword transpose of four
+ * 4-block weight vectors produces). */
+static inline int tf_pack_lane_block(int lane) { return 4 * (lane % 4) + lane / 4; }
+/* Bytes of one packed row of n activations for weight type `type` (0 for
+ * types without a packed format). */
+size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
+/* Bytes of scratch per token that tf_cpu_matmul needs for a row of n
+ * activations of weight type `type`, whichever activation format it uses. */
+size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
+
 /* Scalar references. n must be a multiple of the type's block size. */
 void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n);   /* f32 -> type */
 void tf_ref_dequantize_row(tf_dtype type, const void *x, float *y, int64_t n); /* type -> f32 */
 void tf_ref_act_quantize(tf_dtype wtype, const float *x, void *y, int64_t n);  /* f32 -> act(wtype) */
 float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *w, const void *act); /* w row . act */
+/* Packed activations (act_pack) from the Q8_0 / Q8_1 blocks `blocks` of n
+ * activations of weight type wtype (shared by every table's act_pack). */
+void tf_act_pack_blocks(tf_dtype wtype, const void *blocks, void *packed, int64_t n);
+void tf_ref_act_pack(tf_dtype wtype, const float *x, void *packed, int64_t n); /* f32 -> packed */
+/* w row . packed activations, in exactly the arithmetic of the packed tile
+ * kernels (bitwise equal results): per group, exact int32 block dot products,
+ * then per lane acc = fma(isum, d_w d_a, acc) and (Q4_1, Q5_1)
+ * acc = fma(m_w, ex, acc); per tail pair the same per lane; finally the sum
+ * of the 16 lanes in the order of _mm512_reduce_add_ps. */
+float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *packed);
 
 /* Dispatch table of the fast variants. */
 typedef void (*tf_act_quantize_fn)(const float *x, void *y, int64_t n);
@@ -86,7 +130,17 @@ typedef struct tf_cpu_kernels {
     tf_vec_dot_tile_fn vec_dot_tile[TF_DTYPE_COUNT]; /* indexed by weight type */
     uint8_t tile_rows[TF_DTYPE_COUNT]; /* rows per vec_dot_tile call, <= TF_TILE_ROWS_MAX */
     uint8_t tile_toks[TF_DTYPE_COUNT]; /* tokens per vec_dot_tile call, <= TF_TILE_TOKS_MAX */
+    /* Optional (NULL where absent): the packed path, used by tf_cpu_matmul
+     * instead of act_quantize / vec_dot_tile when present. act_pack converts
+     * a whole row (f32 -> packed); packed_tile has the tile contract over
+     * packed activations with up to tile_rows rows and TF_PACK_TOKS_MAX
+     * tokens, each output bitwise equal to tf_ref_packed_dot. */
+    tf_act_quantize_fn act_pack[TF_DTYPE_COUNT];
+    tf_vec_dot_tile_fn packed_tile[TF_DTYPE_COUNT];
 } tf_cpu_kernels;
+
+/* Most tokens of one packed_tile call. */
+#define TF_PACK_TOKS_MAX 16
 
 typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_BEST = 99 } tf_isa;
 
@@ -105,7 +159,7 @@ int tf_cpu_kernels_all(const tf_cpu_kernels **out, int max);
  *   W: n_rows rows of n_cols elements of `wtype` (row stride tf_dtype_row_size)
  *   X: n_tok x n_cols f32 (row stride n_cols)
  *   Y: n_tok x n_rows f32 (row stride ldy >= n_rows)
- *   act_buf: scratch of n_tok * tf_act_row_size(wtype, n_cols) bytes
+ *   act_buf: scratch of n_tok * tf_act_scratch_row_size(wtype, n_cols) bytes
  * Runs on `pool` (may be NULL), splitting rows across threads and tiling
  * tokens so each weight row is read once per tile. */
 void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int64_t n_rows,

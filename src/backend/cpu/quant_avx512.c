@@ -27,6 +27,12 @@
  *        activation's bsums per super-block.
  * Activations from tf_*_quantize_* lie in [-127, 127], which the plain Q8_0
  * path needs (it negates them).
+ *
+ * The VNNI table's matrix products for Q8_0 / Q4_x / Q5_x use the packed path
+ * instead (pk_*, below the Q8_0 family): whole-block int32 sums over packed
+ * activations, tiles of one weight row by up to 16 tokens. The q0_* tiles
+ * remain the vec_dot / vec_dot_tile kernels of both tables and the matrix
+ * product of the non-VNNI table.
  */
 #include "backend/cpu/quant_impl.h"
 
@@ -42,6 +48,12 @@
  * avx512vnni functions, which the dispatcher hands out only on VNNI CPUs. */
 TF_AI __m512i dpbusd_vnni(__m512i acc, __m512i u, __m512i s) {
     __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+/* dpbusd_vnni with the s8 operand read from memory (64 bytes at s). */
+TF_AI __m512i dpbusd_vnni_mem(__m512i acc, __m512i u, const void *s) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const char(*)[64])s));
     return acc;
 }
 
@@ -297,6 +309,298 @@ TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
     if (ib < nb) q0_step(kind, vnni, R, T, ib, 0, w, ws, a, as, acc);
     store_sums(R, T, acc, out, ldo);
 }
+
+/* ---- Q8_0 / Q4_x / Q5_x weights against packed activations (VNNI) ------------ */
+
+/* The packed path (quant.h, quant_pack.c): per group of 16 blocks a weight
+ * row is loaded and rearranged once into 8 u8 vectors whose int32 lane L
+ * holds 4 quants of block tf_pack_lane_block(L), matching the packed
+ * activations; then per token the exact block dot products are 8 vpdpbusd
+ * into one int32 vector (the format's ex term as start value for the
+ * integer offsets), and the float work is one cvt, one mul and one FMA (plus
+ * one FMA for the offset m of Q4_1 / Q5_1) per 16 blocks, with the token's
+ * vectors read straight from memory. Tail blocks (n / 32 not a multiple of
+ * 16) go two at a time in natural order. */
+
+/* Bytes per block and offsets of qs / qh within it; kinds as K0_*. */
+TF_AI int pk_block_bytes(int kind) {
+    switch (kind) {
+    case K0_Q8_0: return sizeof(tf_block_q8_0);
+    case K0_Q4_0: return sizeof(tf_block_q4_0);
+    case K0_Q4_1: return sizeof(tf_block_q4_1);
+    case K0_Q5_0: return sizeof(tf_block_q5_0);
+    default: return sizeof(tf_block_q5_1);
+    }
+}
+TF_AI int pk_qs_offset(int kind) {
+    switch (kind) {
+    case K0_Q8_0: case K0_Q4_0: return 2;
+    case K0_Q4_1: return 4;
+    case K0_Q5_0: return 6;
+    default: return 8;
+    }
+}
+TF_AI int pk_qh_offset(int kind) { return kind == K0_Q5_0 ? 2 : 4; }
+#define PK_IS_Q5(kind) ((kind) == K0_Q5_0 || (kind) == K0_Q5_1)
+/* Formats whose ex term is the int32 start value of the block sums. */
+#define PK_INT_EX(kind) ((kind) == K0_Q8_0 || (kind) == K0_Q4_0 || (kind) == K0_Q5_0)
+
+/* 16 bytes at p, p + stride, p + 2 stride, p + 3 stride as the four 128-bit
+ * chunks of a vector. */
+TF_AI __m512i load_4x16(const char *p, size_t stride) {
+    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + stride)), 1);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + 2 * stride)), 2);
+    return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + 3 * stride)), 3);
+}
+
+/* In every 128-bit chunk c, the 4 x 4 dword transpose of x[0..3]: dword j of
+ * chunk c of x[k] (a block 4 k + c) moves to lane 4 c + k of y[j]. */
+TF_AI void transpose_4x4_dwords(const __m512i x[4], __m512i y[4]) {
+    __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
+    y[0] = _mm512_unpacklo_epi64(t0, t2);
+    y[1] = _mm512_unpackhi_epi64(t0, t2);
+    y[2] = _mm512_unpacklo_epi64(t1, t3);
+    y[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* Byte offsets of the blocks of a group in lane order (for gathers). */
+TF_AI __m512i pk_lane_offsets(int kind, int extra) {
+    const __m512i blk = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_add_epi32(_mm512_mullo_epi32(blk, _mm512_set1_epi32(pk_block_bytes(kind))),
+                            _mm512_set1_epi32(extra));
+}
+
+/* The 16-bit words at byte `off` of the 16 blocks of a group, in lane order
+ * (word L from block tf_pack_lane_block(L)): the group is loaded as whole
+ * vectors (the last one masked to the group's end) and each pair of vectors
+ * gives its blocks' words through one two-table permute; cheaper than a
+ * gather, and the loads hit the lines the quants come from. */
+TF_AI __m256i pk_group_words(int kind, const char *blocks, int off) {
+    const int bs = pk_block_bytes(kind), nbytes = 16 * bs, nz = (nbytes + 63) / 64;
+    __m512i z[10];
+#pragma GCC unroll 10
+    for (int i = 0; i < nz; i++)
+        z[i] = 64 * (i + 1) <= nbytes ? _mm512_loadu_si512(blocks + 64 * i)
+                                      : _mm512_maskz_loadu_epi8((__mmask64)((1ull << (nbytes - 64 * i)) - 1),
+                                                                blocks + 64 * i);
+    if (nz % 2) z[nz] = _mm512_setzero_si512();
+    __m512i r = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int p = 0; p < (nz + 1) / 2; p++) {
+        uint16_t idx[32] = {0};
+        __mmask32 m = 0;
+        for (int lane = 0; lane < 16; lane++) {
+            int pos = (bs * tf_pack_lane_block(lane) + off) / 2;
+            if (pos / 64 == p) {
+                idx[lane] = (uint16_t)(pos % 64);
+                m |= 1u << lane;
+            }
+        }
+        __m512i perm = _mm512_permutex2var_epi16(z[2 * p], _mm512_loadu_si512(idx), z[2 * p + 1]);
+        r = _mm512_mask_mov_epi16(r, m, perm);
+    }
+    return _mm512_castsi512_si256(r);
+}
+
+/* One weight row's group (or tail pair), ready for the tokens. */
+typedef struct {
+    __m512i q[8];
+    __m512 d, m;
+} pk_wgroup;
+
+/* Group of 16 blocks starting at `blocks`. */
+TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
+    const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
+    __m512i x[4];
+    if (kind == K0_Q8_0) {
+        /* blocks 4 k .. 4 k + 3 as two vectors of two whole blocks, split
+         * into their first and second 16 quants (x: quants 0..15, y: 16..31) */
+        __m512i y[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const char *b = blocks + 4 * k * bs + qs;
+            __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
+                                             _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
+            __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
+                                             _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
+            x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
+            y[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
+        }
+        transpose_4x4_dwords(x, wg->q);
+        transpose_4x4_dwords(y, wg->q + 4);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_xor_si512(wg->q[v], _mm512_set1_epi8((char)0x80));
+    } else {
+        __m512i y[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) x[k] = load_4x16(blocks + 4 * k * bs + qs, bs);
+        transpose_4x4_dwords(x, y);
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            wg->q[j] = _mm512_and_si512(y[j], low4);
+            wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y[j], 4), low4);
+        }
+        if (PK_IS_Q5(kind)) {
+            /* bit 4 of quant 4 v + i (bit 4 v + i of the block's qh) to bit
+             * 4 of byte i of its lane: a 16-entry table of 4-bit patterns */
+            __m512i qh = _mm512_i32gather_epi32(pk_lane_offsets(kind, pk_qh_offset(kind)), blocks, 1);
+            const __m512i spread = _mm512_setr_epi32(
+                0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+                0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010);
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                wg->q[v] = _mm512_or_si512(wg->q[v],
+                                           _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
+        }
+    }
+    /* d (and m) of each block: the f16 words at the block's start */
+    wg->d = _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
+    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
+}
+
+/* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
+ * (Q8_0 as w + 128). */
+TF_AI __m256i pk_block_quants(int kind, const char *block) {
+    if (!block) return kind == K0_Q8_0 ? _mm256_set1_epi8((char)0x80) : _mm256_setzero_si256();
+    const char *qs = block + pk_qs_offset(kind);
+    if (kind == K0_Q8_0)
+        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs), _mm256_set1_epi8((char)0x80));
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
+    y = _mm256_and_si256(y, _mm256_set1_epi8(0x0F));
+    if (PK_IS_Q5(kind)) {
+        uint32_t h;
+        memcpy(&h, block + pk_qh_offset(kind), 4);
+        y = _mm256_or_si256(y, _mm256_maskz_mov_epi8(h, _mm256_set1_epi8(0x10)));
+    }
+    return y;
+}
+
+/* Tail pair: block b0 and, if two, the next one. */
+TF_AI void pk_load_pair(int kind, const char *b0, int two, pk_wgroup *wg) {
+    const int bs = pk_block_bytes(kind);
+    const char *b1 = two ? b0 + bs : NULL;
+    wg->q[0] = _mm512_inserti64x4(_mm512_castsi256_si512(pk_block_quants(kind, b0)), pk_block_quants(kind, b1), 1);
+    uint16_t d0, d1 = 0, m0 = 0, m1 = 0;
+    memcpy(&d0, b0, 2);
+    if (two) memcpy(&d1, b1, 2);
+    wg->d = block_scales(K0_Q8_0, d0, d1); /* lanes 0..7: block 0, 8..15: block 1 */
+    if (K0_HAS_MIN(kind)) {
+        memcpy(&m0, b0 + 2, 2);
+        if (two) memcpy(&m1, b1 + 2, 2);
+    }
+    wg->m = block_scales(K0_Q8_0, m0, m1);
+}
+
+/* acc += one group (nv = 8 vectors) or tail pair (nv = 1) of one token,
+ * whose packed vectors start at ap (quants, then d, then ex). Two integer
+ * chains when few tokens share the weights (latency); integer sums are exact,
+ * so the split changes no result. */
+TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, const char *ap, __m512 acc) {
+    const char *ad = ap + 64 * nv, *ex = ad + 64;
+    __m512i s0 = PK_INT_EX(kind) ? _mm512_loadu_si512(ex) : _mm512_setzero_si512();
+    if (nv == 8 && chains == 2) {
+        __m512i s1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v += 2) {
+            s0 = dpbusd_vnni_mem(s0, wg->q[v], ap + 64 * v);
+            s1 = dpbusd_vnni_mem(s1, wg->q[v + 1], ap + 64 * (v + 1));
+        }
+        s0 = _mm512_add_epi32(s0, s1);
+    } else {
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) s0 = dpbusd_vnni_mem(s0, wg->q[v], ap + 64 * v);
+    }
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(wg->d, _mm512_loadu_ps((const float *)ad)), acc);
+    if (K0_HAS_MIN(kind)) acc = _mm512_fmadd_ps(wg->m, _mm512_loadu_ps((const float *)ex), acc);
+    return acc;
+}
+
+/* One weight row against T tokens of packed activations (as bytes apart). */
+TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char *a, size_t as, float *out,
+                         int64_t ldo) {
+    const int bs = pk_block_bytes(kind), chains = T <= 2 ? 2 : 1;
+    int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
+    __m512 acc[TF_PACK_TOKS_MAX];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    pk_wgroup wg;
+    for (int64_t g = 0; g < n_groups; g++) {
+        pk_load_group(kind, row + g * TF_PACK_GROUP_BLOCKS * bs, &wg);
+        const char *ap = a + g * TF_PACK_GROUP_BYTES;
+#pragma GCC unroll 16
+        for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 8, chains, &wg, ap + t * as, acc[t]);
+    }
+    const char *ap = a + n_groups * TF_PACK_GROUP_BYTES;
+    for (int64_t b = n_groups * TF_PACK_GROUP_BLOCKS; b < nb; b += 2, ap += TF_PACK_PAIR_BYTES) {
+        pk_load_pair(kind, row + b * bs, b + 1 < nb, &wg);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 1, chains, &wg, ap + t * as, acc[t]);
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < T; t++) out[t * ldo] = _mm512_reduce_add_ps(acc[t]);
+}
+
+TF_AI void pk_tile(int kind, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as, int nt,
+                   float *out, int64_t ldo) {
+    const char *w = vw, *a = va;
+    for (int r = 0; r < nr; r++) {
+        const char *row = w + r * ws;
+        float *o = out + r;
+        switch (nt) {
+#define PK_CASE(T) \
+    case T: pk_row_kernel(kind, T, n, row, a, as, o, ldo); break;
+            PK_CASE(1) PK_CASE(2) PK_CASE(3) PK_CASE(4) PK_CASE(5) PK_CASE(6) PK_CASE(7) PK_CASE(8)
+            PK_CASE(9) PK_CASE(10) PK_CASE(11) PK_CASE(12) PK_CASE(13) PK_CASE(14) PK_CASE(15)
+            default: pk_row_kernel(kind, 16, n, row, a, as, o, ldo); break;
+#undef PK_CASE
+        }
+    }
+}
+
+void tf_avx512vnni_packed_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                    float *out, int64_t ldo) {
+    pk_tile(K0_Q8_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_packed_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                    float *out, int64_t ldo) {
+    pk_tile(K0_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_packed_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                    float *out, int64_t ldo) {
+    pk_tile(K0_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_packed_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                    float *out, int64_t ldo) {
+    pk_tile(K0_Q5_0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_packed_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                    float *out, int64_t ldo) {
+    pk_tile(K0_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+
+/* f32 -> packed activations: the Q8_0 / Q8_1 blocks of 512 columns at a time
+ * (bitwise those of the reference), rearranged by tf_act_pack_blocks. */
+static void act_pack(tf_dtype wtype, const float *x, void *vy, int64_t n) {
+    tf_block_q8_1 blocks[TF_PACK_GROUP_BLOCKS];
+    char *y = vy;
+    for (int64_t c = 0; c < n; c += TF_PACK_GROUP_BLOCKS * 32) {
+        int64_t nc = n - c < TF_PACK_GROUP_BLOCKS * 32 ? n - c : TF_PACK_GROUP_BLOCKS * 32;
+        if (tf_act_type(wtype) == TF_DTYPE_Q8_1) tf_avx512_quantize_q8_1(x + c, blocks, nc);
+        else tf_avx512_quantize_q8_0(x + c, blocks, nc);
+        tf_act_pack_blocks(wtype, blocks, y, nc);
+        y += tf_act_packed_row_size(wtype, nc);
+    }
+}
+
+void tf_avx512_act_pack_q8_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q8_0, x, y, n); }
+void tf_avx512_act_pack_q4_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_0, x, y, n); }
+void tf_avx512_act_pack_q4_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_1, x, y, n); }
+void tf_avx512_act_pack_q5_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_0, x, y, n); }
+void tf_avx512_act_pack_q5_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_1, x, y, n); }
 
 /* ---- K-quant weights against Q8_K activations ------------------------------------ */
 

@@ -266,6 +266,12 @@ static const tf_cpu_kernels k_avx512_vnni = {
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
                   [TF_DTYPE_Q6_K] = 4},
+    .act_pack = {[TF_DTYPE_Q8_0] = tf_avx512_act_pack_q8_0, [TF_DTYPE_Q4_0] = tf_avx512_act_pack_q4_0,
+                 [TF_DTYPE_Q4_1] = tf_avx512_act_pack_q4_1, [TF_DTYPE_Q5_0] = tf_avx512_act_pack_q5_0,
+                 [TF_DTYPE_Q5_1] = tf_avx512_act_pack_q5_1},
+    .packed_tile = {[TF_DTYPE_Q8_0] = tf_avx512vnni_packed_tile_q8_0, [TF_DTYPE_Q4_0] = tf_avx512vnni_packed_tile_q4_0,
+                    [TF_DTYPE_Q4_1] = tf_avx512vnni_packed_tile_q4_1, [TF_DTYPE_Q5_0] = tf_avx512vnni_packed_tile_q5_0,
+                    [TF_DTYPE_Q5_1] = tf_avx512vnni_packed_tile_q5_1},
 };
 
 /* ---- run-time choice ------------------------------------------------------------ */

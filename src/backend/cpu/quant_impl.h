@@ -76,6 +76,18 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     void tf_##isa##_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);
 
+/* Packed path (quant.h): activation packing (avx512) and the VNNI tiles. */
+#define TF_PACK_DECLS(fmt)                                                                                 \
+    void tf_avx512_act_pack_##fmt(const float *x, void *y, int64_t n);                                    \
+    void tf_avx512vnni_packed_tile_##fmt(int64_t n, const void *w, size_t ws, int nr, const void *a,     \
+                                         size_t as, int nt, float *out, int64_t ldo);
+TF_PACK_DECLS(q8_0)
+TF_PACK_DECLS(q4_0)
+TF_PACK_DECLS(q4_1)
+TF_PACK_DECLS(q5_0)
+TF_PACK_DECLS(q5_1)
+#undef TF_PACK_DECLS
+
 TF_QUANT_ISA_DECLS(avx2)
 TF_QUANT_ISA_INT_DECLS(avx2)
 TF_QUANT_ISA_DECLS(avx512)
