@@ -7,12 +7,13 @@
  * an online softmax, so memory is O(tile), never O(n_q * n_kv). Work is split
  * over (KV head, query tile, key range) items and merged exactly.
  *
- * Arithmetic (head_dim a multiple of 16): bf16 inputs, f32 accumulation. The
- * pre-scaled query, K, V and the softmax weights are rounded to bf16 (nearest
- * even) and their products summed in f32 in the order of the AVX512_BF16 dot
- * instruction; the softmax and the merge are f32. Other head sizes: f32
- * throughout. The relative error is that of bf16 inputs, about 2^-9 per value,
- * averaging down over a head's dimensions and keys.
+ * Arithmetic, f16 cache (the default) and head_dim a multiple of 16: bf16
+ * inputs, f32 accumulation. The pre-scaled query, K, V and the softmax weights
+ * are rounded to bf16 (nearest even) and their products summed in f32 in the
+ * order of the AVX512_BF16 dot instruction; the softmax and the merge are f32.
+ * The relative error is that of bf16 inputs, about 2^-9 per value, averaging
+ * down over a head's dimensions and keys. f32 caches and other head sizes: f32
+ * throughout, one query row at a time (the full-precision choice, slower).
  *
  * Batch invariance: for batches of up to 16 rows (decode and speculative
  * verification) every row's output is bitwise identical to computing that
