@@ -28,8 +28,8 @@ typedef struct plan {
 } plan;
 
 static size_t thread_scratch_bytes(int32_t n_head, int32_t hd) {
-    /* qbuf [QTILE*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] */
-    return sizeof(float) * ((size_t)QTILE * n_head * hd + 2u * 64u * hd) + 256;
+    /* qbuf [QTILE*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] + lvec [QTILE*g][16] */
+    return sizeof(float) * ((size_t)QTILE * n_head * hd + 2u * 64u * hd + (size_t)QTILE * n_head * 16) + 256;
 }
 
 static size_t part_floats(int32_t n_q, int32_t n_head, int32_t hd, int n_split) {
@@ -79,6 +79,7 @@ static void run_items(void *arg, int ith, int nth) {
             .qbuf = ts,
             .kt_buf = ts + (size_t)QTILE * a->n_head * hd,
             .v_buf = ts + (size_t)QTILE * a->n_head * hd + 64u * hd,
+            .lvec = ts + (size_t)QTILE * a->n_head * hd + 128u * hd,
         };
         p->item_fn(&item);
     }
@@ -118,14 +119,69 @@ static void merge_rows(void *arg, int ith, int nth) {
     }
 }
 
+/* ---- kernel variants ------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*item)(const attn_item *);
+    void (*dot)(float *, const uint32_t *, const uint32_t *);
+    void (*pack2)(uint32_t *, const float *, const float *);
+} variants[] = {
+    [TF_ATTN_GENERIC] = {"generic", tf_attn_item_generic, tf_attn_bf16_dot_generic, tf_attn_bf16_pack2_generic},
+    [TF_ATTN_AVX2] = {"avx2", tf_attn_item_avx2, tf_attn_bf16_dot_avx2, tf_attn_bf16_pack2_avx2},
+    [TF_ATTN_AVX512] = {"avx512", tf_attn_item_avx512, tf_attn_bf16_dot_avx512, tf_attn_bf16_pack2_avx512},
+    [TF_ATTN_AVX512_BF16] = {"avx512_bf16", tf_attn_item_bf16_avx512, tf_attn_bf16_dot_bf16_avx512,
+                             tf_attn_bf16_pack2_bf16_avx512},
+};
+_Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "one entry per tf_attn_kernel");
+
+static int cpu_has_avx512_bf16(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return tf_cpu_best_isa() >= TF_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+int tf_attn_kernel_supported(tf_attn_kernel k) {
+    switch (k) {
+    case TF_ATTN_GENERIC: return 1;
+    case TF_ATTN_AVX2: return tf_cpu_best_isa() >= TF_ISA_AVX2;
+    case TF_ATTN_AVX512: return tf_cpu_best_isa() >= TF_ISA_AVX512;
+    case TF_ATTN_AVX512_BF16: return cpu_has_avx512_bf16();
+    default: return 0;
+    }
+}
+
+const char *tf_attn_kernel_name(tf_attn_kernel k) {
+    return k >= 0 && k < TF_ATTN_KERNEL_COUNT ? variants[k].name : "?";
+}
+
+void tf_attn_bf16_dot(tf_attn_kernel k, float acc[16], const uint32_t a[16], const uint32_t b[16]) {
+    TF_ASSERT(tf_attn_kernel_supported(k));
+    variants[k].dot(acc, a, b);
+}
+
+void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], const float hi[16]) {
+    TF_ASSERT(tf_attn_kernel_supported(k));
+    variants[k].pack2(out, lo, hi);
+}
+
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {
-    const tf_kv_cache *kv = a->kv;
-    plan p = {.a = a, .g = a->n_head / kv->n_head_kv, .hd = kv->head_dim};
     tf_isa best = tf_cpu_best_isa();
     if (isa > best) isa = best;
-    p.item_fn = isa == TF_ISA_AVX512 ? tf_attn_item_avx512
-                : isa == TF_ISA_AVX2 ? tf_attn_item_avx2
-                                     : tf_attn_item_generic;
+    tf_attn_kernel k = isa == TF_ISA_AVX512 ? (cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512)
+                       : isa == TF_ISA_AVX2 ? TF_ATTN_AVX2
+                                            : TF_ATTN_GENERIC;
+    tf_cpu_attn_kernel(pool, k, a, scratch);
+}
+
+void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, void *scratch) {
+    TF_ASSERT(tf_attn_kernel_supported(k));
+    const tf_kv_cache *kv = a->kv;
+    plan p = {.a = a, .g = a->n_head / kv->n_head_kv, .hd = kv->head_dim};
+    p.item_fn = variants[k].item;
     int nth = tf_pool_size(pool);
     int32_t kmax = 0;
     for (int i = 0; i < a->n_q; i++) kmax = a->kv_len[i] > kmax ? a->kv_len[i] : kmax;

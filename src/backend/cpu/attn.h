@@ -7,9 +7,19 @@
  * an online softmax, so memory is O(tile), never O(n_q * n_kv). Work is split
  * over (KV head, query tile, key range) items and merged exactly.
  *
+ * Arithmetic, f16 cache (the default) and head_dim a multiple of 16: bf16
+ * inputs, f32 accumulation. The pre-scaled query, K, V and the softmax weights
+ * are rounded to bf16 (nearest even) and their products summed in f32 in the
+ * order of the AVX512_BF16 dot instruction; the softmax and the merge are f32.
+ * The relative error is that of bf16 inputs, about 2^-9 per value, averaging
+ * down over a head's dimensions and keys. f32 caches and other head sizes: f32
+ * throughout, one query row at a time (the full-precision choice, slower).
+ *
  * Batch invariance: for batches of up to 16 rows (decode and speculative
  * verification) every row's output is bitwise identical to computing that
- * row alone, on any thread count — greedy speculative decoding relies on it.
+ * row alone, on any thread count and with every kernel variant (the bf16
+ * instructions where the CPU has them, an exact emulation elsewhere) —
+ * greedy speculative decoding relies on it.
  */
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
@@ -35,8 +45,30 @@ typedef struct tf_attn_args {
  * slots with n_threads. */
 size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max);
 
-/* Fast path on the pool with the given ISA (capped to the CPU's). */
+/* Fast path on the pool with the given ISA (capped to the CPU's); AVX-512 uses
+ * the BF16 instructions when the CPU has them. */
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch);
+
+/* The kernel variants, for tests and benchmarks; all give the same bits. */
+typedef enum tf_attn_kernel {
+    TF_ATTN_GENERIC = 0,     /* any x86-64 */
+    TF_ATTN_AVX2 = 1,        /* AVX2 + FMA + F16C */
+    TF_ATTN_AVX512 = 2,      /* AVX-512 F/BW/VL/DQ, bf16 emulated */
+    TF_ATTN_AVX512_BF16 = 3, /* ... with AVX512_BF16 (VDPBF16PS) */
+    TF_ATTN_KERNEL_COUNT
+} tf_attn_kernel;
+
+/* Whether this CPU can run kernel variant k; its name ("avx512_bf16", ...). */
+int tf_attn_kernel_supported(tf_attn_kernel k);
+const char *tf_attn_kernel_name(tf_attn_kernel k);
+
+/* tf_cpu_attn with variant k (which must be supported). */
+void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, void *scratch);
+
+/* Variant k's bf16 primitives on 16 lanes (see attn_item.h), for the test that
+ * every variant computes the same bits. */
+void tf_attn_bf16_dot(tf_attn_kernel k, float acc[16], const uint32_t a[16], const uint32_t b[16]);
+void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], const float hi[16]);
 
 /* Scalar double-precision reference (single-threaded, allocation-free). */
 void tf_ref_attn(const tf_attn_args *a);

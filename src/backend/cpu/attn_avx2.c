@@ -9,5 +9,5 @@
         memcpy((char *)&r_ + sizeof lo_, &hi_, sizeof hi_);                               \
         r_;                                                                               \
     })
-#define ATTN_ITEM_FN tf_attn_item_avx2
+#define ATTN_ISA(name) ATTN_CAT_(name, _avx2)
 #include "backend/cpu/attn_kernel.inc"

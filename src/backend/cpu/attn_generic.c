@@ -7,5 +7,5 @@
             r_[cvt_i_] = tf_f16_to_f32(((const uint16_t *)(src))[cvt_i_]);                 \
         r_;                                                                               \
     })
-#define ATTN_ITEM_FN tf_attn_item_generic
+#define ATTN_ISA(name) ATTN_CAT_(name, _generic)
 #include "backend/cpu/attn_kernel.inc"

@@ -17,12 +17,25 @@ typedef struct attn_item {
     int32_t k0, k1;         /* key slot range; k0 a multiple of 64 */
     float scale;
     float *m, *l, *acc;     /* outputs: [n_qpos*g], [n_qpos*g], [n_qpos*g][hd] */
-    float *qbuf;            /* scratch [n_qpos*g][hd] */
-    float *kt_buf, *v_buf;  /* scratch [64][hd] each */
+    float *qbuf;            /* scratch [n_qpos*g][hd] floats (bf16 path: [n_qpos*g][hd/2] pairs) */
+    float *kt_buf, *v_buf;  /* scratch [64][hd] floats each (bf16 path: half of it, pairs) */
+    float *lvec;            /* scratch [n_qpos*g][16]: bf16 path, the softmax sum l per lane */
 } attn_item;
 
-void tf_attn_item_avx512(const attn_item *it);
-void tf_attn_item_avx2(const attn_item *it);
-void tf_attn_item_generic(const attn_item *it);
+/* One variant per ISA (attn_kernel.inc compiled by attn_<isa>.c). Besides the
+ * item kernel each exports its bf16 primitives on 16 lanes, for the test that
+ * the emulation and the instructions agree bit for bit:
+ *   dot:   acc[i] = (acc[i] + a1*b1) + a0*b0 over the bf16 pairs of a[i], b[i]
+ *          (VDPBF16PS);
+ *   pack2: out[i] = (bf16(hi[i]) << 16) | bf16(lo[i]) (VCVTNE2PS2BF16 + interleave). */
+#define TF_ATTN_VARIANT(isa)                                                                          \
+    void tf_attn_item_##isa(const attn_item *it);                                                     \
+    void tf_attn_bf16_dot_##isa(float acc[16], const uint32_t a[16], const uint32_t b[16]);           \
+    void tf_attn_bf16_pack2_##isa(uint32_t out[16], const float lo[16], const float hi[16]);
+TF_ATTN_VARIANT(bf16_avx512)
+TF_ATTN_VARIANT(avx512)
+TF_ATTN_VARIANT(avx2)
+TF_ATTN_VARIANT(generic)
+#undef TF_ATTN_VARIANT
 
 #endif
