@@ -255,8 +255,9 @@ void bench_report_end(bench_report *r) {
             "the cache is filled with random keys and values (a pass costs the same whatever they hold). Decode "
             "floor: ar's bytes per token, every weight once plus the KV cache at the mean context of the generation "
             "(the embedding table of an untied model is gathered, not read); a speculative mode can beat it "
-            "(%% over 100). A model and cache small enough for the CPU's caches can beat these DRAM bounds too. Speedup: ar's ms/tok over the mode's, repetition by repetition. Acceptance: share of "
-            "the candidates of the level below that a level accepted. = ar: the greedy output equals ar's. "
+            "(%% over 100). A model and cache small enough for the CPU's caches can beat these DRAM bounds too. Speedup: ar's ms/tok over the mode's, repetition by repetition. Acceptance: per judged "
+            "candidate of the level below, accepted / (accepted + rejections) (a candidate is judged only while all "
+            "before it were accepted). = ar: the greedy output equals ar's. "
             "Decoding at depth 0 prefills one token. Spread: median [min, max] over the repetitions.\n");
     fflush(r->out);
 }
