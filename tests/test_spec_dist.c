@@ -10,12 +10,20 @@
  * deterministic. Negative controls: the same test on the whole hierarchy with
  * a verifier that accepts everything, and with one that draws rejections from
  * p instead of max(p - q, 0), must fail.
+ *
+ * The same on SmolLM2-135M (when `make models` has fetched it): the whole
+ * hierarchy — the target over an 80-token prompt, its weights over a 32-token
+ * retrieval cache, its first layer over a StreamingLLM cache — at T=1 and at
+ * T=0.6 with top-p, 1200 runs each on two threads (each starts from a copy of
+ * one prefilled cache, tf_spec_prefill_from), and the accept-all negative
+ * control (200 runs: its first token is already off the target's support).
  */
 #include "testutil.h"
 
 #include "model/gen.h"
 #include "spec/spec.h"
 #include "stats.h"
+#include "tokenizer/tokenizer.h"
 #include "triforce.h"
 
 #include <math.h>
@@ -52,7 +60,7 @@ static void gen_small(char *path, uint64_t seed, int n_embd) {
 }
 
 /* Target distribution of the first two tokens: joint[i*k + j] over the
- * candidate lists of p(t1) and of p(t2 | t1 = cand_i). Returns k (cells per side). */
+ * candidate lists of p(t1) and of p(t2 | t1 = cand_i). */
 typedef struct joint {
     int k1;
     int32_t id1[16];
@@ -61,18 +69,18 @@ typedef struct joint {
     double prob[16][16];
 } joint;
 
-static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const int32_t *prompt, joint *J) {
+static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const int32_t *prompt, int np, joint *J) {
     tf_sampling s;
     tf_err err = {0};
     assert_int_equal(tf_sampling_init(&s, cfg, m->hp.n_vocab, &err), TF_OK);
     tf_context_params cp = tf_context_default_params();
-    cp.n_ctx = NP + 4;
+    cp.n_ctx = np + 4;
     cp.n_threads = 1;
     cp.kv_type = TF_KV_F32;
     tf_context *ctx;
     char eb[256];
     assert_int_equal(tf_context_init(&ctx, m, &cp, eb, sizeof eb), TF_OK);
-    assert_int_equal(tf_context_eval(ctx, prompt, NP, NULL), TF_OK);
+    assert_int_equal(tf_context_eval(ctx, prompt, np, NULL), TF_OK);
     tf_sampling_dist(&s, tf_context_logits(ctx));
     assert_true(s.dist.n <= 16);
     J->k1 = s.dist.n;
@@ -82,7 +90,7 @@ static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const in
         p1[i] = s.dist.p[i];
     }
     for (int i = 0; i < J->k1; i++) {
-        assert_int_equal(tf_context_truncate(ctx, NP), TF_OK);
+        assert_int_equal(tf_context_truncate(ctx, np), TF_OK);
         assert_int_equal(tf_context_eval(ctx, &J->id1[i], 1, NULL), TF_OK);
         tf_sampling_dist(&s, tf_context_logits(ctx));
         assert_true(s.dist.n <= 16);
@@ -96,15 +104,15 @@ static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const in
     tf_sampling_free(&s);
 }
 
-/* Run N generations of the mode and return the chi-square verdict. */
-static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_mode vmode, const joint *J,
-                       const int32_t *prompt, bool bypass) {
-    tf_model *t, *d;
+/* n_runs generations of the mode from the prompt (budget the retrieval
+ * cache's); the chi-square verdict against J. base (optional): a decoder
+ * that holds the prompt, copied instead of prefilling every run. */
+static tu_gof run_generations(const tf_model *t, const tf_model *d, tf_spec_mode mode, const tf_sampling_cfg *cfg,
+                              tf_verify_mode vmode, const joint *J, const int32_t *prompt, int np, int budget,
+                              int n_runs, bool bypass, const tf_spec *base) {
     tf_err err = {0};
-    assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
-    assert_int_equal(tf_model_load(&d, g_draft, NULL, &err), TF_OK);
-    tf_spec_cfg c = {.mode = mode, .gamma1 = 2, .gamma2 = 3, .budget = 16, .chunk = 4, .recent = 4,
-                     .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = NP + 32,
+    tf_spec_cfg c = {.mode = mode, .gamma1 = 2, .gamma2 = 3, .budget = budget, .chunk = 4, .recent = 4,
+                     .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = np + 32,
                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
                      .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2};
     tf_spec s;
@@ -118,9 +126,10 @@ static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 16; j++) prob[i * 16 + j] = i < J->k1 && j < J->k2[i] ? J->prob[i][j] : 0.0;
     prob[16 * 16] = 0.0;
-    for (int r = 0; r < N_RUNS; r++) {
+    for (int r = 0; r < n_runs; r++) {
         tf_spec_reset(&s, 1000003ull * (uint64_t)r + 17);
-        assert_int_equal(tf_spec_prefill(&s, prompt, NP, NULL, NULL), TF_OK);
+        if (base) assert_int_equal(tf_spec_prefill_from(&s, base, NULL, NULL), TF_OK);
+        else assert_int_equal(tf_spec_prefill(&s, prompt, np, NULL, NULL), TF_OK);
         /* bypass: start as if the draft had been rejected, so the middle level
          * alternates proposing alone and probing the draft (probe every 2) */
         if (bypass) s.lv[s.n_levels - 1].accept_ewma = 0.0f;
@@ -137,9 +146,20 @@ static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_
         obs[cell]++;
     }
     tf_spec_free(&s);
+    return tu_chi2_gof(obs, prob, n_cells, ALPHA);
+}
+
+/* Run N_RUNS generations of the mode with the generated pair. */
+static tu_gof run_mode(tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_mode vmode, const joint *J,
+                       const int32_t *prompt, bool bypass) {
+    tf_model *t, *d;
+    tf_err err = {0};
+    assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
+    assert_int_equal(tf_model_load(&d, g_draft, NULL, &err), TF_OK);
+    tu_gof g = run_generations(t, d, mode, cfg, vmode, J, prompt, NP, 16, N_RUNS, bypass, NULL);
     tf_model_free(t);
     tf_model_free(d);
-    return tu_chi2_gof(obs, prob, n_cells, ALPHA);
+    return g;
 }
 
 /* The generated target's joint distribution of the first two tokens. */
@@ -147,7 +167,7 @@ static void load_joint(const tf_sampling_cfg *cfg, const int32_t *prompt, joint 
     tf_model *t;
     tf_err err = {0};
     assert_int_equal(tf_model_load(&t, g_target, NULL, &err), TF_OK);
-    target_joint(t, cfg, prompt, J);
+    target_joint(t, cfg, prompt, NP, J);
     tf_model_free(t);
 }
 
@@ -201,6 +221,67 @@ static void test_distribution_t06_top_p(void **state) {
     check_broken("triforce, residual-from-p, T=0.6", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
 }
 
+/* SmolLM2: the whole hierarchy at T=1 (top-k 4) and T=0.6 (top-k 6, top-p
+ * 0.9) over an 80-token prompt of a novel, and the accept-all negative control. */
+#define NP_REAL 80
+
+static void real_check(const char *what, const tf_model *t, const tf_model *d, const tf_sampling_cfg *cfg,
+                       const int32_t *prompt, tf_verify_mode vmode, int n_runs) {
+    joint J;
+    target_joint(t, cfg, prompt, NP_REAL, &J);
+    /* the prompt prefilled once (retrieval mode keeps the newest query) */
+    tf_spec base;
+    tf_err err = {0};
+    tf_spec_cfg bc = {.mode = TF_SPEC_RETRIEVAL, .gamma1 = 2, .gamma2 = 3, .budget = 32, .chunk = 4, .recent = 4,
+                      .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = NP_REAL + 1,
+                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg};
+    assert_int_equal(tf_spec_init(&base, t, NULL, &bc, g_pool, &err), TF_OK);
+    assert_int_equal(tf_spec_prefill(&base, prompt, NP_REAL, NULL, NULL), TF_OK);
+    tu_gof g = run_generations(t, d, TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt, NP_REAL, 32, n_runs, false, &base);
+    tf_spec_free(&base);
+    bool control = vmode != TF_VERIFY_EXACT;
+    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld%s\n", what, g.chi2, g.crit, g.df,
+                  g.off_support, control ? " (negative control)" : "");
+    if (control) {
+        assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
+    } else {
+        assert_true(g.df >= 3);
+        assert_true(g.off_support == 0);
+        assert_true(g.chi2 < g.crit);
+    }
+}
+
+static void test_distribution_smollm2(void **state) {
+    (void)state;
+    TU_REQUIRE_MODEL(path, TU_SMOLLM2);
+    TU_REQUIRE_SHARED(text_path, "text/pride_and_prejudice.txt");
+    tf_model *t, *d;
+    tf_err err = {0};
+    assert_int_equal(tf_model_load(&t, path, NULL, &err), TF_OK);
+    assert_int_equal(tf_model_view_layers(&d, t, 1, &err), TF_OK);
+    FILE *f = fopen(text_path, "rb");
+    assert_non_null(f);
+    char text[4096];
+    assert_true(fseek(f, 20000, SEEK_SET) == 0); /* past the front matter */
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    int32_t toks[4096];
+    size_t n = 0;
+    assert_int_equal(tf_tokenize(t->tok, text, len, false, false, toks, 4096, &n, &err), TF_OK);
+    assert_true(n >= NP_REAL);
+    tf_sampling_cfg t1 = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 0};
+    tf_sampling_cfg t06 = {.temp = 0.6f, .top_k = 6, .top_p = 0.9f, .min_p = 0.0f, .seed = 0};
+    tf_pool *one = g_pool; /* this model is 500 times the generated ones: both cores */
+    assert_int_equal(tf_pool_create(&g_pool, 2, &err), TF_OK);
+    real_check("smollm2 triforce, T=1 top-k 4", t, d, &t1, toks, TF_VERIFY_EXACT, 1200);
+    real_check("smollm2 triforce, T=0.6 top-p 0.9", t, d, &t06, toks, TF_VERIFY_EXACT, 1200);
+    real_check("smollm2 triforce, accept-all verifier", t, d, &t1, toks, TF_VERIFY_BROKEN_ACCEPT_ALL, 200);
+    tf_pool_free(g_pool);
+    g_pool = one;
+    tf_model_free(d);
+    tf_model_free(t);
+}
+
 static int setup(void **state) {
     (void)state;
     tf_err err = {0};
@@ -222,6 +303,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_distribution_t1),
         cmocka_unit_test(test_distribution_t06_top_p),
+        cmocka_unit_test(test_distribution_smollm2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
