@@ -6,7 +6,9 @@
  * always agree (the target itself), never agree (an unrelated random model
  * with the same vocabulary) and the real pair (stories260K F32 and its Q8_0);
  * a qwen2 target (biases, rotate-half RoPE also in the streaming cache) with
- * its first layer as the draft.
+ * its first layer as the draft; SmolLM2-135M with its first 6 layers (when
+ * fetched); decoders prefilled from another decoder's caches; and the gamma2
+ * controller against simulated passes.
  */
 #include "testutil.h"
 
@@ -185,6 +187,25 @@ static int prompt_from_text(const tf_model *m, const char *rel, int want, int32_
     if ((int)nt < want) want = (int)nt;
     memcpy(out, toks, sizeof(int32_t) * (size_t)want);
     return want;
+}
+
+/* SmolLM2-135M (when `make models` has fetched it), its first 6 layers as the
+ * draft: every mode and setting of the sweep (budgets below the generated
+ * length with rebuilds every 1..8 passes, chunks 1..16, gamma2 0..8, the
+ * bypass) equals autoregressive greedy decoding. */
+static void test_greedy_equality_smollm2(void **state) {
+    (void)state;
+    TU_REQUIRE_MODEL(path, TU_SMOLLM2);
+    TU_REQUIRE_SHARED(tp, "text/pride_and_prejudice.txt");
+    (void)tp;
+    tf_model *t = load(path), *d;
+    tf_err err = {0};
+    assert_int_equal(tf_model_view_layers(&d, t, 6, &err), TF_OK);
+    static int32_t prompt[2048];
+    int np = prompt_from_text(t, "text/pride_and_prejudice.txt", 300, prompt);
+    sweep(t, d, prompt, np, 60, "smollm2, 300-token prompt, first 6 layers as draft");
+    tf_model_free(d);
+    tf_model_free(t);
 }
 
 /* The real pair: stories260K F32 target, its Q8_0 quantization as draft; also
@@ -455,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
+        cmocka_unit_test(test_greedy_equality_smollm2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
