@@ -350,3 +350,25 @@ bool cli_progress_percent(void *ud, uint64_t done, uint64_t total) {
     cli_progress_show(p, done, total, "%s: %3.0f%%", p->label, total ? 100.0 * (double)done / (double)total : 100.0);
     return true;
 }
+
+bool cli_load_models(const cli_opts *o, const char *cmd, const tf_model_params *mp, cli_progress *line,
+                     tf_model **model, tf_model **draft) {
+    char err[1024];
+    *model = *draft = NULL;
+    if (tf_model_load_file(model, o->model, mp, err, sizeof err) != TF_OK) {
+        cli_progress_break();
+        fprintf(stderr, "triforce: %s\n", err);
+        return false;
+    }
+    *line = cli_progress_make(NULL);
+    if (o->draft && tf_model_load_file(draft, o->draft, mp, err, sizeof err) != TF_OK) {
+        cli_progress_break();
+        fprintf(stderr, "triforce: %s\n", err);
+        return false;
+    }
+    if (o->draft_layers && tf_model_layer_view(draft, *model, o->draft_layers, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce %s: --draft-layers: %s\n", cmd, err);
+        return false;
+    }
+    return true;
+}

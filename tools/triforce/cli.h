@@ -90,6 +90,8 @@ void cli_log(void *ud, tf_log_level level, const char *msg);
 
 double cli_now(void);
 
+
+
 /* Progress on stderr. On a terminal one line is redrawn in place ("\r") and ended with a
  * newline when the work is done; anywhere else (a file, a pipe, a CI log) every report is
  * a full line, printed when another tenth of the work is done, when CLI_PROGRESS_SECONDS
@@ -113,6 +115,13 @@ void cli_progress_show(cli_progress *p, uint64_t done, uint64_t total, const cha
 void cli_progress_break(void);
 /* A tf_progress_fn printing "<label>: NN%"; ud is a cli_progress *. Never cancels. */
 bool cli_progress_percent(void *ud, uint64_t done, uint64_t total);
+
+/* Load -m MODEL, and the draft: -md DRAFT, or the first --draft-layers K
+ * layers of the model (a view sharing its weights); *draft stays NULL with
+ * neither. line is the loading progress (reset between the two files).
+ * Returns false with a message naming cmd on failure (free what was set). */
+bool cli_load_models(const cli_opts *o, const char *cmd, const tf_model_params *mp, cli_progress *line,
+                     tf_model **model, tf_model **draft);
 
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);

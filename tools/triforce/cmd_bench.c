@@ -460,25 +460,10 @@ int cmd_bench(int argc, char **argv) {
     cli_progress load_line = cli_progress_make(NULL);
     mp.progress = load_progress; /* pages read in now, not during the first test */
     mp.progress_user_data = &load_line;
-    char err[1024];
     tf_model *model = NULL, *draft = NULL;
     bench_tokens toks = {0};
     int rc = 1;
-    if (tf_model_load_file(&model, o.model, &mp, err, sizeof err) != TF_OK) {
-        cli_progress_break();
-        fprintf(stderr, "triforce: %s\n", err);
-        goto done;
-    }
-    load_line = cli_progress_make(NULL);
-    if (o.draft && tf_model_load_file(&draft, o.draft, &mp, err, sizeof err) != TF_OK) {
-        cli_progress_break();
-        fprintf(stderr, "triforce: %s\n", err);
-        goto done;
-    }
-    if (o.draft_layers && tf_model_layer_view(&draft, model, o.draft_layers, err, sizeof err) != TF_OK) {
-        fprintf(stderr, "triforce bench: --draft-layers: %s\n", err);
-        goto done;
-    }
+    if (!cli_load_models(&o, "bench", &mp, &load_line, &model, &draft)) goto done;
     bench_model bm = {.m = model, .draft = draft};
     tf_model_get_info(model, &bm.info);
     const int elem = strcmp(o.kv_type, "f32") == 0 ? 4 : 2;

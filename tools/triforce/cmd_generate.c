@@ -245,21 +245,7 @@ int cmd_generate(int argc, char **argv) {
     int rc = 1;
     int32_t *toks = NULL;
     gen_result res = {0}, ar = {0};
-    if (tf_model_load_file(&model, o.model, &mp, err, sizeof err) != TF_OK) {
-        cli_progress_break();
-        fprintf(stderr, "triforce: %s\n", err);
-        goto done;
-    }
-    load_line = cli_progress_make(NULL);
-    if (o.draft && tf_model_load_file(&draft, o.draft, &mp, err, sizeof err) != TF_OK) {
-        cli_progress_break();
-        fprintf(stderr, "triforce: %s\n", err);
-        goto done;
-    }
-    if (o.draft_layers && tf_model_layer_view(&draft, model, o.draft_layers, err, sizeof err) != TF_OK) {
-        fprintf(stderr, "triforce: --draft-layers: %s\n", err);
-        goto done;
-    }
+    if (!cli_load_models(&o, "generate", &mp, &load_line, &model, &draft)) goto done;
     tf_model_info info;
     tf_model_get_info(model, &info);
     if (!info.has_tokenizer) {
