@@ -63,6 +63,13 @@ static void prefill(tf_spec *s, const tf_model *t, const tf_spec_cfg *c, const i
     tf_spec_free(&src);
 }
 
+/* n byte-vocabulary tokens from the test seed. */
+static void random_prompt(int32_t *prompt, int n) {
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    for (int i = 0; i < n; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+}
+
 /* Greedy-generate n tokens after the prompt; returns the tokens in out. */
 static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const int32_t *prompt, int np, int n,
                 int32_t *out, tf_level_stats *st_out) {
@@ -278,9 +285,7 @@ static void test_greedy_equality_generated(void **state) {
     const char *pd = gen_model(32, 2, 1, NULL, 6);
     tf_model *t = load(tpath), *d = load(pd);
     int32_t prompt[900];
-    tf_rng rng;
-    tf_rng_seed(&rng, tu_seed());
-    for (int i = 0; i < 900; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+    random_prompt(prompt, 900);
     sweep(t, d, prompt, 900, 60, "mha target, long prompt");
     tf_model_free(t);
     tf_model_free(d);
@@ -356,9 +361,7 @@ static void test_prefill_from(void **state) {
     const char *pd = gen_model(32, 2, 1, NULL, 12);
     tf_model *t = load(tpath), *d = load(pd);
     int32_t prompt[400];
-    tf_rng rng;
-    tf_rng_seed(&rng, tu_seed());
-    for (int i = 0; i < 400; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
+    random_prompt(prompt, 400);
     g_prefill_from = true;
     sweep(t, d, prompt, 400, 40, "prefilled from another decoder");
     g_prefill_from = false;

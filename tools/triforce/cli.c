@@ -372,3 +372,23 @@ bool cli_load_models(const cli_opts *o, const char *cmd, const tf_model_params *
     }
     return true;
 }
+
+tf_decoder_params cli_decoder_params(const cli_opts *o) {
+    tf_decoder_params dp = tf_decoder_default_params();
+    dp.gamma1 = o->gamma1;
+    dp.gamma2 = o->gamma2;
+    dp.budget = o->budget;
+    dp.chunk = o->chunk;
+    dp.recent = 2 * o->chunk > 16 ? 2 * o->chunk : 16;
+    dp.rebuild_stride = o->rebuild_stride;
+    dp.bypass_accept = o->bypass_accept;
+    dp.sinks = o->sinks;
+    dp.window = o->window;
+    dp.n_threads = o->n_threads;
+    dp.n_batch = o->n_batch;
+    dp.kv_type = strcmp(o->kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    dp.isa = o->isa;
+    dp.sampling = (tf_sampler_params){.temp = o->temp, .top_k = o->top_k, .top_p = o->top_p, .min_p = o->min_p,
+                                      .seed = 1};
+    return dp;
+}

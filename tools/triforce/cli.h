@@ -116,6 +116,11 @@ void cli_progress_break(void);
 /* A tf_progress_fn printing "<label>: NN%"; ud is a cli_progress *. Never cancels. */
 bool cli_progress_percent(void *ud, uint64_t done, uint64_t total);
 
+/* Decoder parameters from the options: speculation settings, threads, batch,
+ * KV type, ISA and the sampling transform (seed 1; callers set mode, seed,
+ * context and device). */
+tf_decoder_params cli_decoder_params(const cli_opts *o);
+
 /* Load -m MODEL, and the draft: -md DRAFT, or the first --draft-layers K
  * layers of the model (a view sharing its weights); *draft stays NULL with
  * neither. line is the loading progress (reset between the two files).

@@ -291,20 +291,7 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
                       const bench_tokens *t, bench_report *rep) {
     if (o->n_predict == 0) return 0;
     const int reps = o->reps;
-    tf_decoder_params dp = tf_decoder_default_params();
-    dp.gamma1 = o->gamma1;
-    dp.gamma2 = o->gamma2;
-    dp.budget = o->budget;
-    dp.chunk = o->chunk;
-    dp.recent = 2 * o->chunk > 16 ? 2 * o->chunk : 16;
-    dp.rebuild_stride = o->rebuild_stride;
-    dp.bypass_accept = o->bypass_accept;
-    dp.sinks = o->sinks;
-    dp.window = o->window;
-    dp.n_threads = o->n_threads;
-    dp.n_batch = o->n_batch;
-    dp.kv_type = strcmp(o->kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
-    dp.isa = o->isa;
+    tf_decoder_params dp = cli_decoder_params(o);
     dp.device = TF_DEVICE_CPU;
     dp.sampling = (tf_sampler_params){.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 1};
     int ar = -1;

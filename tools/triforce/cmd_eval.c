@@ -103,19 +103,10 @@ typedef struct eval_run {
 } eval_run;
 
 static tf_decoder_params base_params(const eval_run *er, int n_ctx) {
-    tf_decoder_params dp = tf_decoder_default_params();
+    tf_decoder_params dp = cli_decoder_params(er->o);
     dp.n_ctx = n_ctx;
-    dp.n_threads = er->o->n_threads;
-    dp.n_batch = er->o->n_batch;
-    dp.kv_type = er->o->kv_type[1] == '3' ? TF_KV_F32 : TF_KV_F16;
-    dp.isa = er->o->isa;
     dp.device = TF_DEVICE_CPU;
-    dp.sampling.temp = er->o->temp;
-    dp.sampling.top_k = er->o->top_k;
-    dp.sampling.top_p = er->o->top_p;
-    dp.sampling.min_p = er->o->min_p;
     dp.sampling.seed = er->o->seed >= 0 ? (uint64_t)er->o->seed : 1;
-    dp.gamma2 = er->o->gamma2;
     return dp;
 }
 
@@ -343,8 +334,6 @@ static int eval_passkey(eval_run *er, const eval_lists *l) {
                 free(toks);
                 return 2;
             }
-            if (o->budget > 0) dp.budget = o->budget;
-            if (o->chunk > 0) dp.chunk = o->chunk;
             progress_state ps = {.line = cli_progress_make(NULL), .what = "eval passkey"};
             dp.progress = show_prefill;
             dp.progress_user_data = &ps;

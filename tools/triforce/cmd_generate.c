@@ -272,28 +272,14 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce: the prompt is empty (and no BOS token is added)\n");
         goto done;
     }
-    tf_decoder_params dp = tf_decoder_default_params();
+    tf_decoder_params dp = cli_decoder_params(&o);
     dp.mode = mode;
-    dp.gamma1 = o.gamma1;
-    dp.gamma2 = o.gamma2;
-    dp.budget = o.budget;
-    dp.chunk = o.chunk;
-    dp.recent = 2 * o.chunk > 16 ? 2 * o.chunk : 16;
-    dp.rebuild_stride = o.rebuild_stride;
-    dp.bypass_accept = o.bypass_accept;
-    dp.sinks = o.sinks;
-    dp.window = o.window;
-    dp.n_threads = o.n_threads;
-    dp.n_batch = o.n_batch;
-    dp.kv_type = strcmp(o.kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
-    dp.isa = o.isa;
     if (o.device && !tf_device_from_name(o.device, &dp.device)) {
         fprintf(stderr, "triforce generate: --device '%s': expected cuda, cpu or auto\n", o.device);
         goto done;
     }
     uint64_t seed = o.seed >= 0 ? (uint64_t)o.seed : (uint64_t)time(NULL);
-    dp.sampling = (tf_sampler_params){.temp = o.temp, .top_k = o.top_k, .top_p = o.top_p, .min_p = o.min_p,
-                                      .seed = seed};
+    dp.sampling.seed = seed;
     int64_t need = (int64_t)n_tok + o.n_predict + 1;
     if (o.n_ctx > 0) {
         if ((int64_t)n_tok >= o.n_ctx) {
