@@ -261,11 +261,16 @@ static void test_errors(void **state) {
     assert_int_not_equal(access(out, F_OK), 0);
     tf_err_clear(&err);
 
-    /* in place: the mapped input stays valid until the result is renamed over it */
+    /* in place: refused, naming the path, and the input is left as it was */
     char *copy = strdup(tu_tmp_path(".gguf"));
     OK(tf_quantize_file(src, copy, TF_DTYPE_F32, NULL, NULL, NULL, &err));
-    OK(tf_quantize_file(copy, copy, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err));
-    check_converted(src, copy, TF_DTYPE_Q8_0, NULL);
+    assert_int_equal(tf_quantize_file(copy, copy, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "is the input file"));
+    char partial[1024];
+    snprintf(partial, sizeof partial, "%s.partial", copy);
+    assert_int_not_equal(access(partial, F_OK), 0);
+    tf_err_clear(&err);
+    check_converted(src, copy, TF_DTYPE_F32, NULL); /* still the f32 copy, tensor for tensor */
 
     unlink(copy);
     unlink(q8);

@@ -10,11 +10,13 @@
 #include "format/gguf_write.h"
 
 #include "core/mem.h"
+#include "core/outpath.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_CHUNK_BYTES ((size_t)32 << 20)
 
@@ -590,6 +592,7 @@ tf_status tf_gguf_writer_write_mem(tf_gguf_writer *w, uint8_t **out, size_t *out
 
 tf_status tf_gguf_writer_write_file(tf_gguf_writer *w, const char *path, tf_progress_fn progress, void *ud,
                                     tf_err *err) {
+    TF_TRY(tf_out_path_check(path, NULL, err));
     size_t plen = strlen(path);
     char *tmp = malloc(plen + sizeof ".partial");
     if (!tmp) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
@@ -605,6 +608,9 @@ tf_status tf_gguf_writer_write_file(tf_gguf_writer *w, const char *path, tf_prog
     tf_status st = write_all(w, &s);
     if (st == TF_OK && fflush(f) != 0)
         st = tf_errf(err, TF_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    /* on disk before it takes the name: a crash leaves the old file or the new one, never a torn one */
+    if (st == TF_OK && fsync(fileno(f)) != 0)
+        st = tf_errf(err, TF_ERR_IO, "%s: write failed (fsync): %s", path, strerror(errno));
     if (fclose(f) != 0 && st == TF_OK) st = tf_errf(err, TF_ERR_IO, "%s: close failed: %s", path, strerror(errno));
     if (st == TF_OK && rename(tmp, path) != 0)
         st = tf_errf(err, TF_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));

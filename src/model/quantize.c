@@ -11,6 +11,7 @@
 
 #include "backend/cpu/quant.h"
 #include "core/mem.h"
+#include "core/outpath.h"
 #include "core/threads.h"
 #include "format/gguf.h"
 #include "format/gguf_write.h"
@@ -167,7 +168,7 @@ tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, in
                        tf_dtype_name(type));
     const tf_gguf g = *gp;
     const char *in = g.path;
-    tf_status st = TF_OK;
+    tf_status st = tf_out_path_check(out, in, err);
     for (uint64_t i = 0; i < g.n_tensors && st == TF_OK; i++)
         if (!is_float_type(g.tensors[i].type))
             st = tf_errf(err, TF_ERR_UNSUPPORTED,

@@ -2,10 +2,12 @@
 #include "cli.h"
 
 #include "core/mem.h"
+#include "core/outpath.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -345,10 +347,36 @@ void cli_progress_show(cli_progress *p, uint64_t done, uint64_t total, const cha
     }
 }
 
+static volatile sig_atomic_t g_interrupted;
+
+static void on_interrupt(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
+void cli_catch_interrupts(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+bool cli_interrupted(void) { return g_interrupted != 0; }
+
 bool cli_progress_percent(void *ud, uint64_t done, uint64_t total) {
     cli_progress *p = ud;
     cli_progress_show(p, done, total, "%s: %3.0f%%", p->label, total ? 100.0 * (double)done / (double)total : 100.0);
-    return true;
+    return !g_interrupted;
+}
+
+bool cli_check_output(const char *cmd, const char *out, const char *in) {
+    tf_err err = {0};
+    if (tf_out_path_check(out, in, &err) == TF_OK) return true;
+    fprintf(stderr, "triforce %s: %s\n", cmd, err.msg);
+    return false;
 }
 
 bool cli_load_models(const cli_opts *o, const char *cmd, const tf_model_params *mp, cli_progress *line,

@@ -116,6 +116,17 @@ void cli_progress_break(void);
 /* A tf_progress_fn printing "<label>: NN%"; ud is a cli_progress *. Never cancels. */
 bool cli_progress_percent(void *ud, uint64_t done, uint64_t total);
 
+/* Commands that write files: SIGINT, SIGTERM and SIGHUP set a flag instead
+ * of killing the process; cli_progress_percent then returns false, so the
+ * writer stops and removes its OUT.partial. cli_interrupted() says whether a
+ * signal came (the command then exits 130). */
+void cli_catch_interrupts(void);
+bool cli_interrupted(void);
+
+/* The output path check of core/outpath.h before any work: prints
+ * "triforce CMD: <reason>" and returns false when out must not be written. */
+bool cli_check_output(const char *cmd, const char *out, const char *in);
+
 /* Decoder parameters from the options: speculation settings, threads, batch,
  * KV type, ISA and the sampling transform (seed 1; callers set mode, seed,
  * context and device). */

@@ -31,9 +31,11 @@ int cmd_convert(int argc, char **argv) {
                         "q3_k, q4_k, q5_k or q6_k\n", o.pos[2]);
         return 2;
     }
+    if (!cli_check_output("convert", o.pos[1], o.pos[0])) return 2;
     tf_logger lg = {.fn = cli_log, .min_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_INFO};
     tf_err err = {0};
     double t0 = cli_now();
+    cli_catch_interrupts();
     /* Loading validates the whole checkpoint the way generation would. */
     tf_model *m = NULL;
     if (tf_model_load(&m, o.pos[0], &lg, &err) != TF_OK) {
@@ -50,7 +52,7 @@ int cmd_convert(int argc, char **argv) {
     if (st != TF_OK) {
         cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err.msg);
-        return 1;
+        return cli_interrupted() ? 130 : 1;
     }
     fprintf(stderr, "wrote %s (%s) in %.2f s\n", o.pos[1], tf_dtype_name(type), cli_now() - t0);
     return 0;

@@ -72,7 +72,9 @@ int cmd_gen_model(int argc, char **argv) {
     p.seed = (uint64_t)o.gen_seed;
     p.n_threads = o.n_threads;
     p.log = (tf_logger){.fn = cli_log, .min_level = TF_LOG_INFO};
+    if (!cli_check_output("gen-model", o.pos[0], NULL)) return 2;
     cli_progress progress = cli_progress_make("gen-model");
+    cli_catch_interrupts();
     p.progress = cli_progress_percent;
     p.progress_ud = &progress;
     tf_err err = {0};
@@ -80,7 +82,7 @@ int cmd_gen_model(int argc, char **argv) {
     if (tf_gen_model(&p, o.pos[0], &err) != TF_OK) {
         cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err.msg);
-        return 1;
+        return cli_interrupted() ? 130 : 1;
     }
     fprintf(stderr, "wrote %s: %.2fM parameters in %.1f s\n", o.pos[0], (double)tf_gen_param_count(&p) / 1e6,
             cli_now() - t0);

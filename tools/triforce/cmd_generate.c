@@ -1,9 +1,11 @@
 /* cmd_generate.c — `triforce generate`: prefill a prompt, stream a continuation. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -117,8 +119,10 @@ static int run_one(const cli_opts *o, const tf_model *model, const tf_model *dra
     while (!done && res->n < o->n_predict) {
         int32_t buf[64], k;
         tf_status st = tf_decoder_step(dec, buf, 64, &k);
-        if (st == TF_ERR_RANGE) {
-            fprintf(stderr, "\ntriforce: context full after %zu + %d tokens (raise -c)\n", n_prompt, res->n);
+        if (st == TF_ERR_RANGE) { /* fewer tokens than asked for: a failure, not a success */
+            fprintf(stderr, "\ntriforce: context full after %zu + %d of the %d tokens asked for (raise -c)\n",
+                    n_prompt, res->n, o->n_predict);
+            rc = 1;
             break;
         }
         if (st != TF_OK) {
@@ -171,13 +175,11 @@ static void print_levels(const gen_result *r) {
         fprintf(stderr, "  mean tokens per target pass: %.2f\n", (double)r->n / (double)r->lv[0].passes);
 }
 
-static void write_json(const char *path, const cli_opts *o, const char *mode, size_t n_prompt, const gen_result *r,
-                       const gen_result *ar, int identical) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "triforce: cannot write %s\n", path);
-        return;
-    }
+/* Writes and closes f (opened before the run, so that a path that cannot be
+ * created fails before any work); false, with a message, when the file could
+ * not be written whole. */
+static bool write_json(FILE *f, const char *path, const cli_opts *o, const char *mode, size_t n_prompt,
+                       const gen_result *r, const gen_result *ar, int identical) {
     fprintf(f, "{\n  \"mode\": \"%s\",\n  \"prompt_tokens\": %zu,\n  \"generated_tokens\": %d,\n", mode, n_prompt, r->n);
     fprintf(f, "  \"prefill_s\": %.6f,\n  \"decode_s\": %.6f,\n  \"decode_tok_s\": %.3f,\n", r->t_prefill, r->t_decode,
             r->t_decode > 0 ? r->n / r->t_decode : 0.0);
@@ -200,7 +202,12 @@ static void write_json(const char *path, const cli_opts *o, const char *mode, si
                 (long long)L->rebuilds, (long long)L->bypassed, L->seconds, i + 1 < r->n_levels ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
-    fclose(f);
+    errno = 0;
+    int bad = fflush(f) != 0 || ferror(f);
+    int e = errno;
+    if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+    if (bad) fprintf(stderr, "triforce: --stats-json %s: write failed: %s\n", path, e ? strerror(e) : "write error");
+    return !bad;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -234,6 +241,14 @@ int cmd_generate(int argc, char **argv) {
     size_t text_len;
     char *text = cli_prompt_text(&o, &text_len);
     if (!text) return 2;
+    FILE *stats = NULL;
+    if (o.stats_json) {
+        if (!(stats = fopen(o.stats_json, "w"))) {
+            fprintf(stderr, "triforce generate: --stats-json %s: cannot create: %s\n", o.stats_json, strerror(errno));
+            free(text);
+            return 2;
+        }
+    }
     tf_model_params mp = tf_model_default_params();
     mp.log_fn = cli_log;
     mp.log_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_WARN;
@@ -325,9 +340,19 @@ int cmd_generate(int argc, char **argv) {
                 o.temp <= 0 ? (same ? "identical" : "DIFFERENT")
                             : (same ? "identical (sampled)" : "differ (sampled: equal in distribution, not token for token)"));
     }
-    if (o.stats_json) write_json(o.stats_json, &o, tf_decode_mode_name(mode), n_tok, &res, o.compare ? &ar : NULL, identical);
     rc = identical == 0 ? 1 : 0;
+    if (stats) {
+        if (!write_json(stats, o.stats_json, &o, tf_decode_mode_name(mode), n_tok, &res, o.compare ? &ar : NULL,
+                        identical))
+            rc = 1;
+        stats = NULL;
+    }
 done:
+    if (stats) { /* the run failed before the statistics: no file left (a device such as /dev/stdout stays) */
+        struct stat sb;
+        fclose(stats);
+        if (stat(o.stats_json, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) remove(o.stats_json);
+    }
     free(res.toks);
     free(ar.toks);
     tf_model_close(draft); /* a layer view goes before the model it borrows from */

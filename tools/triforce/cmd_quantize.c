@@ -22,14 +22,16 @@ int cmd_quantize(int argc, char **argv) {
                         "q4_k, q5_k or q6_k\n", o.pos[2]);
         return 2;
     }
+    if (!cli_check_output("quantize", o.pos[1], o.pos[0])) return 2;
     tf_logger lg = {.fn = cli_log, .min_level = o.verbose ? TF_LOG_DEBUG : TF_LOG_INFO};
     tf_err err = {0};
     double t0 = cli_now();
     cli_progress progress = cli_progress_make("quantize");
+    cli_catch_interrupts();
     if (tf_quantize_file(o.pos[0], o.pos[1], type, &lg, cli_progress_percent, &progress, &err) != TF_OK) {
         cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err.msg);
-        return 1;
+        return cli_interrupted() ? 130 : 1;
     }
     fprintf(stderr, "wrote %s (%s) in %.2f s\n", o.pos[1], tf_dtype_name(type), cli_now() - t0);
     return 0;

@@ -1,6 +1,7 @@
 /* main.c — the `triforce` command: dispatches to subcommands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +39,17 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
-        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].run(argc - 2, argv + 2);
+        if (strcmp(argv[1], k_commands[i].name) == 0) {
+            int rc = k_commands[i].run(argc - 2, argv + 2);
+            /* every command's output on stdout must have arrived: a full disk or a closed pipe is a failure */
+            errno = 0;
+            if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "triforce %s: cannot write the output to standard output: %s\n", argv[1],
+                        errno ? strerror(errno) : "write error");
+                return rc ? rc : 1;
+            }
+            return rc;
+        }
     fprintf(stderr, "triforce: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
