@@ -7,10 +7,7 @@
 B=${BUILD:-build}
 TF=$B/triforce
 W=$B/test_bench
-pass=0; fail=0; skip=0; failed=""
-ok() { echo "[       OK ] $1"; pass=$((pass + 1)); }
-bad() { echo "[  FAILED  ] $1"; fail=$((fail + 1)); failed="$failed $1"; }
-skipped() { echo "skipped: $2 ($1)"; echo "[  SKIPPED ] $1"; skip=$((skip + 1)); }
+. tests/common/marks.sh
 
 [ -x "$TF" ] || { echo "test_bench: $TF not built"; exit 1; }
 rm -rf "$W"; mkdir -p "$W" || exit 1

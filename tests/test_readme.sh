@@ -25,11 +25,7 @@ README=README.md
 CI=.ci/run
 SH=${TF_SHARED_DIR:-../shared}
 W=$B/readme
-pass=0; fail=0; skip=0; failed=""
-
-ok() { echo "[       OK ] $1"; pass=$((pass + 1)); }
-bad() { echo "[  FAILED  ] $1"; fail=$((fail + 1)); failed="$failed $1"; }
-skipped() { echo "skipped: $2 ($1)"; echo "[  SKIPPED ] $1"; skip=$((skip + 1)); }
+. tests/common/marks.sh
 
 rm -rf "$W"
 mkdir -p "$W/blocks" "$W/run" || exit 1
