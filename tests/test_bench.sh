@@ -132,11 +132,4 @@ PY
 fi
 
 rm -rf "$W"
-echo "[  PASSED  ] $pass test(s)."
-[ $skip -eq 0 ] || echo "[  SKIPPED ] $skip test(s), listed below:"
-if [ $fail -ne 0 ]; then
-    echo "[  FAILED  ] $fail test(s), listed below:"
-    for f in $failed; do echo "[  FAILED  ] $f"; done
-    exit 1
-fi
-exit 0
+marks_summary

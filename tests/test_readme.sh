@@ -146,11 +146,4 @@ if [ $n_setup -eq 1 ]; then ok "README.md set-up block"; else echo "found $n_set
 
 # The examples write large files (a 1.3 GB model among them).
 rm -rf "$W/run"
-echo "[  PASSED  ] $pass test(s)."
-[ $skip -eq 0 ] || echo "[  SKIPPED ] $skip test(s), listed below:"
-if [ $fail -ne 0 ]; then
-    echo "[  FAILED  ] $fail test(s), listed below:"
-    for f in $failed; do echo "[  FAILED  ] $f"; done
-    exit 1
-fi
-exit 0
+marks_summary

@@ -7,3 +7,16 @@ pass=0; fail=0; skip=0; failed=""
 ok() { echo "[       OK ] $1"; pass=$((pass + 1)); }
 bad() { echo "[  FAILED  ] $1"; fail=$((fail + 1)); failed="$failed $1"; }
 skipped() { echo "skipped: $2 ($1)"; echo "[  SKIPPED ] $1"; skip=$((skip + 1)); }
+
+# marks_summary: cmocka's closing lines, whose "[  SKIPPED ] N test(s)" and
+# "[  FAILED  ] N test(s)" tests/run.sh counts; exits 1 if a case failed, else 0.
+marks_summary() {
+    echo "[  PASSED  ] $pass test(s)."
+    [ $skip -eq 0 ] || echo "[  SKIPPED ] $skip test(s), listed below:"
+    if [ $fail -ne 0 ]; then
+        echo "[  FAILED  ] $fail test(s), listed below:"
+        for f in $failed; do echo "[  FAILED  ] $f"; done
+        exit 1
+    fi
+    exit 0
+}
