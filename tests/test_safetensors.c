@@ -102,12 +102,18 @@ static void expect_raw(const char *header, size_t data_len, tf_status want, cons
     free(p);
 }
 
-/* One F32 tensor "w" with the given shape and offsets JSON, 64 data bytes. */
-static void expect_tensor(const char *dtype, const char *shape, const char *offs, tf_status want, const char *sub1,
-                          const char *sub2) {
+/* One tensor "w" with the given dtype, shape and offsets JSON, and data_len data bytes. */
+static void expect_tensor_n(const char *dtype, const char *shape, const char *offs, size_t data_len, tf_status want,
+                            const char *sub1, const char *sub2) {
     char hdr[1024];
     snprintf(hdr, sizeof hdr, "{\"w\":{\"dtype\":%s,\"shape\":%s,\"data_offsets\":%s}}", dtype, shape, offs);
-    expect_raw(hdr, 64, want, sub1, sub2);
+    expect_raw(hdr, data_len, want, sub1, sub2);
+}
+
+/* The same with 64 data bytes, for headers that fail before the layout checks. */
+static void expect_tensor(const char *dtype, const char *shape, const char *offs, tf_status want, const char *sub1,
+                          const char *sub2) {
+    expect_tensor_n(dtype, shape, offs, 64, want, sub1, sub2);
 }
 
 /* A small valid file: three tensors and metadata. */
@@ -258,20 +264,65 @@ static void test_every_dtype(void **state) {
     free(p);
 }
 
-/* The format does not align the data section: a 13-byte header puts the data
- * at file offset 21, and the pointer is recorded as is. Gaps are allowed. */
-static void test_unaligned_and_gaps(void **state) {
+/* The format does not align the data section: an odd-length header puts the
+ * data at an odd file offset, and the pointers are recorded as they are. */
+static void test_unaligned(void **state) {
     (void)state;
-    const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[3,7]}}";
+    const char *hdr = "{\"x\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,3]},"
+                      "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[3,7]}} ";
     uint8_t *p;
     size_t n;
-    assert_int_equal(st_build_raw(hdr, strlen(hdr), ST_LEN_AUTO, NULL, 9, &p, &n), 0);
+    assert_int_equal(st_build_raw(hdr, strlen(hdr), ST_LEN_AUTO, NULL, 7, &p, &n), 0);
+    assert_true((8 + strlen(hdr)) % 2 == 1);
     tf_st_file f;
     tf_err err = {0};
     OK(tf_st_parse(&f, "odd", p, n, &err));
     assert_ptr_equal(f.data, p + 8 + strlen(hdr));
-    assert_ptr_equal(f.tensors[0].data, f.data + 3);
+    assert_ptr_equal(tf_st_find(&f, "y")->data, f.data + 3);
     tf_st_close(&f);
+    free(p);
+}
+
+/* The tensors must tile the data section: a gap before, between or after them
+ * means the header and the data disagree. */
+static void test_gaps_and_trailing_bytes(void **state) {
+    (void)state;
+    const char *one = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[3,7]}}";
+    expect_raw(one, 7, TF_ERR_FORMAT, "the first tensor's data ('x') begins at byte 3", "expected 0");
+    const char *two = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                      "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}";
+    expect_raw(two, 12, TF_ERR_FORMAT, "tensor 'b' data begins at byte 8 of the data section but tensor 'a' ends at byte 4",
+               NULL);
+    const char *fit = "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+    expect_raw(fit, 16, TF_OK, NULL, NULL);
+    expect_raw(fit, 17, TF_ERR_FORMAT, "the data section is 17 bytes but the tensors end at byte 16",
+               "1 bytes after the last tensor");
+    expect_raw("{}", 5, TF_ERR_FORMAT, "the data section is 5 bytes but the tensors end at byte 0", NULL);
+    /* empty tensors hold no bytes and may sit anywhere inside the data section */
+    expect_raw("{\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0, TF_OK, NULL, NULL);
+}
+
+/* A valid file whose header length field is a few bytes short (the header's
+ * padding spaces then still parse as JSON) would read every weight shifted by
+ * those bytes: it is refused, naming the header length. */
+static void test_short_header_length(void **state) {
+    (void)state;
+    const char *hdr = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}     ";
+    const float w[2] = {1.5f, -2.0f};
+    uint8_t *p;
+    size_t n;
+    uint64_t hl = strlen(hdr);
+    assert_int_equal(st_build_raw(hdr, hl, ST_LEN_AUTO, w, sizeof w, &p, &n), 0);
+    expect_bytes("padded header", p, n, TF_OK, NULL, NULL);
+    for (uint64_t k = 1; k <= 5; k++) {
+        uint64_t shorter = hl - k;
+        memcpy(p, &shorter, 8); /* little-endian host */
+        char what[64], sub[96];
+        snprintf(what, sizeof what, "header length %llu - %llu", (unsigned long long)hl, (unsigned long long)k);
+        snprintf(sub, sizeof sub, "(%llu bytes after the last tensor: the header length %llu is wrong",
+                 (unsigned long long)k, (unsigned long long)shorter);
+        expect_bytes(what, p, n, TF_ERR_FORMAT, sub, NULL);
+    }
     free(p);
 }
 
@@ -634,7 +685,7 @@ static void test_entry_fields(void **state) {
                "tensor 'w': \"data_offsets\" is missing", NULL);
     expect_raw("{\"w\": {\"dtype\": \"F32\", \"dtype\": \"F16\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 8,
                TF_ERR_FORMAT, "tensor 'w': key \"dtype\" appears more than once", NULL);
-    expect_raw("{\"w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4], \"extra\": [1, 2]}}", 8,
+    expect_raw("{\"w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4], \"extra\": [1, 2]}}", 4,
                TF_OK, NULL, NULL); /* unknown keys are ignored */
 }
 
@@ -650,7 +701,7 @@ static void test_wrong_dtype_size(void **state) {
     expect_tensor("\"F32\"", "[2, 2]", "[0, 8]", TF_ERR_FORMAT, "tensor 'w': data_offsets [0, 8] hold 8 bytes",
                   "needs 16");
     expect_tensor("\"BF16\"", "[3]", "[0, 8]", TF_ERR_FORMAT, "dtype BF16 (2 bytes) x shape [3]", "needs 6");
-    expect_tensor("\"F32\"", "[]", "[0, 4]", TF_OK, NULL, NULL);  /* a scalar: one element */
+    expect_tensor_n("\"F32\"", "[]", "[0, 4]", 4, TF_OK, NULL, NULL);  /* a scalar: one element */
     expect_tensor("\"F32\"", "[]", "[0, 0]", TF_ERR_FORMAT, "shape [] (1 elements) needs 4", NULL);
 }
 
@@ -664,12 +715,13 @@ static void test_shape_values(void **state) {
     expect_tensor("\"F32\"", "[null]", "[0, 8]", TF_ERR_FORMAT, "shape[0] is null", NULL);
     expect_tensor("\"F32\"", "[1,1,1,1,1,1,1,1,1]", "[0, 4]", TF_ERR_FORMAT, "shape has 9 dimensions",
                   "at most 8");
-    expect_tensor("\"F32\"", "[1,1,1,1,1,1,1,1]", "[0, 4]", TF_OK, NULL, NULL);
+    expect_tensor_n("\"F32\"", "[1,1,1,1,1,1,1,1]", "[0, 4]", 4, TF_OK, NULL, NULL);
     expect_tensor("\"F32\"", "[9007199254740992, 9007199254740992]", "[0, 4]", TF_ERR_FORMAT,
                   "shape [9007199254740992, 9007199254740992] has more than 2^64 elements", NULL);
     expect_tensor("\"F64\"", "[4294967296, 1073741824]", "[0, 8]", TF_ERR_FORMAT, "dtype F64 x shape",
                   "more than 2^64 bytes");
-    expect_tensor("\"F32\"", "[9007199254740992, 9007199254740992, 0]", "[0, 0]", TF_OK, NULL, NULL); /* empty */
+    expect_tensor_n("\"F32\"", "[9007199254740992, 9007199254740992, 0]", "[0, 0]", 0, TF_OK, NULL,
+                    NULL); /* empty */
 }
 
 static void test_offset_values(void **state) {
@@ -686,7 +738,7 @@ static void test_offset_values(void **state) {
     expect_tensor("\"F32\"", "[2]", "[8]", TF_ERR_FORMAT, "\"data_offsets\" is an array of 1 elements", NULL);
     expect_tensor("\"F32\"", "[2]", "8", TF_ERR_FORMAT, "\"data_offsets\" is 8", NULL);
     expect_tensor("\"F32\"", "[0]", "[8, 0]", TF_ERR_FORMAT, "data_offsets [8, 0] has begin > end", NULL);
-    expect_tensor("\"F32\"", "[2]", "[8.0, 16e0]", TF_OK, NULL, NULL); /* integral values in any spelling */
+    expect_tensor_n("\"F32\"", "[2]", "[0.0, 8e0]", 8, TF_OK, NULL, NULL); /* integral values in any spelling */
 }
 
 static void test_end_past_data(void **state) {
@@ -705,7 +757,7 @@ static void test_overlapping_ranges(void **state) {
                24, TF_ERR_FORMAT, "tensor 'a' data [0, 16) overlaps tensor 'b' data [8, 24)", NULL);
     /* listed out of order, far apart in the header */
     expect_raw("{\"z\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[20,24]},"
-               "\"m\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
+               "\"m\":{\"dtype\":\"U8\",\"shape\":[16],\"data_offsets\":[0,16]},"
                "\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[16,24]}}",
                24, TF_ERR_FORMAT, "tensor 'a' data [16, 24) overlaps tensor 'z' data [20, 24)", NULL);
     expect_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
@@ -801,7 +853,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_every_dtype),
-        cmocka_unit_test(test_unaligned_and_gaps),
+        cmocka_unit_test(test_unaligned),
+        cmocka_unit_test(test_gaps_and_trailing_bytes),
+        cmocka_unit_test(test_short_header_length),
         cmocka_unit_test(test_close_and_open_failures),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_single_file_dir),

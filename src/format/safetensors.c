@@ -5,7 +5,8 @@
  * A file is checked in three passes: the raw header bytes (length bound,
  * UTF-8, no control characters or escaped NULs), the JSON tree (cJSON) entry
  * by entry into tf_st_tensor records, then the checks across entries (unique
- * names and metadata keys, non-overlapping byte ranges). The cJSON tree lives
+ * names and metadata keys, byte ranges that tile the data section exactly:
+ * no overlap, no gap, nothing after the last tensor). The cJSON tree lives
  * only during parsing: names and metadata are copied out.
  */
 #include "format/safetensors.h"
@@ -428,7 +429,28 @@ static tf_status check_tensors(tf_st_file *f, tf_err *err) {
                          f->path, show(a, sizeof a, p->name), (unsigned long long)p->offset,
                          (unsigned long long)(p->offset + p->nbytes), show(b, sizeof b, q->name),
                          (unsigned long long)q->offset, (unsigned long long)(q->offset + q->nbytes));
+        else if (p->offset + p->nbytes < q->offset)
+            st = tf_errf(err, TF_ERR_FORMAT,
+                         "%s: tensor '%s' data begins at byte %llu of the data section but tensor '%s' ends at byte "
+                         "%llu (the format stores tensors back to back; a gap means a damaged header)",
+                         f->path, show(a, sizeof a, q->name), (unsigned long long)q->offset,
+                         show(b, sizeof b, p->name), (unsigned long long)(p->offset + p->nbytes));
     }
+    /* The non-empty ranges tile the data section exactly, as the reference
+     * reader demands: a header length that is off by a few bytes would
+     * otherwise shift every weight and still parse. */
+    if (st == TF_OK && n && idx[0]->offset != 0)
+        st = tf_errf(err, TF_ERR_FORMAT,
+                     "%s: the first tensor's data ('%s') begins at byte %llu of the data section (expected 0; the "
+                     "format stores tensors back to back from the start of the data section)",
+                     f->path, show(a, sizeof a, idx[0]->name), (unsigned long long)idx[0]->offset);
+    uint64_t used = n ? idx[n - 1]->offset + idx[n - 1]->nbytes : 0;
+    if (st == TF_OK && used != f->data_size)
+        st = tf_errf(err, TF_ERR_FORMAT,
+                     "%s: the data section is %llu bytes but the tensors end at byte %llu (%llu bytes after the "
+                     "last tensor: the header length %llu is wrong or bytes were appended)",
+                     f->path, (unsigned long long)f->data_size, (unsigned long long)used,
+                     (unsigned long long)(f->data_size - used), (unsigned long long)f->header_len);
     free(idx);
     for (uint64_t i = 0; i < f->n_tensors && st == TF_OK; i++)
         f->total_bytes += f->tensors[i].nbytes; /* disjoint ranges: at most data_size */

@@ -13,12 +13,14 @@
  * UTF-8 without control characters or escaped NULs, parse as one JSON object
  * (cJSON) followed only by whitespace; every number must be an integer in
  * [0, 2^53]; element counts and byte sizes are overflow-checked; each
- * tensor's byte range must match dtype size x element count, lie inside the
- * data section and overlap no other tensor's; names, metadata keys and JSON
- * keys inside an entry must be unique (cJSON keeps both entries of a
- * duplicated key, so duplicates are looked for explicitly). Gaps between
- * tensors and trailing bytes are allowed (the reference implementation is
- * stricter; they are harmless).
+ * tensor's byte range must match dtype size x element count and lie inside
+ * the data section; the non-empty ranges must tile the data section exactly,
+ * as the reference implementation demands: no overlap, no gap, the first at
+ * 0 and the last ending at the file's end (a header length off by a few
+ * bytes would otherwise shift every weight and still parse). Empty tensors
+ * may sit at any offset inside the data section. Names, metadata keys and
+ * JSON keys inside an entry must be unique (cJSON keeps both entries of a
+ * duplicated key, so duplicates are looked for explicitly).
  *
  * Alignment: the format does not align the data section (8 + N is a multiple
  * of 8 only by writer convention), so tensor data pointers are recorded as
