@@ -482,6 +482,7 @@ typedef struct defect {
     const char *arch;         /* general.architecture override */
     const char *drop_tensor;  /* tensor removed */
     const char *reshape_tensor; /* tensor given a transposed shape */
+    const char *add_tensor;   /* a copy of output_norm.weight added under this name */
     tf_status want;
     const char *want_msg;     /* substring of the error */
 } defect;
@@ -512,6 +513,9 @@ static void rewrite(const char *src, const char *dst, const defect *d) {
         }
         assert_int_equal(tf_gguf_writer_add_tensor(w, t->name, (tf_dtype)t->type, t->n_dims, ne, t->data, &err),
                          TF_OK);
+        if (d->add_tensor && strcmp(t->name, "output_norm.weight") == 0)
+            assert_int_equal(
+                tf_gguf_writer_add_tensor(w, d->add_tensor, (tf_dtype)t->type, t->n_dims, ne, t->data, &err), TF_OK);
     }
     assert_int_equal(tf_gguf_writer_write_file(w, dst, NULL, NULL, &err), TF_OK);
     tf_gguf_writer_free(w);
@@ -539,6 +543,10 @@ static void test_hostile_models(void **state) {
          .want_msg = "block_count"},
         {"more layers than tensors", .set_key = "llama.block_count", .set_val = 3, .want = TF_ERR_FORMAT,
          .want_msg = "blk.2."},
+        {"fewer layers than tensors", .set_key = "llama.block_count", .set_val = 1, .want = TF_ERR_FORMAT,
+         .want_msg = "belongs to layer 1 but llama.block_count = 1"},
+        {"unknown tensor", .add_tensor = "blk.0.attn_sinks.weight", .want = TF_ERR_FORMAT,
+         .want_msg = "tensor 'blk.0.attn_sinks.weight' is not part of a llama model"},
         {"missing tensor", .drop_tensor = "blk.1.ffn_down.weight", .want = TF_ERR_FORMAT,
          .want_msg = "blk.1.ffn_down.weight"},
         {"missing embedding", .drop_tensor = "token_embd.weight", .want = TF_ERR_FORMAT,

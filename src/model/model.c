@@ -68,6 +68,7 @@ typedef struct loader {
     const char *path;
     const char *arch; /* metadata prefix, e.g. "llama" */
     tf_err *err;
+    uint8_t *used; /* per GGUF tensor: bound to a weight (set by bind) */
 } loader;
 
 static tf_status get_u32(loader *ld, const char *suffix, int32_t *out, bool required, int32_t lo, int32_t hi) {
@@ -191,6 +192,7 @@ static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, 
         return tf_errf(ld->err, TF_ERR_FORMAT, "%s: tensor '%s' is missing (required by the %s architecture)",
                        ld->path, name, ld->arch);
     }
+    ld->used[gt - ld->m->gguf.tensors] = 1;
     bool shape_ok = gt->ne[0] == cols && (rows ? gt->ne[1] == rows : gt->ne[1] == 1) && gt->ne[2] == 1 &&
                     gt->ne[3] == 1;
     if (!shape_ok) {
@@ -217,6 +219,29 @@ static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, 
     t->ne[0] = gt->ne[0];
     t->ne[1] = rows ? gt->ne[1] : 1;
     t->name = gt->name;
+    return TF_OK;
+}
+
+/* Every tensor of the file must have been bound: a tensor for a layer past
+ * block_count means the metadata and the weights disagree (the model would
+ * silently run fewer layers), and an unknown name means a model this loader
+ * does not understand. */
+static tf_status check_all_used(loader *ld) {
+    const tf_model *m = ld->m;
+    for (uint64_t i = 0; i < m->gguf.n_tensors; i++) {
+        if (ld->used[i]) continue;
+        const char *name = m->gguf.tensors[i].name;
+        int layer = -1, at = 0;
+        if (sscanf(name, "blk.%d.%n", &layer, &at) == 1 && at > 0 && layer >= m->hp.n_layer)
+            return tf_errf(ld->err, TF_ERR_FORMAT,
+                           "%s: tensor '%s' belongs to layer %d but %s.block_count = %d (expected tensors for layers "
+                           "0..%d only; block_count and the weights disagree)",
+                           ld->path, name, layer, ld->arch, m->hp.n_layer, m->hp.n_layer - 1);
+        return tf_errf(ld->err, TF_ERR_FORMAT,
+                       "%s: tensor '%s' is not part of a %s model (expected token_embd, output_norm, output, "
+                       "rope_freqs and the blk.N.* weights of the architecture)",
+                       ld->path, name, ld->arch);
+    }
     return TF_OK;
 }
 
@@ -287,6 +312,7 @@ static tf_status bind_weights(loader *ld) {
     m->rope_freq = tf_alloc(sizeof(float) * (size_t)(hp->n_rot / 2));
     if (!m->rope_freq) return tf_errf(ld->err, TF_ERR_NOMEM, "%s: out of memory", ld->path);
     tf_rope_init(hp, factors, m->rope_freq, &m->rope_mscale);
+    TF_TRY(check_all_used(ld));
     for (uint64_t i = 0; i < m->gguf.n_tensors; i++) {
         const tf_gguf_tensor *t = &m->gguf.tensors[i];
         m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
@@ -319,7 +345,14 @@ tf_status tf_model_load(tf_model **out, const char *path, const tf_logger *log, 
     if (tf_gguf_get_str(&m->gguf, "general.name", &name, &has_name, NULL) == TF_OK && has_name)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(name.len > 100 ? 100 : name.len), name.data);
     if ((st = load_hparams(&ld)) != TF_OK) goto fail;
-    if ((st = bind_weights(&ld)) != TF_OK) goto fail;
+    ld.used = calloc((size_t)m->gguf.n_tensors + 1, 1);
+    if (!ld.used) {
+        st = tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    st = bind_weights(&ld);
+    free(ld.used);
+    if (st != TF_OK) goto fail;
     if (tf_gguf_find_kv(&m->gguf, "tokenizer.ggml.model")) {
         if ((st = tf_tokenizer_from_gguf(&m->tok, &m->gguf, err)) != TF_OK) goto fail;
         if (tf_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {
