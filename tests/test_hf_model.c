@@ -402,6 +402,8 @@ static void test_malformed(void **state) {
          "num_key_value_heads", "multiple"},
         {"layers", "s/\"num_hidden_layers\":[[:space:]]*2/\"num_hidden_layers\": 3/", NULL, TF_ERR_FORMAT,
          "model.layers.2.input_layernorm.weight", "missing"},
+        {"fewer-layers", "s/\"num_hidden_layers\":[[:space:]]*2/\"num_hidden_layers\": 1/", NULL, TF_ERR_FORMAT,
+         "model.layers.1.", "belongs to layer 1 but config.json says num_hidden_layers = 1"},
         {"shape", "s/\"intermediate_size\":[[:space:]]*96/\"intermediate_size\": 64/", NULL, TF_ERR_FORMAT,
          "mlp.gate_proj.weight", "expected [64, 64]"},
         {"rope", "s/\"rope_scaling\":[[:space:]]*null/\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2}/", NULL,

@@ -251,6 +251,11 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
                      strcmp(nm, "model.norm.weight") == 0;
         long long il = -1;
         int off = 0;
+        if (!known && sscanf(nm, "model.layers.%lld.%n", &il, &off) == 1 && off > 0 && il >= c->n_layer)
+            return tf_errf(b->err, TF_ERR_FORMAT,
+                           "%s: tensor '%s' belongs to layer %lld but config.json says num_hidden_layers = %lld "
+                           "(expected layers 0..%lld only; the config and the weights disagree)",
+                           b->dir, nm, il, (long long)c->n_layer, (long long)c->n_layer - 1);
         if (!known && sscanf(nm, "model.layers.%lld.%n", &il, &off) == 1 && off > 0 && il >= 0 && il < c->n_layer)
             for (size_t k = 0; k < sizeof k_layer_map / sizeof k_layer_map[0] && !known; k++)
                 known = layer_map_used(c, &k_layer_map[k]) && strcmp(nm + off, k_layer_map[k].hf) == 0;
