@@ -391,6 +391,8 @@ typedef struct bad_case {
     const char *needle1, *needle2;
 } bad_case;
 
+static void run_bad_cases(const hcase *hc, const bad_case *cases, size_t n_cases);
+
 static void test_malformed(void **state) {
     (void)state;
     static const bad_case cases[] = {
@@ -422,11 +424,48 @@ static void test_malformed(void **state) {
          NULL, TF_ERR_UNSUPPORTED, "use_sliding_window = true", "config.json"},
     };
     hcase base = {{"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}};
+    run_bad_cases(&base, cases, sizeof cases / sizeof cases[0]);
+}
+
+/* config.json is read as strictly as the Hugging Face library reads it
+ * (Python's json): what cJSON alone would accept and mean differently is
+ * refused. */
+static void test_config_strictness(void **state) {
+    (void)state;
+    static const bad_case cases[] = {
+        {"trailing", NULL, "printf '}' >> config.json", TF_ERR_FORMAT, "config.json",
+         "more data after the top-level value"},
+        {"nul", NULL, "printf '\\000' >> config.json", TF_ERR_FORMAT, "config.json", "byte 0x00 between values"},
+        {"control", "s/^{/{\x01/", NULL, TF_ERR_FORMAT, "byte 0x01 between values", "line 1, column 2"},
+        {"duplicate", "s/\"hidden_size\":/\"hidden_size\": 8, \"hidden_size\":/", NULL, TF_ERR_FORMAT,
+         "key 'hidden_size' appears more than once in the top-level object", NULL},
+        {"plus-number", "s/\"num_hidden_layers\":[[:space:]]*2/\"num_hidden_layers\": +2/", NULL, TF_ERR_FORMAT,
+         "a malformed number", NULL},
+        {"arch-string", "s/\"architectures\":[[:space:]]*\\[\\([^]]*\\)\\]/\"architectures\": \\1/", NULL,
+         TF_ERR_FORMAT, "key 'architectures' is a string, not a list", NULL},
+        {"arch-number", "s/\"architectures\":[[:space:]]*\\[\\([^]]*\\)\\]/\"architectures\": [7]/", NULL,
+         TF_ERR_FORMAT, "architectures[0] is not a string", NULL},
+    };
+    hcase base = {{"base", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32}, {0}};
+    run_bad_cases(&base, cases, sizeof cases / sizeof cases[0]);
+    /* a tied checkpoint (no lm_head.weight) whose config says it is not tied */
+    static const bad_case untied[] = {
+        {"untied-no-head", "s/^{/{\"tie_word_embeddings\": false,/", NULL, TF_ERR_FORMAT,
+         "tie_word_embeddings = false but tensor 'lm_head.weight' is not in the checkpoint", NULL},
+    };
+    hcase tied = {{"tied", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F32}, {0}};
+    run_bad_cases(&tied, untied, 1);
+}
+
+/* Export `base` as a directory once per case, damage it as the case says,
+ * and expect loading to fail with the case's status and message. */
+static void run_bad_cases(const hcase *hc, const bad_case *cases, size_t n_cases) {
+    hcase base = *hc;
     const char *gpath = tu_gen(&base.g, tu_seed());
     char gguf[512];
     snprintf(gguf, sizeof gguf, "%s", gpath);
     tf_model *mg = load(gguf);
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    for (size_t c = 0; c < n_cases; c++) {
         const bad_case *bc = &cases[c];
         char dir[512], cmd[1400];
         snprintf(dir, sizeof dir, "%s", tu_tmp_path("_bad"));
@@ -512,6 +551,7 @@ int main(void) {
         cmocka_unit_test(test_yarn_llama2_config),
         cmocka_unit_test(test_stories260k_dir),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_config_strictness),
         cmocka_unit_test(test_unsupported_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -631,11 +631,19 @@ static void test_errors(void **state) {
 
     /* not JSON, trailing data, not an object */
     expect_error("{\"model\": ", NULL, 0, F, "not valid JSON");
-    expect_error("[1, 2]", NULL, 0, F, "the JSON value is not an object");
+    expect_error("[1, 2]", NULL, 0, F, "the JSON value is an array (expected an object)");
     char *t = malloc(strlen(B) + 3);
     sprintf(t, "%s x", B);
-    expect_error(t, NULL, 0, F, "unexpected data after the JSON value");
+    expect_error(t, NULL, 0, F, "more data after the top-level value");
+    sprintf(t, "%s\x01", B);
+    expect_error(t, NULL, 0, F, "byte 0x01 between values");
     free(t);
+    /* a key given twice: Python keeps the last value and cJSON the first, so neither is used */
+    char *dup = with(B, "model.vocab", "{\"a\": 0, \"b\": 1, \"a\": 2}");
+    expect_error(dup, NULL, 0, F, "key 'a' appears more than once in the object at model.vocab");
+    free(dup);
+    expect_error(B, "{\"bos_token\": \"<s>\", \"bos_token\": \"</s>\"}", 0, F,
+                 "tokenizer_config.json: key 'bos_token' appears more than once");
     /* tokenizer_config.json errors name that file */
     expect_error(B, "{\"bos_token\": \"<nope>\"}", 0, F, "tokenizer_config.json: bos_token '<nope>' is not a token");
     expect_error(B, "{\"eos_token\": \"<nope>\", \"pad_token\": \"<pad>\"}", 0, F, "eos_token '<nope>' is not a token");

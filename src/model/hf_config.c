@@ -126,7 +126,13 @@ static tf_status parse_config(tf_hf_config *c, const char *file, const cJSON *ro
                               tf_err *err) {
     if (!cJSON_IsObject(root)) return tf_errf(err, TF_ERR_FORMAT, "%s: expected a JSON object", file);
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (archs && !cJSON_IsNull(archs) && !cJSON_IsArray(archs))
+        return tf_errf(err, TF_ERR_FORMAT, "%s: key 'architectures' is %s (expected a list of class names such as "
+                       "[\"LlamaForCausalLM\"])", file, cJSON_IsString(archs) ? "a string, not a list" : "not a list");
     const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    if (a0 && !cJSON_IsString(a0))
+        return tf_errf(err, TF_ERR_FORMAT, "%s: architectures[0] is not a string (expected a class name such as "
+                       "\"LlamaForCausalLM\")", file);
     const char *mt = NULL;
     bool has_mt;
     TF_TRY(tf_json_get_str(file, root, "model_type", &mt, &has_mt, err));

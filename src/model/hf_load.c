@@ -198,6 +198,13 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
         return tf_errf(b->err, TF_ERR_FORMAT,
                        "%s: neither 'model.embed_tokens.weight' nor 'lm_head.weight' is in the checkpoint", b->dir);
     if (!norm) return tf_errf(b->err, TF_ERR_FORMAT, "%s: tensor 'model.norm.weight' is missing", b->dir);
+    /* Untied by the config: both matrices must be there (tying them anyway
+     * would run a different model than the checkpoint describes). */
+    if (c->tied_given && !c->tied && (!emb || !head))
+        return tf_errf(b->err, TF_ERR_FORMAT,
+                       "%s: config.json says tie_word_embeddings = false but tensor '%s' is not in the checkpoint "
+                       "(expected both model.embed_tokens.weight and lm_head.weight, or tie_word_embeddings = true)",
+                       b->dir, emb ? "lm_head.weight" : "model.embed_tokens.weight");
     /* A tied embedding may be stored under either name. */
     TF_TRY(add_tensor(b, "token_embd.weight", emb ? emb : head, emb ? fe : fh, CONV_NONE, c->n_vocab, c->n_embd));
     TF_TRY(add_tensor(b, "output_norm.weight", norm, fn, CONV_NORM, 0, c->n_embd));

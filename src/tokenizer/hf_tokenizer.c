@@ -22,6 +22,7 @@
 #include "tokenizer/hf_tokenizer.h"
 
 #include "core/mem.h"
+#include "format/json.h"
 #include "tokenizer/tok_internal.h"
 
 #include <cjson/cJSON.h>
@@ -786,19 +787,16 @@ static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
 /* ------------------------------------------------------------------------ */
 /* entry points                                                              */
 
-/* Parse text (need not be NUL-terminated) into an object; NULL on error. */
+/* Parse text (need not be NUL-terminated) into an object; NULL on error.
+ * tf_json_parse reads as strictly as the Hugging Face library (nothing after
+ * the value, no stray control bytes, unique keys). */
 static cJSON *parse_json(hf_ctx *c, const char *text, size_t len, const char *file, tf_status *st) {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (root && end) /* only whitespace may follow the value */
-        while ((size_t)(end - text) < len && strchr(" \t\r\n", *end) && *end) end++;
-    if (!root || !cJSON_IsObject(root) || (size_t)(end - text) < len) {
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        *st = fail(c, file, TF_ERR_FORMAT, !root ? "not valid JSON (error near byte %zu of %zu)"
-                   : !cJSON_IsObject(root) ? "the JSON value is not an object (byte %zu of %zu)"
-                   : "unexpected data after the JSON value at byte %zu of %zu", at, len);
+    cJSON *root = NULL;
+    *st = tf_json_parse(file ? file : c->name, text, len, &root, c->err);
+    if (*st == TF_OK && !cJSON_IsObject(root)) {
+        *st = fail(c, file, TF_ERR_FORMAT, "the JSON value is %s (expected an object)", jtype(root));
         cJSON_Delete(root);
-        return NULL;
+        root = NULL;
     }
     return root;
 }
