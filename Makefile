@@ -128,10 +128,12 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libtriforce.a -lcmocka $(LDLIBS)
 
 # The C tests, tests/test_bench.sh (`triforce bench` on stories260K), tests/test_outputs.sh (what
-# the writing commands refuse, write errors, interruption), then tests/test_readme.sh
+# the writing commands refuse, write errors, interruption), tests/test_usage.sh (usage errors
+# before any work, messages, flags that must not size memory), then tests/test_readme.sh
 # (README.md's example commands, as written).
 test: $(TEST_BINS) $(BUILD)/triforce
-	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_outputs.sh tests/test_readme.sh
+	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_outputs.sh tests/test_usage.sh \
+	    tests/test_readme.sh
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \

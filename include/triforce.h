@@ -274,6 +274,13 @@ typedef struct tf_decoder_params {
 } tf_decoder_params;
 
 tf_decoder_params tf_decoder_default_params(void);
+/* Check params without loading a model: ranges, gamma1 + gamma2 within the
+ * 15 candidates a target pass verifies exactly, the device (cuda needs a CUDA
+ * build). n_ctx 0 and n_threads 0 mean "decided by tf_decoder_init". What
+ * needs the models (a draft for the mode, equal vocabularies, a GPU present)
+ * is checked by tf_decoder_init. TF_OK, or TF_ERR_INVALID_ARG /
+ * TF_ERR_UNSUPPORTED with the reason in errbuf. */
+tf_status tf_decoder_params_check(const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
 
 /* draft may be NULL for ar and retrieval; the other modes need one whose
  * vocabulary equals the target's. */

@@ -417,6 +417,11 @@ static void test_malformed(void **state) {
         {"no-weights", NULL, "rm model.safetensors", TF_ERR_IO, "model.safetensors", "model.safetensors.index.json"},
         {"truncated", NULL, "truncate -s 1000 model.safetensors", TF_ERR_FORMAT, "model.safetensors", NULL},
         {"no-config", NULL, "rm config.json", TF_ERR_IO, "config.json", NULL},
+        /* there but not a file: named for what it is, not reported missing (nor opened: a FIFO would block) */
+        {"fifo-tokenizer", NULL, "rm -f tokenizer.json && mkfifo tokenizer.json", TF_ERR_IO,
+         "tokenizer.json: is a FIFO (expected a regular file)", NULL},
+        {"dir-config", NULL, "rm config.json && mkdir config.json", TF_ERR_IO,
+         "config.json: is a directory (expected a regular file)", NULL},
         /* a Qwen2 config over llama weights: the biases it needs are missing */
         {"qwen2-no-bias", "s/LlamaForCausalLM/Qwen2ForCausalLM/", NULL, TF_ERR_FORMAT,
          "model.layers.0.self_attn.q_proj.bias", "missing"},

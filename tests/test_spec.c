@@ -302,6 +302,43 @@ static void test_greedy_equality_generated(void **state) {
     unlink(pd);
 }
 
+/* Sinks and a window far past the context cost no more than the context:
+ * the streaming cache is sized by n_ctx, and the output is still the
+ * autoregressive one. */
+static void test_window_past_context(void **state) {
+    (void)state;
+    const char *pt = gen_model(64, 8, 2, NULL, 11);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    tf_model *t = load(tpath);
+    int32_t prompt[40], ref[24], out[24];
+    random_prompt(prompt, 40);
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32};
+    run(t, NULL, &ar, prompt, 40, 24, ref, NULL);
+    const run_cfg huge[] = {{TF_SPEC_STREAMING, 2, 4, 64, 8, 4, 1 << 20, 1 << 24},
+                            {TF_SPEC_TRIFORCE, 2, 4, 1 << 20, 8, 4, 4, 1 << 24}};
+    for (int i = 0; i < 2; i++) {
+        tf_spec_cfg c = {
+            .mode = huge[i].mode, .gamma1 = 2, .gamma2 = 4, .budget = huge[i].budget, .chunk = 8, .recent = 8,
+            .rebuild_stride = 4, .rebuild_accept = 0.3f, .bypass_probe = 3, .sinks = huge[i].sinks,
+            .window = huge[i].window, .n_ctx = 40 + 24 + 32, .n_batch = 64, .kv_type = TF_DTYPE_F32,
+            .isa = TF_ISA_BEST, .sampling = {.temp = 0.0f, .top_p = 1.0f, .seed = 1},
+        };
+        tf_spec sp;
+        tf_err err = {0};
+        assert_int_equal(tf_spec_init(&sp, t, t, &c, g_pool, &err), TF_OK);
+        const tf_scache *sc = &sp.lv[sp.n_levels - 1].sc;
+        if (sc->view.n_slots > 4 * c.n_ctx)
+            fail_msg("%s: the streaming view has %d slots for a context of %d", tf_spec_mode_name(c.mode),
+                     sc->view.n_slots, c.n_ctx);
+        tf_spec_free(&sp);
+        run(t, t, &huge[i], prompt, 40, 24, out, NULL);
+        assert_memory_equal(out, ref, sizeof ref);
+    }
+    tf_model_free(t);
+    unlink(tpath);
+}
+
 /* The gamma2 controller against simulated passes: a target pass over r rows
  * costs a + b r, a draft token d, every candidate is accepted with probability
  * alpha. After a few hundred passes the controller must pick the k that a
@@ -476,6 +513,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equality_generated),
         cmocka_unit_test(test_prefill_from),
+        cmocka_unit_test(test_window_past_context),
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),

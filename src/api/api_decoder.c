@@ -88,6 +88,50 @@ static tf_device resolve_device(tf_device dev, const tf_model *target, const tf_
 #endif
 }
 
+static tf_spec_cfg spec_cfg(const tf_decoder_params *p, tf_device dev) {
+    return (tf_spec_cfg){
+        .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = p->gamma2, .budget = p->budget,
+        .chunk = p->chunk, .recent = p->recent, .rebuild_stride = p->rebuild_stride,
+        .rebuild_accept = p->rebuild_accept, .bypass_accept = p->bypass_accept, .bypass_probe = p->bypass_probe,
+        .sinks = p->sinks, .window = p->window, .n_ctx = p->n_ctx, .n_batch = p->n_batch,
+        .kv_type = p->kv_type == TF_KV_F32 ? TF_DTYPE_F32 : TF_DTYPE_F16,
+        .isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1),
+        .sampling = {.temp = p->sampling.temp, .top_k = p->sampling.top_k, .top_p = p->sampling.top_p,
+                     .min_p = p->sampling.min_p, .seed = p->sampling.seed},
+        .device = dev == TF_DEVICE_CUDA ? TF_SPEC_DEVICE_CUDA : TF_SPEC_DEVICE_CPU,
+    };
+}
+
+/* The checks that need no model; n_ctx 0 (the model's trained context) and
+ * n_threads 0 (all CPUs) stand for values known only later. */
+static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
+    if (p->n_batch < 1 || p->n_batch > 65536)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "batch size %d: expected 1..65536", p->n_batch);
+    if (p->n_ctx != 0 && (p->n_ctx < 2 || p->n_ctx > (1 << 28)))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected 2..%d", p->n_ctx, 1 << 28);
+    if (p->n_threads < 0 || p->n_threads > TF_MAX_THREADS)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "threads %d: expected 0 (all CPUs) or 1..%d", p->n_threads,
+                       TF_MAX_THREADS);
+    if (p->isa < 0 || p->isa > 3) return tf_errf(err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
+    if ((unsigned)p->device > TF_DEVICE_CUDA)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "device %d: expected auto, cpu or cuda", (int)p->device);
+#ifndef TF_HAVE_CUDA
+    if (p->device == TF_DEVICE_CUDA)
+        return tf_errf(err, TF_ERR_UNSUPPORTED, "device cuda: this build has no CUDA backend (build with make CUDA=1)");
+#endif
+    tf_spec_cfg c = spec_cfg(p, TF_DEVICE_CPU);
+    if (c.n_ctx == 0) c.n_ctx = 2;
+    return tf_spec_check_cfg(&c, err);
+}
+
+tf_status tf_decoder_params_check(const tf_decoder_params *params, char *errbuf, size_t errbuf_size) {
+    tf_err err = {0};
+    tf_decoder_params p = params ? *params : tf_decoder_default_params();
+    tf_status st = check_params(&p, &err);
+    if (st != TF_OK && errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
+    return st;
+}
+
 tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
                           const tf_decoder_params *params, char *errbuf, size_t errbuf_size) {
     *out = NULL;
@@ -98,33 +142,15 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
     tf_decoder_params p = params ? *params : tf_decoder_default_params();
     if (st == TF_OK && (target->vocab_only || (draft && draft->vocab_only)))
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "a vocabulary-only model cannot decode");
+    if (st == TF_OK) st = check_params(&p, &err);
     if (st == TF_OK) {
         if (p.n_ctx == 0) p.n_ctx = target->hp.n_ctx_train;
         if (p.n_threads == 0) p.n_threads = tf_cpu_count();
-        if (p.n_batch < 1 || p.n_batch > 65536)
-            st = tf_errf(&err, TF_ERR_INVALID_ARG, "batch size %d: expected 1..65536", p.n_batch);
-        else if (p.n_ctx < 2 || p.n_ctx > (1 << 28))
-            st = tf_errf(&err, TF_ERR_INVALID_ARG, "context %d: expected 2..%d", p.n_ctx, 1 << 28);
-        else if (p.isa < 0 || p.isa > 3)
-            st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p.isa);
+        st = tf_pool_create(&d->pool, p.n_threads, &err);
     }
-    if (st == TF_OK) st = tf_pool_create(&d->pool, p.n_threads, &err);
     if (st == TF_OK) {
-        tf_spec_cfg c = {
-            .mode = (tf_spec_mode)p.mode, .gamma1 = p.gamma1, .gamma2 = p.gamma2, .budget = p.budget,
-            .chunk = p.chunk, .recent = p.recent, .rebuild_stride = p.rebuild_stride,
-            .rebuild_accept = p.rebuild_accept, .bypass_accept = p.bypass_accept,
-            .bypass_probe = p.bypass_probe, .sinks = p.sinks, .window = p.window, .n_ctx = p.n_ctx,
-            .n_batch = p.n_batch, .kv_type = p.kv_type == TF_KV_F32 ? TF_DTYPE_F32 : TF_DTYPE_F16,
-            .isa = p.isa == 0 ? TF_ISA_BEST : (tf_isa)(p.isa - 1),
-            .sampling = {.temp = p.sampling.temp, .top_k = p.sampling.top_k, .top_p = p.sampling.top_p,
-                         .min_p = p.sampling.min_p, .seed = p.sampling.seed},
-            .device = resolve_device(p.device, target, draft) == TF_DEVICE_CUDA ? TF_SPEC_DEVICE_CUDA
-                                                                                : TF_SPEC_DEVICE_CPU,
-        };
-        if ((unsigned)p.device > TF_DEVICE_CUDA)
-            st = tf_errf(&err, TF_ERR_INVALID_ARG, "device %d: expected auto, cpu or cuda", (int)p.device);
-        if (st == TF_OK) st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
+        tf_spec_cfg c = spec_cfg(&p, resolve_device(p.device, target, draft));
+        st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
     }
     if (st != TF_OK) {
         if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);

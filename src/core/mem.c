@@ -49,7 +49,7 @@ tf_status tf_mmap_open(tf_mmap *map, const char *path, tf_err *err) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return tf_errf(err, TF_ERR_IO, "%s: not a regular file", path);
+        return tf_errf(err, TF_ERR_IO, "%s: is %s (expected a regular file)", path, tf_file_kind(st.st_mode));
     }
     if (st.st_size == 0) {
         close(fd);
@@ -71,40 +71,70 @@ void tf_mmap_close(tf_mmap *map) {
     memset(map, 0, sizeof *map);
 }
 
-tf_status tf_read_file(const char *path, char **out, size_t *out_len, tf_err *err) {
+const char *tf_file_kind(unsigned mode) {
+    return S_ISREG(mode)    ? "a regular file"
+           : S_ISDIR(mode)  ? "a directory"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "a special file";
+}
+
+tf_status tf_probe_regular_file(const char *path, bool *present, tf_err *err) {
+    struct stat sb;
+    *present = false;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT) return TF_OK;
+        return tf_errf(err, TF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    if (!S_ISREG(sb.st_mode))
+        return tf_errf(err, TF_ERR_IO, "%s: is %s (expected a regular file)", path, tf_file_kind(sb.st_mode));
+    *present = true;
+    return TF_OK;
+}
+
+tf_status tf_read_stream(FILE *f, const char *name, char **out, size_t *out_len, tf_err *err) {
     *out = NULL;
     if (out_len) *out_len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tf_errf(err, TF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", path);
-    }
+    if (!buf) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", name);
     for (;;) {
         if (len + 1 >= cap) {
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
                 free(buf);
-                fclose(f);
-                return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory reading file", path);
+                return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory reading it", name);
             }
             buf = nb;
             cap *= 2;
         }
+        errno = 0;
         size_t n = fread(buf + len, 1, cap - 1 - len, f);
         len += n;
         if (n == 0) break;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
+    if (ferror(f)) {
+        int e = errno;
         free(buf);
-        return tf_errf(err, TF_ERR_IO, "%s: read error", path);
+        return tf_errf(err, TF_ERR_IO, "%s: read error: %s", name, e ? strerror(e) : "unknown error");
     }
     buf[len] = '\0';
     *out = buf;
     if (out_len) *out_len = len;
     return TF_OK;
+}
+
+tf_status tf_read_file(const char *path, char **out, size_t *out_len, tf_err *err) {
+    *out = NULL;
+    if (out_len) *out_len = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return tf_errf(err, TF_ERR_IO, "%s: is a directory (expected a file)", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return tf_errf(err, TF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    tf_status st = tf_read_stream(f, path, out, out_len, err);
+    fclose(f);
+    return st;
 }

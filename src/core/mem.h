@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TF_ALIGN 64
 
@@ -42,7 +43,19 @@ typedef struct tf_mmap {
 tf_status tf_mmap_open(tf_mmap *map, const char *path, tf_err *err);
 void tf_mmap_close(tf_mmap *map);
 
-/* Read a whole (small) file into a malloc'd, NUL-terminated buffer. */
+/* Read a whole (small) file into a malloc'd, NUL-terminated buffer. Pipes
+ * and devices are read to their end; a directory is refused by name. */
 tf_status tf_read_file(const char *path, char **out, size_t *out_len, tf_err *err);
+/* The same from an open stream (standard input, say); name is for messages. */
+tf_status tf_read_stream(FILE *f, const char *name, char **out, size_t *out_len, tf_err *err);
+
+/* What a file of stat mode `mode` is, for messages: "a regular file",
+ * "a directory", "a FIFO", "a character device", ... */
+const char *tf_file_kind(unsigned mode);
+
+/* Whether `path` is there as a regular file: TF_OK with *present false when
+ * it does not exist; an error naming what it is when it exists but is not a
+ * regular file (a FIFO, a directory), or when it cannot be looked at. */
+tf_status tf_probe_regular_file(const char *path, bool *present, tf_err *err);
 
 #endif

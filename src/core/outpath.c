@@ -1,6 +1,8 @@
 /* outpath.c — output path checks (see outpath.h). */
 #include "core/outpath.h"
 
+#include "core/mem.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -15,11 +17,7 @@ tf_status tf_out_path_check(const char *out, const char *in, tf_err *err) {
     if (stat(out, &so) != 0) return TF_OK; /* a new file (a missing folder fails at create, with its reason) */
     if (!S_ISREG(so.st_mode))
         return tf_errf(err, TF_ERR_INVALID_ARG, "%s: exists and is not a regular file (%s); write to a file path", out,
-                       S_ISDIR(so.st_mode)   ? "a directory"
-                       : S_ISCHR(so.st_mode) ? "a character device"
-                       : S_ISBLK(so.st_mode) ? "a block device"
-                       : S_ISFIFO(so.st_mode) ? "a FIFO"
-                                              : "a special file");
+                       tf_file_kind(so.st_mode));
     if (!in || stat(in, &si) != 0) return TF_OK;
     if (same_file(&so, &si))
         return tf_errf(err, TF_ERR_INVALID_ARG, "%s: is the input file %s; write to another path", out, in);

@@ -74,8 +74,8 @@ int tf_cpu_count(void) {
 
 tf_status tf_pool_create(tf_pool **out, int n_threads, tf_err *err) {
     *out = NULL;
-    if (n_threads < 1 || n_threads > 1024)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "thread count %d: expected 1..1024", n_threads);
+    if (n_threads < 1 || n_threads > TF_MAX_THREADS)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "thread count %d: expected 1..%d", n_threads, TF_MAX_THREADS);
     tf_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return tf_errf(err, TF_ERR_NOMEM, "thread pool: out of memory");
     pool->n_threads = n_threads;

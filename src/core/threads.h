@@ -28,6 +28,7 @@ static inline void tf_split_range(long n, int ith, int nth, long *lo, long *hi) 
 }
 
 /* Number of online CPUs (>= 1). */
+#define TF_MAX_THREADS 1024 /* the most threads a pool takes */
 int tf_cpu_count(void);
 
 #endif

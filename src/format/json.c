@@ -201,7 +201,8 @@ tf_status tf_json_load(const char *path, size_t max_bytes, cJSON **out, tf_err *
     struct stat sb;
     if (stat(path, &sb) != 0)
         return tf_errf(err, TF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return tf_errf(err, TF_ERR_IO, "%s: not a regular file", path);
+    if (!S_ISREG(sb.st_mode))
+        return tf_errf(err, TF_ERR_IO, "%s: is %s (expected a regular file)", path, tf_file_kind(sb.st_mode));
     if ((uint64_t)sb.st_size > max_bytes)
         return tf_errf(err, TF_ERR_FORMAT, "%s: %lld bytes is too large for this JSON file (expected at most %zu)",
                        path, (long long)sb.st_size, max_bytes);

@@ -47,10 +47,6 @@ static void *own(hf_owned *o, size_t bytes) {
     return p;
 }
 
-static bool file_exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
 
 /* ---- tensors ---- */
 
@@ -297,14 +293,17 @@ static tf_status build_metadata(tf_gguf_writer *w, const char *dir, const tf_hf_
     char tj[1100], tc[1100];
     snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
     snprintf(tc, sizeof tc, "%s/tokenizer_config.json", dir);
-    if (!file_exists(tj)) {
+    bool has_tj, has_tc;
+    TF_TRY(tf_probe_regular_file(tj, &has_tj, err));
+    TF_TRY(tf_probe_regular_file(tc, &has_tc, err));
+    if (!has_tj) {
         if (vocab_only)
             return tf_errf(err, TF_ERR_IO, "%s: no tokenizer.json (a Hugging Face directory needs it for tokenizing)",
                            dir);
         tf_logf(lg, TF_LOG_WARN, "%s: no tokenizer.json; only token ids can be used", dir);
         return TF_OK;
     }
-    TF_TRY(tf_hf_tokenizer_to_gguf(w, tj, file_exists(tc) ? tc : NULL, have_cfg ? c->n_vocab : -1, err));
+    TF_TRY(tf_hf_tokenizer_to_gguf(w, tj, has_tc ? tc : NULL, have_cfg ? c->n_vocab : -1, err));
     if (have_cfg && c->bos >= 0) {
         tf_gguf_writer_remove_kv(w, "tokenizer.ggml.bos_token_id");
         TF_TRY(tf_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos, err));
@@ -321,7 +320,8 @@ tf_status tf_hf_open(tf_gguf *g, const char *dir, bool vocab_only, const tf_logg
     tf_hf_config cfg;
     char cp[1100];
     snprintf(cp, sizeof cp, "%s/config.json", dir);
-    bool have_cfg = !vocab_only || file_exists(cp);
+    bool have_cfg = !vocab_only;
+    if (vocab_only) TF_TRY(tf_probe_regular_file(cp, &have_cfg, err));
     if (have_cfg) TF_TRY(tf_hf_config_load(&cfg, dir, lg, err));
     hf_owned *o = calloc(1, sizeof *o);
     tf_gguf_writer *w = tf_gguf_writer_new();

@@ -169,6 +169,9 @@ tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, in
     const tf_gguf g = *gp;
     const char *in = g.path;
     tf_status st = tf_out_path_check(out, in, err);
+    if (st == TF_OK && g.n_tensors == 0)
+        st = tf_errf(err, TF_ERR_INVALID_ARG,
+                     "%s: has no tensors (a vocabulary-only file?); there is nothing to quantize", in);
     for (uint64_t i = 0; i < g.n_tensors && st == TF_OK; i++)
         if (!is_float_type(g.tensors[i].type))
             st = tf_errf(err, TF_ERR_UNSUPPORTED,

@@ -309,11 +309,8 @@ static int32_t max_target_rows(const tf_spec_cfg *c) {
     return 1 + tf_spec_gamma2_max(c) + (three ? c->gamma1 : 0);
 }
 
-static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const tf_model *draft, tf_err *err) {
+tf_status tf_spec_check_cfg(const tf_spec_cfg *c, tf_err *err) {
     if ((unsigned)c->mode > TF_SPEC_TRIFORCE) return tf_errf(err, TF_ERR_INVALID_ARG, "unknown mode %d", c->mode);
-    bool needs_draft = c->mode == TF_SPEC_DRAFT || c->mode == TF_SPEC_STREAMING || c->mode == TF_SPEC_TRIFORCE;
-    if (needs_draft && !draft)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "mode %s needs a draft model (-md DRAFT)", tf_spec_mode_name(c->mode));
     if (c->gamma1 < 1 || c->gamma1 > 16 || c->gamma2 < 0 || c->gamma2 > 15)
         return tf_errf(err, TF_ERR_INVALID_ARG, "gamma1 %d / gamma2 %d: expected 1..16 / 0..15 (0: adaptive)",
                        c->gamma1, c->gamma2);
@@ -330,6 +327,14 @@ static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const t
         return tf_errf(err, TF_ERR_INVALID_ARG, "bypass acceptance %g / probe %d: expected 0..1 / >= 1",
                        (double)c->bypass_accept, c->bypass_probe);
     if (c->n_ctx < 2) return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected >= 2", c->n_ctx);
+    return TF_OK;
+}
+
+static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const tf_model *draft, tf_err *err) {
+    TF_TRY(tf_spec_check_cfg(c, err));
+    bool needs_draft = c->mode == TF_SPEC_DRAFT || c->mode == TF_SPEC_STREAMING || c->mode == TF_SPEC_TRIFORCE;
+    if (needs_draft && !draft)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "mode %s needs a draft model (-md DRAFT)", tf_spec_mode_name(c->mode));
     if (draft && needs_draft) {
         if (draft->hp.n_vocab != target->hp.n_vocab)
             return tf_errf(err, TF_ERR_INVALID_ARG,
@@ -422,6 +427,11 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     memset(s, 0, sizeof *s);
     TF_TRY(check_cfg(cfg, target, draft, err));
     s->cfg = *cfg;
+    /* A streaming cache never holds more than the context: sinks or a window
+     * past n_ctx mean "evict nothing", which n_ctx slots already do, so the
+     * memory follows the context rather than the flag. */
+    if (s->cfg.sinks > s->cfg.n_ctx) s->cfg.sinks = s->cfg.n_ctx;
+    if (s->cfg.window > s->cfg.n_ctx) s->cfg.window = s->cfg.n_ctx;
     s->target = target;
     s->draft = draft;
     s->pool = pool;

@@ -121,6 +121,10 @@ typedef struct tf_spec {
     tf_err err;
 } tf_spec;
 
+/* The checks of cfg that need no model (ranges, and gamma1 + gamma2 rows
+ * within what verification keeps bitwise identical); tf_spec_init runs them
+ * and then the checks against the models. */
+tf_status tf_spec_check_cfg(const tf_spec_cfg *cfg, tf_err *err);
 tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft, const tf_spec_cfg *cfg,
                        tf_pool *pool, tf_err *err);
 void tf_spec_free(tf_spec *s);

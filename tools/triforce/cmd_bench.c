@@ -433,6 +433,12 @@ int cmd_bench(int argc, char **argv) {
                     tf_decode_mode_name(modes[i]));
             return 2;
         }
+    for (int i = 0; i < n_modes; i++) {
+        tf_decoder_params dp = cli_decoder_params(&o);
+        dp.mode = modes[i];
+        dp.device = TF_DEVICE_CPU;
+        if (!cli_check_decoder_params("bench", &dp)) return 2;
+    }
     if (o.bench_prompt.n == 0) o.bench_prompt = (cli_ints){1, {512}};
     if (o.depths.n == 0) o.depths = (cli_ints){1, {0}};
     if (o.rows.n == 0) o.rows = (cli_ints){4, {1, 2, 4, 8}};

@@ -404,6 +404,10 @@ int cmd_eval(int argc, char **argv) {
     bool temp_given = false; /* eval measures greedy decoding unless --temp says otherwise */
     for (int i = 0; i < argc; i++) temp_given |= !strncmp(argv[i], "--temp", 6);
     if (!temp_given) o.temp = 0;
+    tf_decoder_params dp = cli_decoder_params(&o);
+    dp.mode = TF_MODE_RETRIEVAL;
+    dp.device = TF_DEVICE_CPU;
+    if (!cli_check_decoder_params("eval", &dp)) return 2;
     tf_model_params mp = tf_model_default_params();
     mp.log_fn = cli_log;
     mp.log_level = TF_LOG_WARN;

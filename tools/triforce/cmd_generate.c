@@ -36,7 +36,8 @@ typedef struct utf8_out {
 } utf8_out;
 
 static int utf8_len(unsigned char c) {
-    return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    /* 0xC0, 0xC1 and 0xF5.. never start a valid sequence */
+    return c < 0x80 ? 1 : (c >> 5) == 6 && c >= 0xC2 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 && c <= 0xF4 ? 4 : 0;
 }
 
 static void utf8_write(utf8_out *u, const char *s, int n) {
@@ -238,6 +239,14 @@ int cmd_generate(int argc, char **argv) {
                 tf_decode_mode_name(mode));
         return 2;
     }
+    tf_decoder_params dp = cli_decoder_params(&o);
+    dp.mode = mode;
+    dp.n_ctx = o.n_ctx;
+    if (o.device && !tf_device_from_name(o.device, &dp.device)) {
+        fprintf(stderr, "triforce generate: --device '%s': expected cuda, cpu or auto\n", o.device);
+        return 2;
+    }
+    if (!cli_check_decoder_params("generate", &dp)) return 2;
     size_t text_len;
     char *text = cli_prompt_text(&o, &text_len);
     if (!text) return 2;
@@ -287,12 +296,6 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce: the prompt is empty (and no BOS token is added)\n");
         goto done;
     }
-    tf_decoder_params dp = cli_decoder_params(&o);
-    dp.mode = mode;
-    if (o.device && !tf_device_from_name(o.device, &dp.device)) {
-        fprintf(stderr, "triforce generate: --device '%s': expected cuda, cpu or auto\n", o.device);
-        goto done;
-    }
     uint64_t seed = o.seed >= 0 ? (uint64_t)o.seed : (uint64_t)time(NULL);
     dp.sampling.seed = seed;
     int64_t need = (int64_t)n_tok + o.n_predict + 1;
@@ -320,7 +323,11 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
                 "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks, o.window);
     fprintf(stderr, "\n");
-    fwrite(text, 1, text_len, stdout);
+    /* the prompt is echoed as the generated text is written: invalid bytes as U+FFFD */
+    utf8_out echo = {0};
+    for (size_t at = 0; at < text_len; at += 1 << 20)
+        utf8_write(&echo, text + at, (int)(text_len - at < (1u << 20) ? text_len - at : 1u << 20));
+    utf8_flush(&echo);
     fflush(stdout);
     if (run_one(&o, model, draft, dp, toks, n_tok, true, &res) != 0) goto done;
     fprintf(stderr,

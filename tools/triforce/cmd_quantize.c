@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "core/dtype.h"
+#include "model/hf.h"
 #include "model/quantize.h"
 
 #include <stdio.h>
@@ -20,6 +21,12 @@ int cmd_quantize(int argc, char **argv) {
     if (!tf_dtype_from_name(o.pos[2], &type) || type == TF_DTYPE_F32) {
         fprintf(stderr, "triforce quantize: type '%s': expected f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, "
                         "q4_k, q5_k or q6_k\n", o.pos[2]);
+        return 2;
+    }
+    if (tf_hf_is_dir(o.pos[0])) {
+        fprintf(stderr, "triforce quantize: %s is a directory; quantize reads a GGUF file. A Hugging Face "
+                        "checkpoint directory is converted instead: triforce convert %s OUT.gguf %s\n", o.pos[0],
+                o.pos[0], o.pos[2]);
         return 2;
     }
     if (!cli_check_output("quantize", o.pos[1], o.pos[0])) return 2;
