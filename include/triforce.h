@@ -298,6 +298,21 @@ tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
  * prompt), in retrieval or triforce mode when dec has a retrieval level (the
  * cache is built from src's newest query). src is not changed. */
 tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
+/* Prefill with the prompt tokens[0..n), reusing src's work: the cached
+ * positions of the longest prefix the prompt shares with the sequence src
+ * holds (its prompt and the tokens it decoded) are copied, the rest is
+ * computed. The result is bitwise that of tf_decoder_prefill (same output,
+ * same sampling), only sooner: a server keeps a finished request's decoder
+ * and prefills the next request on the same document from it. src may be
+ * NULL or in any mode; one on another device, with another target model or
+ * KV type reuses nothing; it is not changed. *n_reused (may be NULL) gets the
+ * positions copied. */
+tf_status tf_decoder_prefill_reuse(tf_decoder *dec, const int32_t *tokens, int32_t n, const tf_decoder *src,
+                                   int32_t *n_reused);
+/* The tokens the decoder holds (prompt and emitted) and how many; for
+ * choosing the decoder whose sequence shares the longest prefix with a new
+ * prompt. The pointer is valid until the next call on dec. */
+const int32_t *tf_decoder_tokens(const tf_decoder *dec, int32_t *n);
 /* Emit >= 1 tokens (at most cap; cap >= 32 always suffices) into out. */
 tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
 

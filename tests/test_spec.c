@@ -428,6 +428,101 @@ static void test_prefill_from(void **state) {
     unlink(pd);
 }
 
+/* The target caches of two decoders agree bitwise on positions [0, n). */
+static void expect_same_kv(const tf_kv_cache *a, const tf_kv_cache *b, int32_t n, const char *label) {
+    size_t hd = (size_t)a->head_dim, el = (size_t)a->elem;
+    for (int il = 0; il < a->n_layer; il++)
+        for (int h = 0; h < a->n_head_kv; h++) {
+            size_t off = (size_t)il * a->layer_stride + (size_t)h * a->head_stride;
+            size_t kb = (size_t)(n / TF_KV_BLK) * TF_KV_BLK * hd * el, vb = (size_t)n * hd * el;
+            if (memcmp(a->k + off, b->k + off, kb) != 0 || memcmp(a->v + off, b->v + off, vb) != 0)
+                fail_msg("%s: layer %d head %d: the caches differ within the first %d positions", label, il, h, n);
+        }
+}
+
+/* Prefill with reuse: a decoder that copies the prefix a finished decoder
+ * holds (its prompt and the tokens it sampled) decodes exactly as one that
+ * prefilled the whole prompt itself, sampled (same seed) and greedy, in every
+ * mode, and its target cache is bitwise the same; a prompt that diverges in
+ * the middle reuses exactly the shared prefix. */
+static void test_prefill_reuse(void **state) {
+    (void)state;
+    const char *pg = gen_model(64, 8, 2, NULL, 21);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pg);
+    const char *pd = gen_model(32, 2, 1, NULL, 22);
+    tf_model *t = load(tpath), *d = load(pd);
+    int32_t prompt[300], follow[300], ra[64], rb[64], rc[64];
+    random_prompt(prompt, 300);
+    for (int i = 0; i < 300; i++) follow[i] = 3 + (prompt[(i * 7) % 300] + 11) % 256;
+    const tf_spec_mode modes[] = {TF_SPEC_AR, TF_SPEC_RETRIEVAL, TF_SPEC_DRAFT, TF_SPEC_TRIFORCE};
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++)
+        for (int sampled = 0; sampled < 2; sampled++) {
+            tf_spec_cfg c = {
+                .mode = modes[mi], .gamma1 = 2, .gamma2 = 4, .budget = 64, .chunk = 8, .recent = 8,
+                .rebuild_stride = 4, .rebuild_accept = 0.3f, .bypass_probe = 3, .sinks = 4, .window = 32,
+                .n_ctx = 512, .n_batch = 64, .kv_type = TF_DTYPE_F16, .isa = TF_ISA_BEST,
+                .sampling = {.temp = sampled ? 0.9f : 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 77},
+            };
+            const tf_model *dm = modes[mi] == TF_SPEC_DRAFT || modes[mi] == TF_SPEC_TRIFORCE ? d : NULL;
+            char label[96];
+            snprintf(label, sizeof label, "%s, %s", tf_spec_mode_name(c.mode), sampled ? "sampled" : "greedy");
+            tf_spec a, b, r;
+            tf_err err = {0};
+            /* a: the first request, 150 prompt tokens and 40 decoded */
+            assert_int_equal(tf_spec_init(&a, t, dm, &c, g_pool, &err), TF_OK);
+            assert_int_equal(tf_spec_prefill(&a, prompt, 150, NULL, NULL), TF_OK);
+            int got = 0;
+            while (got < 40) {
+                int32_t k;
+                assert_int_equal(tf_spec_step(&a, ra + got, 64 - got > 32 ? 32 : 64 - got, &k), TF_OK);
+                got += k;
+            }
+            /* the next request: everything a holds, then a follow-up question */
+            int32_t q[400];
+            int32_t nq = (int32_t)a.n_seq;
+            memcpy(q, a.seq, sizeof(int32_t) * (size_t)nq);
+            memcpy(q + nq, follow, sizeof(int32_t) * 60);
+            nq += 60;
+            int32_t reused = -1;
+            assert_int_equal(tf_spec_init(&b, t, dm, &c, g_pool, &err), TF_OK);
+            assert_int_equal(tf_spec_prefill_reuse(&b, q, nq, &a, NULL, NULL, &reused), TF_OK);
+            if (reused != a.lv[0].n_cached)
+                fail_msg("%s: reused %d positions; the source held %lld", label, reused, (long long)a.lv[0].n_cached);
+            assert_int_equal(tf_spec_init(&r, t, dm, &c, g_pool, &err), TF_OK);
+            assert_int_equal(tf_spec_prefill(&r, q, nq, NULL, NULL), TF_OK);
+            expect_same_kv(&b.kv_p, &r.kv_p, nq - 1, label);
+            int nb = 0, nr = 0;
+            while (nb < 48) {
+                int32_t k;
+                assert_int_equal(tf_spec_step(&b, rb + nb, 32, &k), TF_OK);
+                nb += k;
+            }
+            while (nr < 48) {
+                int32_t k;
+                assert_int_equal(tf_spec_step(&r, rc + nr, 32, &k), TF_OK);
+                nr += k;
+            }
+            for (int i = 0; i < 48; i++)
+                if (rb[i] != rc[i]) fail_msg("%s: token %d is %d after reuse, %d after a prefill", label, i, rb[i], rc[i]);
+            tf_spec_free(&b);
+            tf_spec_free(&r);
+            /* a prompt that leaves a's sequence at position 100 reuses 100 positions */
+            memcpy(q, prompt, sizeof(int32_t) * 100);
+            memcpy(q + 100, follow, sizeof(int32_t) * 50);
+            if (q[100] == a.seq[100]) q[100] = 3 + (q[100] + 1) % 256;
+            assert_int_equal(tf_spec_init(&b, t, dm, &c, g_pool, &err), TF_OK);
+            assert_int_equal(tf_spec_prefill_reuse(&b, q, 150, &a, NULL, NULL, &reused), TF_OK);
+            assert_int_equal(reused, 100);
+            tf_spec_free(&b);
+            tf_spec_free(&a);
+        }
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(tpath);
+    unlink(pd);
+}
+
 /* The streaming cache stores keys unrotated and rotates them itself: while
  * its sinks + window hold the whole sequence, a forward pass over its view
  * must give the full cache's logits (with qwen2's rotate-half pairs; the
@@ -513,6 +608,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equality_generated),
         cmocka_unit_test(test_prefill_from),
+        cmocka_unit_test(test_prefill_reuse),
         cmocka_unit_test(test_window_past_context),
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_greedy_equality_qwen2),

@@ -172,12 +172,23 @@ void tf_decoder_free(tf_decoder *d) {
 
 const char *tf_decoder_error(const tf_decoder *d) { return d->s.err.msg; }
 
+const int32_t *tf_decoder_tokens(const tf_decoder *d, int32_t *n) {
+    *n = (int32_t)d->s.n_seq;
+    return d->s.seq;
+}
+
 tf_status tf_decoder_prefill(tf_decoder *d, const int32_t *tokens, int32_t n) {
     return tf_spec_prefill(&d->s, tokens, n, d->params.progress, d->params.progress_user_data);
 }
 
 tf_status tf_decoder_prefill_from(tf_decoder *d, const tf_decoder *src) {
     return tf_spec_prefill_from(&d->s, &src->s, d->params.progress, d->params.progress_user_data);
+}
+
+tf_status tf_decoder_prefill_reuse(tf_decoder *d, const int32_t *tokens, int32_t n, const tf_decoder *src,
+                                   int32_t *n_reused) {
+    return tf_spec_prefill_reuse(&d->s, tokens, n, src ? &src->s : NULL, d->params.progress,
+                                 d->params.progress_user_data, n_reused);
 }
 
 tf_status tf_decoder_step(tf_decoder *d, int32_t *out, int32_t cap, int32_t *n_out) {

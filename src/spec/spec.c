@@ -624,6 +624,42 @@ tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn pr
     return prefill_lower(s, progress, ud, &done, total);
 }
 
+tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, const tf_spec *src,
+                                tf_progress_fn progress, void *ud, int32_t *n_reused) {
+    tf_err_clear(&s->err);
+    if (n_reused) *n_reused = 0;
+    int32_t C = 0;
+    if (src && !s->dev && !src->dev && src->target == s->target && src->kv_p.type == s->kv_p.type) {
+        int64_t lim = src->lv[0].n_cached < n - 1 ? src->lv[0].n_cached : n - 1;
+        while (C < lim && src->seq[C] == tokens[C]) C++;
+        /* a retrieval level needs the newest prompt token's query: feed at least that token */
+        if (s->has_rc && C > n - 2) C = n - 2 > 0 ? n - 2 : 0;
+    }
+    if (C == 0) return tf_spec_prefill(s, tokens, n, progress, ud);
+    const int32_t V = s->target->hp.n_vocab;
+    if (n >= s->cfg.n_ctx)
+        return tf_errf(&s->err, TF_ERR_RANGE, "prompt of %d tokens: expected 1..%d for a context of %d", n,
+                       s->cfg.n_ctx - 1, s->cfg.n_ctx);
+    if (s->n_seq != 0) return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill: the decoder already holds a sequence");
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prompt token %d at index %d is out of range (0..%d)",
+                           tokens[i], i, V - 1);
+    memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
+    s->n_seq = s->n_emitted = n;
+    /* positions 0..C-1 hold the same tokens after the same prefix: their keys
+     * and values are bitwise what a prefill computes (batch invariance) */
+    tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, C);
+    s->lv[0].n_cached = C;
+    if (s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, 0, C);
+    int64_t done = 0, total = (n - 1 - C) + lower_prefill_tokens(s, n - 1);
+    TF_TRY(feed_quiet(s, 0, n - 1, progress, ud, &done, total));
+    if (s->q_cap) save_last_query(s, 0);
+    TF_TRY(prefill_lower(s, progress, ud, &done, total));
+    if (n_reused) *n_reused = C;
+    return TF_OK;
+}
+
 /* The levels below the target after it has cached the prompt's first P =
  * n_seq - 1 tokens: retrieval levels build their cache from the newest query,
  * streaming levels feed the sinks and the window. */

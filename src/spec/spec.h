@@ -136,6 +136,14 @@ tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progr
  * and KV type): the target's cache is copied rather than recomputed, the
  * levels below are set up as tf_spec_prefill does. A retrieval level needs
  * src's newest query: src in retrieval or triforce mode. src is unchanged. */
+/* Prefill with tokens[0..n), copying from src (NULL: none) the cached
+ * positions of the longest prefix the prompt shares with the sequence src
+ * holds (prompt and decoded tokens); the rest is computed. The state is
+ * bitwise that of tf_spec_prefill. src may be in any mode and is not
+ * changed; a source on another device, target or KV type reuses nothing.
+ * *n_reused (may be NULL) gets the positions copied. */
+tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, const tf_spec *src,
+                                tf_progress_fn progress, void *ud, int32_t *n_reused);
 tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn progress, void *ud);
 
 /* One step: emits >= 1 tokens (at most cap) into out, *n_out their count. */
