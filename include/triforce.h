@@ -147,6 +147,21 @@ int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool rende
 tf_status tf_model_chat_prompt(const tf_model *model, const char *system, const char *user, char **out,
                                char *errbuf, size_t errbuf_size);
 
+/* A conversation: an optional first "system" message, then "user" and
+ * "assistant" messages alternating, ending with "user". */
+typedef struct tf_chat_message {
+    const char *role;    /* "system", "user" or "assistant" */
+    const char *content;
+} tf_chat_message;
+
+/* The conversation in the model's chat format with the assistant's turn
+ * opened, as tf_model_chat_prompt does for one turn (which it calls). The
+ * llama2 and mistral families are formatted for one user turn only
+ * (TF_ERR_UNSUPPORTED for more). TF_ERR_INVALID_ARG naming the message for
+ * roles out of order. *out is malloc'ed (caller frees). */
+tf_status tf_model_chat_format(const tf_model *model, const tf_chat_message *msgs, size_t n, char **out,
+                               char *errbuf, size_t errbuf_size);
+
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                 */
 

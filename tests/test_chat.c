@@ -68,6 +68,61 @@ static void test_families_match_jinja(void **state) {
     }
 }
 
+typedef struct chat_multi_case {
+    const char *name, *tmpl;
+    size_t n;
+    tf_chat_message msgs[5];
+    const char *expected;
+} chat_multi_case;
+
+static const chat_multi_case k_multi[] = {
+#include "../tests/data/chat_multi_cases.inc"
+};
+
+/* Conversations of several turns, as Jinja renders the same templates. */
+static void test_multi_turn_match_jinja(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
+    char vpath[1024];
+    snprintf(vpath, sizeof vpath, "%s", vocab);
+    assert_true(sizeof k_multi / sizeof k_multi[0] >= 8);
+    for (size_t i = 0; i < sizeof k_multi / sizeof k_multi[0]; i++) {
+        const chat_multi_case *c = &k_multi[i];
+        tf_model *m = vocab_with_template(vpath, c->tmpl);
+        char *out = NULL, eb[512];
+        if (tf_model_chat_format(m, c->msgs, c->n, &out, eb, sizeof eb) != TF_OK) fail_msg("%s: %s", c->name, eb);
+        if (strcmp(out, c->expected) != 0) fail_msg("%s: got\n[%s]\nexpected\n[%s]", c->name, out, c->expected);
+        free(out);
+        tf_model_close(m);
+    }
+    /* roles out of order, and more turns than a one-turn family is formatted for */
+    tf_model *m = vocab_with_template(vpath, k_multi[0].tmpl);
+    char *out = NULL, eb[512];
+    const tf_chat_message two_users[] = {{"user", "a"}, {"user", "b"}};
+    assert_int_equal(tf_model_chat_format(m, two_users, 2, &out, eb, sizeof eb), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "message 1 has role user"));
+    const tf_chat_message ends_assistant[] = {{"user", "a"}, {"assistant", "b"}};
+    assert_int_equal(tf_model_chat_format(m, ends_assistant, 2, &out, eb, sizeof eb), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "the last message has role assistant"));
+    const tf_chat_message late_system[] = {{"user", "a"}, {"system", "b"}, {"user", "c"}};
+    assert_int_equal(tf_model_chat_format(m, late_system, 3, &out, eb, sizeof eb), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "only the first message may be one"));
+    const tf_chat_message tool[] = {{"tool", "a"}};
+    assert_int_equal(tf_model_chat_format(m, tool, 1, &out, eb, sizeof eb), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "role 'tool'"));
+    assert_null(out);
+    tf_model_close(m);
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        if (strcmp(k_cases[i].name, "llama2") != 0) continue;
+        m = vocab_with_template(vpath, k_cases[i].tmpl);
+        const tf_chat_message three[] = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}};
+        assert_int_equal(tf_model_chat_format(m, three, 3, &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
+        assert_non_null(strstr(eb, "one user message"));
+        tf_model_close(m);
+        break;
+    }
+}
+
 static void test_refusals(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
@@ -132,6 +187,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_families_match_jinja),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_multi_turn_match_jinja),
         cmocka_unit_test(test_smollm2_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

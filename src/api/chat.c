@@ -1,11 +1,13 @@
 /*
- * chat.c — one user turn formatted with the model's chat template.
+ * chat.c — a conversation formatted with the model's chat template.
  *
  * A GGUF carries its chat template as Jinja source (tokenizer.chat_template).
  * This engine does not interpret Jinja; it recognises the template families
  * that models publish by the markers their templates emit, and writes the
- * same text the template renders for [system?, user] + the opened assistant
- * turn (add_generation_prompt). A chatml template that inserts a default
+ * same text the template renders for [system?, user, assistant, ..., user] +
+ * the opened assistant turn (add_generation_prompt); llama2 and mistral
+ * templates, whose later turns carry BOS/EOS markers, are done for one user
+ * turn only. A chatml template that inserts a default
  * system message when the conversation has none (a quoted literal
  * '<|im_start|>system\n...<|im_end|>\n' in the template) gets that message
  * when the caller gives none. Anything else is refused by name, so a prompt
@@ -15,6 +17,7 @@
 
 #include "model/model.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,45 +89,85 @@ static void chatml_default_system(const char *t, size_t n, sbuf *out) {
     free(tmp.p);
 }
 
-tf_status tf_model_chat_prompt(const tf_model *m, const char *system, const char *user, char **out, char *errbuf,
-                               size_t errbuf_size) {
-    *out = NULL;
-    if (!user) {
-        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "chat prompt: the user message is NULL");
-        return TF_ERR_INVALID_ARG;
+static tf_status chat_fail(char *errbuf, size_t errbuf_size, tf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static tf_status chat_fail(char *errbuf, size_t errbuf_size, tf_status st, const char *fmt, ...) {
+    if (errbuf && errbuf_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(errbuf, errbuf_size, fmt, ap);
+        va_end(ap);
     }
+    return st;
+}
+
+/* The template's family, or an error naming the known ones. */
+static tf_status chat_family_of(const tf_model *m, chat_family *fam, const char **t, size_t *tn, char *errbuf,
+                                size_t errbuf_size) {
     tf_gguf_str tmpl = {0};
     bool found = false;
     tf_err err = {0};
-    if (tf_gguf_get_str(&m->gguf, "tokenizer.chat_template", &tmpl, &found, &err) != TF_OK || !found) {
-        if (errbuf && errbuf_size)
-            snprintf(errbuf, errbuf_size, "%s: %s; give the formatted prompt with -p instead of --chat",
-                     m->path[0] ? m->path : "model",
-                     found ? err.msg : "no chat template (tokenizer.chat_template is absent)");
-        return TF_ERR_UNSUPPORTED;
+    if (tf_gguf_get_str(&m->gguf, "tokenizer.chat_template", &tmpl, &found, &err) != TF_OK || !found)
+        return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED, "%s: %s; give the formatted prompt instead",
+                         m->path[0] ? m->path : "model",
+                         found ? err.msg : "no chat template (tokenizer.chat_template is absent)");
+    *t = tmpl.data;
+    *tn = (size_t)tmpl.len;
+    if (has(*t, *tn, "<|im_start|>")) *fam = CHAT_CHATML;
+    else if (has(*t, *tn, "<|start_header_id|>")) *fam = CHAT_LLAMA3;
+    else if (has(*t, *tn, "[INST]") && has(*t, *tn, "<<SYS>>")) *fam = CHAT_LLAMA2;
+    else if (has(*t, *tn, "[INST]")) *fam = CHAT_MISTRAL;
+    else if (has(*t, *tn, "<|user|>")) *fam = CHAT_ZEPHYR;
+    else
+        return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED,
+                         "%s: the chat template (tokenizer.chat_template, %zu bytes) is not of a known family; "
+                         "known: %s; give the formatted prompt instead",
+                         m->path[0] ? m->path : "model", *tn, k_family_names);
+    return TF_OK;
+}
+
+tf_status tf_model_chat_format(const tf_model *m, const tf_chat_message *msgs, size_t n, char **out, char *errbuf,
+                               size_t errbuf_size) {
+    *out = NULL;
+    if (!msgs || n == 0) return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG, "chat: no messages");
+    for (size_t i = 0; i < n; i++) {
+        const char *r = msgs[i].role;
+        if (!r || !msgs[i].content)
+            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG, "chat: message %zu has no role or content", i);
+        bool sys = strcmp(r, "system") == 0, user = strcmp(r, "user") == 0, asst = strcmp(r, "assistant") == 0;
+        if (!sys && !user && !asst)
+            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG,
+                             "chat: message %zu has role '%.40s' (expected system, user or assistant)", i, r);
+        if (sys && i != 0)
+            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG,
+                             "chat: message %zu is a system message; only the first message may be one", i);
+        size_t first = strcmp(msgs[0].role, "system") == 0;
+        if (i >= first && (user != (((i - first) % 2) == 0)))
+            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG,
+                             "chat: message %zu has role %s; after the optional system message the roles alternate "
+                             "user, assistant, user, ... and end with user",
+                             i, r);
     }
-    const char *t = tmpl.data;
-    size_t tn = (size_t)tmpl.len;
-    chat_family fam;
-    if (has(t, tn, "<|im_start|>")) fam = CHAT_CHATML;
-    else if (has(t, tn, "<|start_header_id|>")) fam = CHAT_LLAMA3;
-    else if (has(t, tn, "[INST]") && has(t, tn, "<<SYS>>")) fam = CHAT_LLAMA2;
-    else if (has(t, tn, "[INST]")) fam = CHAT_MISTRAL;
-    else if (has(t, tn, "<|user|>")) fam = CHAT_ZEPHYR;
-    else {
-        if (errbuf && errbuf_size)
-            snprintf(errbuf, errbuf_size,
-                     "%s: the chat template (tokenizer.chat_template, %zu bytes) is not of a known family; "
-                     "known: %s; give the formatted prompt with -p instead of --chat",
-                     m->path[0] ? m->path : "model", tn, k_family_names);
-        return TF_ERR_UNSUPPORTED;
-    }
+    if (strcmp(msgs[n - 1].role, "user") != 0)
+        return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG,
+                         "chat: the last message has role %s (expected user: the reply is the assistant's turn)",
+                         msgs[n - 1].role);
+    chat_family fam = CHAT_CHATML;
+    const char *t = NULL;
+    size_t tn = 0;
+    TF_TRY(chat_family_of(m, &fam, &t, &tn, errbuf, errbuf_size));
+    const char *system = strcmp(msgs[0].role, "system") == 0 ? msgs[0].content : NULL;
+    const tf_chat_message *turns = msgs + (system != NULL);
+    size_t n_turns = n - (system != NULL);
+    if (fam == CHAT_MISTRAL && system)
+        return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED,
+                         "chat: the model's template (mistral family) has no system role");
+    if ((fam == CHAT_MISTRAL || fam == CHAT_LLAMA2) && n_turns > 1)
+        return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED,
+                         "chat: %zu turns; the model's template (%s family) is formatted here for one user message "
+                         "(and a system message) only",
+                         n_turns, fam == CHAT_MISTRAL ? "mistral" : "llama2");
     sbuf b = {0}, def = {0};
-    if (fam == CHAT_MISTRAL && system) {
-        if (errbuf && errbuf_size)
-            snprintf(errbuf, errbuf_size, "chat prompt: the model's template (mistral family) has no system role");
-        return TF_ERR_UNSUPPORTED;
-    }
     switch (fam) {
     case CHAT_CHATML:
         if (!system) {
@@ -132,7 +175,10 @@ tf_status tf_model_chat_prompt(const tf_model *m, const char *system, const char
             if (def.n) system = def.p;
         }
         if (system) sb_puts(&b, "<|im_start|>system\n"), sb_puts(&b, system), sb_puts(&b, "<|im_end|>\n");
-        sb_puts(&b, "<|im_start|>user\n"), sb_puts(&b, user), sb_puts(&b, "<|im_end|>\n<|im_start|>assistant\n");
+        for (size_t i = 0; i < n_turns; i++)
+            sb_puts(&b, "<|im_start|>"), sb_puts(&b, turns[i].role), sb_puts(&b, "\n"),
+                sb_puts(&b, turns[i].content), sb_puts(&b, "<|im_end|>\n");
+        sb_puts(&b, "<|im_start|>assistant\n");
         break;
     case CHAT_LLAMA3: /* the template trims every message */
         if (system) {
@@ -140,14 +186,17 @@ tf_status tf_model_chat_prompt(const tf_model *m, const char *system, const char
             sb_put_stripped(&b, system, strlen(system));
             sb_puts(&b, "<|eot_id|>");
         }
-        sb_puts(&b, "<|start_header_id|>user<|end_header_id|>\n\n");
-        sb_put_stripped(&b, user, strlen(user));
-        sb_puts(&b, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+        for (size_t i = 0; i < n_turns; i++) {
+            sb_puts(&b, "<|start_header_id|>"), sb_puts(&b, turns[i].role), sb_puts(&b, "<|end_header_id|>\n\n");
+            sb_put_stripped(&b, turns[i].content, strlen(turns[i].content));
+            sb_puts(&b, "<|eot_id|>");
+        }
+        sb_puts(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     case CHAT_LLAMA2: { /* the template strips the system block + user message as one string */
         sbuf c = {0};
         if (system) sb_puts(&c, "<<SYS>>\n"), sb_puts(&c, system), sb_puts(&c, "\n<</SYS>>\n\n");
-        sb_puts(&c, user);
+        sb_puts(&c, turns[0].content);
         sb_puts(&b, "[INST] ");
         if (c.p) sb_put_stripped(&b, c.p, c.n);
         b.oom |= c.oom;
@@ -156,19 +205,30 @@ tf_status tf_model_chat_prompt(const tf_model *m, const char *system, const char
         break;
     }
     case CHAT_MISTRAL:
-        sb_puts(&b, "[INST] "), sb_puts(&b, user), sb_puts(&b, " [/INST]");
+        sb_puts(&b, "[INST] "), sb_puts(&b, turns[0].content), sb_puts(&b, " [/INST]");
         break;
     case CHAT_ZEPHYR:
         if (system) sb_puts(&b, "<|system|>\n"), sb_puts(&b, system), sb_puts(&b, "</s>\n");
-        sb_puts(&b, "<|user|>\n"), sb_puts(&b, user), sb_puts(&b, "</s>\n<|assistant|>\n");
+        for (size_t i = 0; i < n_turns; i++)
+            sb_puts(&b, "<|"), sb_puts(&b, turns[i].role), sb_puts(&b, "|>\n"), sb_puts(&b, turns[i].content),
+                sb_puts(&b, "</s>\n");
+        sb_puts(&b, "<|assistant|>\n");
         break;
     }
     free(def.p);
     if (b.oom || !b.p) {
         free(b.p);
-        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "chat prompt: out of memory");
-        return TF_ERR_NOMEM;
+        return chat_fail(errbuf, errbuf_size, TF_ERR_NOMEM, "chat prompt: out of memory");
     }
     *out = b.p;
     return TF_OK;
+}
+
+tf_status tf_model_chat_prompt(const tf_model *m, const char *system, const char *user, char **out, char *errbuf,
+                               size_t errbuf_size) {
+    *out = NULL;
+    if (!user) return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG, "chat prompt: the user message is NULL");
+    tf_chat_message msgs[2] = {{"system", system}, {"user", user}};
+    return system ? tf_model_chat_format(m, msgs, 2, out, errbuf, errbuf_size)
+                  : tf_model_chat_format(m, msgs + 1, 1, out, errbuf, errbuf_size);
 }
