@@ -7,6 +7,9 @@
  * failure is available from the handle involved (or from a caller-provided
  * buffer where no handle exists yet). The library never exits, never writes
  * to stdout and never reads the environment.
+ *
+ * Every function declared here, and nothing else, is exported from
+ * libtriforce.so (docs/LIBRARY.md: installing, linking, the ABI promise).
  */
 #ifndef TRIFORCE_H
 #define TRIFORCE_H
@@ -15,9 +18,32 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+/* The version of this header. MAJOR changes with every incompatible change
+ * of the ABI (and is the number in the shared library's SONAME,
+ * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
+ * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
+#define TF_VERSION_MAJOR 0
+#define TF_VERSION_MINOR 1
+#define TF_VERSION_PATCH 0
+#define TF_VERSION_STRING "0.1.0"
+
+/* Marks the functions of the public API: the library is compiled with
+ * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TF_API __attribute__((visibility("default")))
+#else
+#define TF_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of the library that is running, TF_VERSION_STRING as it was
+ * when the library was built (compare it with TF_VERSION_STRING to detect a
+ * program running against a library other than the one it was compiled
+ * with). Never NULL; a static string. */
+TF_API const char *tf_version(void);
 
 /* Status codes. Anything user input can cause maps to one of these. */
 typedef enum tf_status {
@@ -33,7 +59,7 @@ typedef enum tf_status {
 } tf_status;
 
 /* Short name of a status ("ok", "io error", ...). Never NULL. */
-const char *tf_status_str(tf_status st);
+TF_API const char *tf_status_str(tf_status st);
 
 /* Log levels and sink. The sink receives one complete line (no trailing \n). */
 typedef enum tf_log_level {
@@ -70,23 +96,23 @@ typedef struct tf_model_params {
     void *progress_user_data;
 } tf_model_params;
 
-tf_model_params tf_model_default_params(void);
+TF_API tf_model_params tf_model_default_params(void);
 
 /* Load a model: a GGUF file (memory-mapped) or a Hugging Face checkpoint
  * directory (config.json, model.safetensors or its sharded index,
  * tokenizer.json). On failure *out is NULL and, if errbuf is given, it
  * receives a message naming the file, field and expectation. */
-tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
-                             size_t errbuf_size);
-void tf_model_close(tf_model *model);
+TF_API tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
+                                    size_t errbuf_size);
+TF_API void tf_model_close(tf_model *model);
 
 /* A model that runs only the first n_layer layers of `model`, then its output
  * norm and head: a draft that needs no second model (Draft & Verify style
  * self-speculation). It shares every weight and the tokenizer of `model`,
  * which must outlive it; close it with tf_model_close. n_layer must be in
  * 1..layers of model - 1 (TF_ERR_INVALID_ARG otherwise). */
-tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_layer, char *errbuf,
-                              size_t errbuf_size);
+TF_API tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_layer, char *errbuf,
+                                     size_t errbuf_size);
 
 typedef struct tf_model_info {
     const char *name;       /* general.name or "" */
@@ -105,7 +131,7 @@ typedef struct tf_model_info {
     const char *tokenizer;  /* description, or "" */
 } tf_model_info;
 
-void tf_model_get_info(const tf_model *model, tf_model_info *info);
+TF_API void tf_model_get_info(const tf_model *model, tf_model_info *info);
 typedef struct tf_tensor_info {
     const char *name;
     const char *type; /* "f32", "q4_k", ... */
@@ -114,26 +140,27 @@ typedef struct tf_tensor_info {
     uint64_t bytes;
 } tf_tensor_info;
 
-int64_t tf_model_n_tensors(const tf_model *model);
+TF_API int64_t tf_model_n_tensors(const tf_model *model);
 /* Describe tensor i (0 <= i < n_tensors); false if out of range. */
-bool tf_model_tensor(const tf_model *model, int64_t i, tf_tensor_info *info);
+TF_API bool tf_model_tensor(const tf_model *model, int64_t i, tf_tensor_info *info);
 
 /* KV-cache bytes per token for an f32 (elem 4) or f16 (elem 2) cache. */
-uint64_t tf_model_kv_bytes_per_token(const tf_model *model, int elem_size);
+TF_API uint64_t tf_model_kv_bytes_per_token(const tf_model *model, int elem_size);
 
 /* ------------------------------------------------------------------------ */
 /* Tokens                                                                   */
 
-int32_t tf_model_bos(const tf_model *model); /* -1 if none */
-int32_t tf_model_eos(const tf_model *model); /* -1 if none */
-bool tf_model_is_eog(const tf_model *model, int32_t token);
+TF_API int32_t tf_model_bos(const tf_model *model); /* -1 if none */
+TF_API int32_t tf_model_eos(const tf_model *model); /* -1 if none */
+TF_API bool tf_model_is_eog(const tf_model *model, int32_t token);
 
 /* Tokenize; see tf_tokenize in the tokenizer docs. *n_out gets the full count
  * (TF_ERR_RANGE if it exceeds cap). TF_ERR_UNSUPPORTED without a tokenizer. */
-tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len, bool add_special,
-                            bool parse_special, int32_t *out, size_t cap, size_t *n_out);
+TF_API tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len, bool add_special,
+                                   bool parse_special, int32_t *out, size_t cap, size_t *n_out);
 /* Bytes of one token (see tf_token_to_piece); -1 if out of range. */
-int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf, int32_t cap);
+TF_API int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf,
+                                       int32_t cap);
 
 /* One user turn in the model's chat format (GGUF tokenizer.chat_template),
  * ending with the assistant's turn opened, as the template renders
@@ -144,8 +171,8 @@ int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool rende
  * parse_special. *out is malloc'ed (caller frees). TF_ERR_UNSUPPORTED with a
  * message naming the known families when the model has no template or one
  * of another family. */
-tf_status tf_model_chat_prompt(const tf_model *model, const char *system, const char *user, char **out,
-                               char *errbuf, size_t errbuf_size);
+TF_API tf_status tf_model_chat_prompt(const tf_model *model, const char *system, const char *user, char **out,
+                                      char *errbuf, size_t errbuf_size);
 
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                 */
@@ -163,35 +190,35 @@ typedef struct tf_context_params {
     void *progress_user_data;
 } tf_context_params;
 
-tf_context_params tf_context_default_params(void);
+TF_API tf_context_params tf_context_default_params(void);
 
-tf_status tf_context_init(tf_context **out, const tf_model *model, const tf_context_params *params, char *errbuf,
-                          size_t errbuf_size);
-void tf_context_free(tf_context *ctx);
+TF_API tf_status tf_context_init(tf_context **out, const tf_model *model, const tf_context_params *params, char *errbuf,
+                                 size_t errbuf_size);
+TF_API void tf_context_free(tf_context *ctx);
 
 /* Message of the context's last failure ("" if none). */
-const char *tf_context_error(const tf_context *ctx);
+TF_API const char *tf_context_error(const tf_context *ctx);
 
 /* Append tokens to the sequence (prefill in batches of n_batch). Afterwards
  * tf_context_logits() holds the last token's logits; with logits_all, `out`
  * (if not NULL) receives n x n_vocab logits. TF_ERR_RANGE if the context
  * would overflow (nothing is appended then). TF_ERR_CANCELLED if the
  * progress callback stopped it (the tokens evaluated so far stay). */
-tf_status tf_context_eval(tf_context *ctx, const int32_t *tokens, int32_t n, float *out);
+TF_API tf_status tf_context_eval(tf_context *ctx, const int32_t *tokens, int32_t n, float *out);
 
 /* Logits [n_vocab] of the last evaluated token. */
-const float *tf_context_logits(const tf_context *ctx);
-int32_t tf_context_n_past(const tf_context *ctx);
-int32_t tf_context_n_ctx(const tf_context *ctx);
+TF_API const float *tf_context_logits(const tf_context *ctx);
+TF_API int32_t tf_context_n_past(const tf_context *ctx);
+TF_API int32_t tf_context_n_ctx(const tf_context *ctx);
 /* Forget tokens beyond n (rollback; copies nothing). */
-tf_status tf_context_truncate(tf_context *ctx, int32_t n);
+TF_API tf_status tf_context_truncate(tf_context *ctx, int32_t n);
 /* For benchmarks: make the cache hold n positions (0..n-1) of random keys and
  * values (uniform in [-1, 1], from `seed`), as if n tokens had been evaluated,
  * without running the model. The cost of a later tf_context_eval does not
  * depend on what the cache holds, so this times a pass at a depth that a
  * prefill would take minutes to reach. The logits are undefined until the next
  * tf_context_eval. TF_ERR_RANGE if n exceeds n_ctx, TF_ERR_INVALID_ARG if n < 0. */
-tf_status tf_context_fill_random(tf_context *ctx, int32_t n, uint64_t seed);
+TF_API tf_status tf_context_fill_random(tf_context *ctx, int32_t n, uint64_t seed);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling                                                                 */
@@ -204,11 +231,11 @@ typedef struct tf_sampler_params {
     uint64_t seed;
 } tf_sampler_params;
 
-tf_sampler_params tf_sampler_default_params(void);
-tf_status tf_sampler_init(tf_sampler **out, const tf_model *model, const tf_sampler_params *params, char *errbuf,
-                          size_t errbuf_size);
-void tf_sampler_free(tf_sampler *s);
-int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
+TF_API tf_sampler_params tf_sampler_default_params(void);
+TF_API tf_status tf_sampler_init(tf_sampler **out, const tf_model *model, const tf_sampler_params *params, char *errbuf,
+                                 size_t errbuf_size);
+TF_API void tf_sampler_free(tf_sampler *s);
+TF_API int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
 
 
 /* ------------------------------------------------------------------------ */
@@ -222,8 +249,8 @@ typedef enum tf_decode_mode {
     TF_MODE_TRIFORCE = 4,  /* draft -> target over the retrieval cache -> target */
 } tf_decode_mode;
 
-const char *tf_decode_mode_name(tf_decode_mode mode);
-bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
+TF_API const char *tf_decode_mode_name(tf_decode_mode mode);
+TF_API bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
 
 typedef struct tf_decoder tf_decoder;
 
@@ -236,10 +263,10 @@ typedef enum tf_device {
     TF_DEVICE_CUDA = 2, /* fails with TF_ERR_UNSUPPORTED and a reason when unavailable */
 } tf_device;
 
-const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
-bool tf_device_from_name(const char *name, tf_device *out);
+TF_API const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
+TF_API bool tf_device_from_name(const char *name, tf_device *out);
 /* Number of usable CUDA devices (0 without CUDA support, a driver or a device). */
-int tf_cuda_devices(void);
+TF_API int tf_cuda_devices(void);
 
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
@@ -273,26 +300,26 @@ typedef struct tf_decoder_params {
     tf_device device;        /* default TF_DEVICE_AUTO */
 } tf_decoder_params;
 
-tf_decoder_params tf_decoder_default_params(void);
+TF_API tf_decoder_params tf_decoder_default_params(void);
 
 /* draft may be NULL for ar and retrieval; the other modes need one whose
  * vocabulary equals the target's. */
-tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
-                          const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
-void tf_decoder_free(tf_decoder *dec);
-const char *tf_decoder_error(const tf_decoder *dec);
+TF_API tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
+                                 const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
+TF_API void tf_decoder_free(tf_decoder *dec);
+TF_API const char *tf_decoder_error(const tf_decoder *dec);
 
 /* Prefill the prompt (1 <= n < n_ctx). */
-tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
+TF_API tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
 /* Prefill with the prompt that src holds, copying its target cache instead of
  * recomputing it (for measuring several configurations on one long prompt).
  * Both decoders on the CPU with the same target model and KV type; src
  * prefilled (it may have decoded since: the whole sequence it holds is the
  * prompt), in retrieval or triforce mode when dec has a retrieval level (the
  * cache is built from src's newest query). src is not changed. */
-tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
+TF_API tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
 /* Emit >= 1 tokens (at most cap; cap >= 32 always suffices) into out. */
-tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
+TF_API tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
 
 typedef struct tf_level_info {
     const char *name;  /* "target", "middle", "draft" */
@@ -311,9 +338,9 @@ typedef struct tf_level_info {
 } tf_level_info;
 
 /* The device the decoder runs on: "cpu" or "cuda: <device description>". */
-const char *tf_decoder_device(const tf_decoder *dec);
-int tf_decoder_n_levels(const tf_decoder *dec);
-void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
+TF_API const char *tf_decoder_device(const tf_decoder *dec);
+TF_API int tf_decoder_n_levels(const tf_decoder *dec);
+TF_API void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
 
 #ifdef __cplusplus
 }

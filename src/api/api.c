@@ -36,6 +36,8 @@ static void copy_err(const tf_err *err, char *buf, size_t size) {
     if (buf && size) snprintf(buf, size, "%s", err->msg);
 }
 
+const char *tf_version(void) { return TF_VERSION_STRING; }
+
 /* ---- models ---- */
 
 tf_model_params tf_model_default_params(void) {
