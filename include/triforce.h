@@ -8,6 +8,12 @@
  * buffer where no handle exists yet). The library never exits, never writes
  * to stdout and never reads the environment.
  *
+ * Caller-provided buffers with a capacity are never written past it:
+ *   - errbuf/errbuf_size: the message, cut to errbuf_size - 1 bytes and always
+ *     NUL-terminated (nothing is written when errbuf is NULL or the size 0);
+ *   - tf_model_tokenize, tf_model_token_to_piece and tf_decoder_step say
+ *     below what they return when the result does not fit.
+ *
  * Every function declared here, and nothing else, is exported from
  * libtriforce.so (docs/LIBRARY.md: installing, linking, the ABI promise).
  */
@@ -154,11 +160,27 @@ TF_API int32_t tf_model_bos(const tf_model *model); /* -1 if none */
 TF_API int32_t tf_model_eos(const tf_model *model); /* -1 if none */
 TF_API bool tf_model_is_eog(const tf_model *model, int32_t token);
 
-/* Tokenize; see tf_tokenize in the tokenizer docs. *n_out gets the full count
- * (TF_ERR_RANGE if it exceeds cap). TF_ERR_UNSUPPORTED without a tokenizer. */
+/* Tokenize len bytes of text (need not be NUL-terminated). add_special adds
+ * BOS/EOS as the model's metadata says; parse_special recognises control
+ * tokens written in the text. Writes at most cap ids to out and sets *n_out
+ * to the full count. When that exceeds cap the call returns TF_ERR_RANGE, out
+ * holds the first cap ids and nothing beyond them is written, so a caller can
+ * allocate *n_out ids and call again. On any other failure *n_out is 0:
+ * TF_ERR_RANGE also for a text over 1 GiB (2^30 bytes), TF_ERR_INVALID_ARG
+ * for a NULL text with len > 0 or a NULL out with cap > 0,
+ * TF_ERR_UNSUPPORTED without a tokenizer. */
 TF_API tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len, bool add_special,
                                    bool parse_special, int32_t *out, size_t cap, size_t *n_out);
-/* Bytes of one token (see tf_token_to_piece); -1 if out of range. */
+/* The bytes one token stands for when detokenized (SPM's "\xe2\x96\x81" as a
+ * space, byte tokens as their byte, byte-level BPE symbols as bytes; control
+ * tokens give nothing unless render_special, then their text). Not
+ * NUL-terminated, and a piece may be part of a UTF-8 sequence.
+ * Returns the piece's full length in bytes and writes min(length, cap) of
+ * them into buf: when the return value exceeds cap, buf holds the first cap
+ * bytes, nothing beyond them is written, and a buffer of the returned size
+ * gets the whole piece. cap <= 0 (buf may then be NULL) writes nothing and
+ * returns the length. -1 if token is not in 0..n_vocab-1 or the model has no
+ * tokenizer. */
 TF_API int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf,
                                        int32_t cap);
 
@@ -318,7 +340,15 @@ TF_API tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int3
  * prompt), in retrieval or triforce mode when dec has a retrieval level (the
  * cache is built from src's newest query). src is not changed. */
 TF_API tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
-/* Emit >= 1 tokens (at most cap; cap >= 32 always suffices) into out. */
+/* Decode: writes the next tokens of the sequence into out, at most cap of
+ * them, and their count into *n_out (>= 1 on TF_OK). One step emits at most
+ * 16 tokens (a target pass verifies at most 15 candidates). When they exceed
+ * cap, the first cap are written and the rest are held back: the next calls
+ * hand them out, in order, before decoding again, so the sequence does not
+ * depend on cap, and a cap of 16 or more never holds tokens back.
+ * TF_ERR_INVALID_ARG if cap < 1 or out is NULL (nothing decoded);
+ * TF_ERR_RANGE once the context is full and every token has been handed out.
+ * *n_out is 0 on any error. */
 TF_API tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
 
 typedef struct tf_level_info {
