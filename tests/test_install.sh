@@ -100,7 +100,8 @@ if [ "$n_decl" -ge 40 ] && [ -z "$missing" ] && [ -z "$extra" ]; then ok exports
 else
     echo "$n_decl functions declared in triforce.h, $(wc -l < "$W/exported") symbols exported"
     [ -z "$missing" ] || echo "declared but not exported:" $missing
-    [ -z "$extra" ] || echo "exported but not declared:" $extra
+    [ -z "$extra" ] || echo "exported but not declared:" $extra "(objects compiled before the library used" \
+        "-fvisibility=hidden stay in $B, since make does not track flags: make clean, then make)"
     bad exports_are_the_header
 fi
 
