@@ -1,6 +1,9 @@
 # triforce — plain Makefile. CPU-only by default; `make CUDA=1` adds the CUDA backend.
 #
 #   make            library (static + shared) and the `triforce` CLI
+#   make install    the library, its header, its pkg-config file and the CLI under PREFIX
+#                   (default /usr/local; DESTDIR, LIBDIR, INCLUDEDIR, BINDIR, PKGCONFIGDIR
+#                   also honoured); `make uninstall` removes them (docs/LIBRARY.md)
 #   make test       build and run the test suite (offline)
 #   make asan       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       the GGUF reader under libFuzzer (clang) for FUZZ_SECONDS (default 60);
@@ -21,6 +24,29 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -
            -Iinclude -Isrc -Itests/common
 LDLIBS  += -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
 CUDA_ON := $(filter 1 yes,$(CUDA))
+
+# The version, from include/triforce.h (TF_VERSION_MAJOR/MINOR/PATCH). The shared
+# library is libtriforce.so.MAJOR.MINOR.PATCH with the SONAME libtriforce.so.MAJOR:
+# MAJOR changes with every incompatible change of the ABI.
+version_part = $(shell sed -n 's/^.define TF_VERSION_$(1)  *\([0-9][0-9]*\)$$/\1/p' include/triforce.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION_MINOR := $(call version_part,MINOR)
+VERSION_PATCH := $(call version_part,PATCH)
+ifeq ($(words $(VERSION_MAJOR) $(VERSION_MINOR) $(VERSION_PATCH)),3)
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+else
+$(error include/triforce.h: expected one "#define TF_VERSION_MAJOR|MINOR|PATCH N" line each)
+endif
+SONAME  := libtriforce.so.$(VERSION_MAJOR)
+SOFILE  := libtriforce.so.$(VERSION)
+
+# Where `make install` puts things (DESTDIR is prepended to each, for staging).
+PREFIX       ?= /usr/local
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+BINDIR       ?= $(PREFIX)/bin
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+PKG_CONFIG   ?= pkg-config
 ifneq ($(CUDA_ON),)
 BUILD   ?= build-cuda
 endif
@@ -62,7 +88,8 @@ CUDA_SRCS  := $(sort $(wildcard src/backend/cuda/*.cu))
 CUDA_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
 LIB_OBJS   += $(CUDA_OBJS)
 CFLAGS     += -DTF_HAVE_CUDA
-LDLIBS     += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
+CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
+LDLIBS     += $(CUDA_LDLIBS)
 endif
 
 # SIMD kernels: -O3 for full unrolling of fixed-trip loops, FMA contraction on
@@ -79,7 +106,7 @@ $(BUILD)/src/backend/cpu/attn_bf16_avx512.o: SIMD_OPT := -O3 -ffp-contract=off
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
-.PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models demo
+.PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models demo install uninstall
 all: info lib $(BUILD)/triforce
 
 info:
@@ -96,28 +123,42 @@ cuda-objs: $(LIB_OBJS)
 
 lib: $(BUILD)/libtriforce.a $(BUILD)/libtriforce.so
 
+# The library's objects are compiled with hidden visibility: libtriforce.so exports the
+# functions include/triforce.h marks TF_API and nothing else. Objects of the CLI and the
+# tests link the static archive, where hidden symbols resolve as usual.
+$(LIB_OBJS): LIB_VISIBILITY := -fvisibility=hidden
+
 $(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_VISIBILITY) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_VISIBILITY) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(if $(LIB_VISIBILITY),-Xcompiler $(LIB_VISIBILITY)) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_VISIBILITY) -MMD -MP -c $< -o $@
 
 $(BUILD)/libtriforce.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libtriforce.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library under its full version, with the SONAME programs record, and the
+# two links: libtriforce.so.MAJOR (what the loader looks for) and libtriforce.so (what
+# -ltriforce finds when linking).
+$(BUILD)/$(SOFILE): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/$(SONAME): $(BUILD)/$(SOFILE)
+	ln -sf $(SOFILE) $@
+
+$(BUILD)/libtriforce.so: $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/triforce: $(TOOL_OBJS) $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libtriforce.a $(LDLIBS)
@@ -129,15 +170,66 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 
 # The C tests, tests/test_bench.sh (`triforce bench` on stories260K), tests/test_outputs.sh (what
 # the writing commands refuse, write errors, interruption), tests/test_usage.sh (usage errors
-# before any work, messages, flags that must not size memory), then tests/test_readme.sh
-# (README.md's example commands, as written).
-test: $(TEST_BINS) $(BUILD)/triforce
-	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_outputs.sh tests/test_usage.sh \
-	    tests/test_readme.sh
+# before any work, messages, flags that must not size memory), tests/test_install.sh (`make
+# install` into a scratch DESTDIR: files, SONAME, exported symbols, programs built with
+# pkg-config against the shared and the static library, `make uninstall`), then
+# tests/test_readme.sh (README.md's example commands, as written). CC and OPT reach the tests:
+# test_install.sh compiles its programs as this build compiles (under `make asan`, with the
+# sanitizers).
+test: $(TEST_BINS) $(BUILD)/triforce lib
+	@BUILD=$(BUILD) CC="$(CC)" OPT="$(OPT)" sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_outputs.sh \
+	    tests/test_usage.sh tests/test_install.sh tests/test_readme.sh
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lutf8proc -lm -lpthread" test
+
+# pkg-config's file for the installed library. Of the libraries libtriforce uses, those
+# with a pkg-config module here go to Requires.private, the others to Libs.private as -l
+# flags; a static link needs them all, a dynamic one only -ltriforce.
+# (Evaluated only when `make install` writes the file.)
+PC_DEPS  := libcjson:-lcjson libpcre2-8:-lpcre2-8 libutf8proc:-lutf8proc
+pc_name   = $(word 1,$(subst :, ,$(1)))
+pc_flag   = $(word 2,$(subst :, ,$(1)))
+PC_FOUND  = $(foreach d,$(PC_DEPS),$(if $(shell $(PKG_CONFIG) --exists $(call pc_name,$(d)) 2>/dev/null && echo y),$(d)))
+PC_REQUIRES_PRIVATE = $(foreach d,$(PC_FOUND),$(call pc_name,$(d)))
+PC_LIBS_PRIVATE = $(strip $(foreach d,$(filter-out $(PC_FOUND),$(PC_DEPS)),$(call pc_flag,$(d))) -lm -lpthread $(CUDA_LDLIBS))
+# a directory under PREFIX is written relative to ${prefix}, so that pkg-config's
+# --define-prefix can relocate the file
+pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+define TRIFORCE_PC
+prefix=$(PREFIX)
+libdir=$(call pc_path,$(LIBDIR))
+includedir=$(call pc_path,$(INCLUDEDIR))
+
+Name: triforce
+Description: C inference engine for Llama-family models with TriForce speculative decoding
+Version: $(VERSION)
+Requires.private: $(PC_REQUIRES_PRIVATE)
+Libs: -L$${libdir} -ltriforce
+Libs.private: $(PC_LIBS_PRIVATE)
+Cflags: -I$${includedir}
+endef
+export TRIFORCE_PC
+
+# install -D creates the directories; the symlinks are made relative, as in $(BUILD).
+install: lib $(BUILD)/triforce
+	install -D -m 644 $(BUILD)/libtriforce.a "$(DESTDIR)$(LIBDIR)/libtriforce.a"
+	install -D -m 644 $(BUILD)/$(SOFILE) "$(DESTDIR)$(LIBDIR)/$(SOFILE)"
+	ln -sf $(SOFILE) "$(DESTDIR)$(LIBDIR)/$(SONAME)"
+	ln -sf $(SONAME) "$(DESTDIR)$(LIBDIR)/libtriforce.so"
+	install -D -m 644 include/triforce.h "$(DESTDIR)$(INCLUDEDIR)/triforce.h"
+	printf '%s\n' "$$TRIFORCE_PC" > $(BUILD)/triforce.pc
+	install -D -m 644 $(BUILD)/triforce.pc "$(DESTDIR)$(PKGCONFIGDIR)/triforce.pc"
+	install -D -m 755 $(BUILD)/triforce "$(DESTDIR)$(BINDIR)/triforce"
+	@[ -n "$(DESTDIR)" ] || echo "installed into $(LIBDIR); run ldconfig (as root) so that the loader finds $(SONAME)"
+
+# Removes what `make install` (of this version) installed; directories stay.
+uninstall:
+	rm -f "$(DESTDIR)$(LIBDIR)/libtriforce.a" "$(DESTDIR)$(LIBDIR)/$(SOFILE)" "$(DESTDIR)$(LIBDIR)/$(SONAME)" \
+	    "$(DESTDIR)$(LIBDIR)/libtriforce.so" "$(DESTDIR)$(INCLUDEDIR)/triforce.h" \
+	    "$(DESTDIR)$(PKGCONFIGDIR)/triforce.pc" "$(DESTDIR)$(BINDIR)/triforce"
 
 # libFuzzer over the GGUF reader (dev/fuzz_gguf.c): the seed writer makes small valid files,
 # then the fuzzer mutates them for FUZZ_SECONDS under ASan + UBSan. Needs clang with its

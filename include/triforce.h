@@ -7,6 +7,15 @@
  * failure is available from the handle involved (or from a caller-provided
  * buffer where no handle exists yet). The library never exits, never writes
  * to stdout and never reads the environment.
+ *
+ * Caller-provided buffers with a capacity are never written past it:
+ *   - errbuf/errbuf_size: the message, cut to errbuf_size - 1 bytes and always
+ *     NUL-terminated (nothing is written when errbuf is NULL or the size 0);
+ *   - tf_model_tokenize, tf_model_token_to_piece and tf_decoder_step say
+ *     below what they return when the result does not fit.
+ *
+ * Every function declared here, and nothing else, is exported from
+ * libtriforce.so (docs/LIBRARY.md: installing, linking, the ABI promise).
  */
 #ifndef TRIFORCE_H
 #define TRIFORCE_H
@@ -15,9 +24,32 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+/* The version of this header. MAJOR changes with every incompatible change
+ * of the ABI (and is the number in the shared library's SONAME,
+ * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
+ * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
+#define TF_VERSION_MAJOR 0
+#define TF_VERSION_MINOR 1
+#define TF_VERSION_PATCH 0
+#define TF_VERSION_STRING "0.1.0"
+
+/* Marks the functions of the public API: the library is compiled with
+ * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TF_API __attribute__((visibility("default")))
+#else
+#define TF_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of the library that is running, TF_VERSION_STRING as it was
+ * when the library was built (compare it with TF_VERSION_STRING to detect a
+ * program running against a library other than the one it was compiled
+ * with). Never NULL; a static string. */
+TF_API const char *tf_version(void);
 
 /* Status codes. Anything user input can cause maps to one of these. */
 typedef enum tf_status {
@@ -33,7 +65,7 @@ typedef enum tf_status {
 } tf_status;
 
 /* Short name of a status ("ok", "io error", ...). Never NULL. */
-const char *tf_status_str(tf_status st);
+TF_API const char *tf_status_str(tf_status st);
 
 /* Log levels and sink. The sink receives one complete line (no trailing \n). */
 typedef enum tf_log_level {
@@ -70,23 +102,23 @@ typedef struct tf_model_params {
     void *progress_user_data;
 } tf_model_params;
 
-tf_model_params tf_model_default_params(void);
+TF_API tf_model_params tf_model_default_params(void);
 
 /* Load a model: a GGUF file (memory-mapped) or a Hugging Face checkpoint
  * directory (config.json, model.safetensors or its sharded index,
  * tokenizer.json). On failure *out is NULL and, if errbuf is given, it
  * receives a message naming the file, field and expectation. */
-tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
-                             size_t errbuf_size);
-void tf_model_close(tf_model *model);
+TF_API tf_status tf_model_load_file(tf_model **out, const char *path, const tf_model_params *params, char *errbuf,
+                                    size_t errbuf_size);
+TF_API void tf_model_close(tf_model *model);
 
 /* A model that runs only the first n_layer layers of `model`, then its output
  * norm and head: a draft that needs no second model (Draft & Verify style
  * self-speculation). It shares every weight and the tokenizer of `model`,
  * which must outlive it; close it with tf_model_close. n_layer must be in
  * 1..layers of model - 1 (TF_ERR_INVALID_ARG otherwise). */
-tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_layer, char *errbuf,
-                              size_t errbuf_size);
+TF_API tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_layer, char *errbuf,
+                                     size_t errbuf_size);
 
 typedef struct tf_model_info {
     const char *name;       /* general.name or "" */
@@ -105,7 +137,7 @@ typedef struct tf_model_info {
     const char *tokenizer;  /* description, or "" */
 } tf_model_info;
 
-void tf_model_get_info(const tf_model *model, tf_model_info *info);
+TF_API void tf_model_get_info(const tf_model *model, tf_model_info *info);
 typedef struct tf_tensor_info {
     const char *name;
     const char *type; /* "f32", "q4_k", ... */
@@ -114,26 +146,43 @@ typedef struct tf_tensor_info {
     uint64_t bytes;
 } tf_tensor_info;
 
-int64_t tf_model_n_tensors(const tf_model *model);
+TF_API int64_t tf_model_n_tensors(const tf_model *model);
 /* Describe tensor i (0 <= i < n_tensors); false if out of range. */
-bool tf_model_tensor(const tf_model *model, int64_t i, tf_tensor_info *info);
+TF_API bool tf_model_tensor(const tf_model *model, int64_t i, tf_tensor_info *info);
 
 /* KV-cache bytes per token for an f32 (elem 4) or f16 (elem 2) cache. */
-uint64_t tf_model_kv_bytes_per_token(const tf_model *model, int elem_size);
+TF_API uint64_t tf_model_kv_bytes_per_token(const tf_model *model, int elem_size);
 
 /* ------------------------------------------------------------------------ */
 /* Tokens                                                                   */
 
-int32_t tf_model_bos(const tf_model *model); /* -1 if none */
-int32_t tf_model_eos(const tf_model *model); /* -1 if none */
-bool tf_model_is_eog(const tf_model *model, int32_t token);
+TF_API int32_t tf_model_bos(const tf_model *model); /* -1 if none */
+TF_API int32_t tf_model_eos(const tf_model *model); /* -1 if none */
+TF_API bool tf_model_is_eog(const tf_model *model, int32_t token);
 
-/* Tokenize; see tf_tokenize in the tokenizer docs. *n_out gets the full count
- * (TF_ERR_RANGE if it exceeds cap). TF_ERR_UNSUPPORTED without a tokenizer. */
-tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len, bool add_special,
-                            bool parse_special, int32_t *out, size_t cap, size_t *n_out);
-/* Bytes of one token (see tf_token_to_piece); -1 if out of range. */
-int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf, int32_t cap);
+/* Tokenize len bytes of text (need not be NUL-terminated). add_special adds
+ * BOS/EOS as the model's metadata says; parse_special recognises control
+ * tokens written in the text. Writes at most cap ids to out and sets *n_out
+ * to the full count. When that exceeds cap the call returns TF_ERR_RANGE, out
+ * holds the first cap ids and nothing beyond them is written, so a caller can
+ * allocate *n_out ids and call again. On any other failure *n_out is 0:
+ * TF_ERR_RANGE also for a text over 1 GiB (2^30 bytes), TF_ERR_INVALID_ARG
+ * for a NULL text with len > 0 or a NULL out with cap > 0,
+ * TF_ERR_UNSUPPORTED without a tokenizer. */
+TF_API tf_status tf_model_tokenize(const tf_model *model, const char *text, size_t len, bool add_special,
+                                   bool parse_special, int32_t *out, size_t cap, size_t *n_out);
+/* The bytes one token stands for when detokenized (SPM's "\xe2\x96\x81" as a
+ * space, byte tokens as their byte, byte-level BPE symbols as bytes; control
+ * tokens give nothing unless render_special, then their text). Not
+ * NUL-terminated, and a piece may be part of a UTF-8 sequence.
+ * Returns the piece's full length in bytes and writes min(length, cap) of
+ * them into buf: when the return value exceeds cap, buf holds the first cap
+ * bytes, nothing beyond them is written, and a buffer of the returned size
+ * gets the whole piece. cap <= 0 (buf may then be NULL) writes nothing and
+ * returns the length. -1 if token is not in 0..n_vocab-1 or the model has no
+ * tokenizer. */
+TF_API int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf,
+                                       int32_t cap);
 
 /* One user turn in the model's chat format (GGUF tokenizer.chat_template),
  * ending with the assistant's turn opened, as the template renders
@@ -144,8 +193,8 @@ int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool rende
  * parse_special. *out is malloc'ed (caller frees). TF_ERR_UNSUPPORTED with a
  * message naming the known families when the model has no template or one
  * of another family. */
-tf_status tf_model_chat_prompt(const tf_model *model, const char *system, const char *user, char **out,
-                               char *errbuf, size_t errbuf_size);
+TF_API tf_status tf_model_chat_prompt(const tf_model *model, const char *system, const char *user, char **out,
+                                      char *errbuf, size_t errbuf_size);
 
 /* A conversation: an optional first "system" message, then "user" and
  * "assistant" messages alternating, ending with "user". */
@@ -159,7 +208,7 @@ typedef struct tf_chat_message {
  * llama2 and mistral families are formatted for one user turn only
  * (TF_ERR_UNSUPPORTED for more). TF_ERR_INVALID_ARG naming the message for
  * roles out of order. *out is malloc'ed (caller frees). */
-tf_status tf_model_chat_format(const tf_model *model, const tf_chat_message *msgs, size_t n, char **out,
+TF_API tf_status tf_model_chat_format(const tf_model *model, const tf_chat_message *msgs, size_t n, char **out,
                                char *errbuf, size_t errbuf_size);
 
 /* ------------------------------------------------------------------------ */
@@ -178,35 +227,35 @@ typedef struct tf_context_params {
     void *progress_user_data;
 } tf_context_params;
 
-tf_context_params tf_context_default_params(void);
+TF_API tf_context_params tf_context_default_params(void);
 
-tf_status tf_context_init(tf_context **out, const tf_model *model, const tf_context_params *params, char *errbuf,
-                          size_t errbuf_size);
-void tf_context_free(tf_context *ctx);
+TF_API tf_status tf_context_init(tf_context **out, const tf_model *model, const tf_context_params *params, char *errbuf,
+                                 size_t errbuf_size);
+TF_API void tf_context_free(tf_context *ctx);
 
 /* Message of the context's last failure ("" if none). */
-const char *tf_context_error(const tf_context *ctx);
+TF_API const char *tf_context_error(const tf_context *ctx);
 
 /* Append tokens to the sequence (prefill in batches of n_batch). Afterwards
  * tf_context_logits() holds the last token's logits; with logits_all, `out`
  * (if not NULL) receives n x n_vocab logits. TF_ERR_RANGE if the context
  * would overflow (nothing is appended then). TF_ERR_CANCELLED if the
  * progress callback stopped it (the tokens evaluated so far stay). */
-tf_status tf_context_eval(tf_context *ctx, const int32_t *tokens, int32_t n, float *out);
+TF_API tf_status tf_context_eval(tf_context *ctx, const int32_t *tokens, int32_t n, float *out);
 
 /* Logits [n_vocab] of the last evaluated token. */
-const float *tf_context_logits(const tf_context *ctx);
-int32_t tf_context_n_past(const tf_context *ctx);
-int32_t tf_context_n_ctx(const tf_context *ctx);
+TF_API const float *tf_context_logits(const tf_context *ctx);
+TF_API int32_t tf_context_n_past(const tf_context *ctx);
+TF_API int32_t tf_context_n_ctx(const tf_context *ctx);
 /* Forget tokens beyond n (rollback; copies nothing). */
-tf_status tf_context_truncate(tf_context *ctx, int32_t n);
+TF_API tf_status tf_context_truncate(tf_context *ctx, int32_t n);
 /* For benchmarks: make the cache hold n positions (0..n-1) of random keys and
  * values (uniform in [-1, 1], from `seed`), as if n tokens had been evaluated,
  * without running the model. The cost of a later tf_context_eval does not
  * depend on what the cache holds, so this times a pass at a depth that a
  * prefill would take minutes to reach. The logits are undefined until the next
  * tf_context_eval. TF_ERR_RANGE if n exceeds n_ctx, TF_ERR_INVALID_ARG if n < 0. */
-tf_status tf_context_fill_random(tf_context *ctx, int32_t n, uint64_t seed);
+TF_API tf_status tf_context_fill_random(tf_context *ctx, int32_t n, uint64_t seed);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling                                                                 */
@@ -219,11 +268,11 @@ typedef struct tf_sampler_params {
     uint64_t seed;
 } tf_sampler_params;
 
-tf_sampler_params tf_sampler_default_params(void);
-tf_status tf_sampler_init(tf_sampler **out, const tf_model *model, const tf_sampler_params *params, char *errbuf,
-                          size_t errbuf_size);
-void tf_sampler_free(tf_sampler *s);
-int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
+TF_API tf_sampler_params tf_sampler_default_params(void);
+TF_API tf_status tf_sampler_init(tf_sampler **out, const tf_model *model, const tf_sampler_params *params, char *errbuf,
+                                 size_t errbuf_size);
+TF_API void tf_sampler_free(tf_sampler *s);
+TF_API int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
 
 
 /* ------------------------------------------------------------------------ */
@@ -237,8 +286,8 @@ typedef enum tf_decode_mode {
     TF_MODE_TRIFORCE = 4,  /* draft -> target over the retrieval cache -> target */
 } tf_decode_mode;
 
-const char *tf_decode_mode_name(tf_decode_mode mode);
-bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
+TF_API const char *tf_decode_mode_name(tf_decode_mode mode);
+TF_API bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
 
 typedef struct tf_decoder tf_decoder;
 
@@ -251,10 +300,10 @@ typedef enum tf_device {
     TF_DEVICE_CUDA = 2, /* fails with TF_ERR_UNSUPPORTED and a reason when unavailable */
 } tf_device;
 
-const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
-bool tf_device_from_name(const char *name, tf_device *out);
+TF_API const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
+TF_API bool tf_device_from_name(const char *name, tf_device *out);
 /* Number of usable CUDA devices (0 without CUDA support, a driver or a device). */
-int tf_cuda_devices(void);
+TF_API int tf_cuda_devices(void);
 
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
@@ -288,31 +337,31 @@ typedef struct tf_decoder_params {
     tf_device device;        /* default TF_DEVICE_AUTO */
 } tf_decoder_params;
 
-tf_decoder_params tf_decoder_default_params(void);
+TF_API tf_decoder_params tf_decoder_default_params(void);
 /* Check params without loading a model: ranges, gamma1 + gamma2 within the
  * 15 candidates a target pass verifies exactly, the device (cuda needs a CUDA
  * build). n_ctx 0 and n_threads 0 mean "decided by tf_decoder_init". What
  * needs the models (a draft for the mode, equal vocabularies, a GPU present)
  * is checked by tf_decoder_init. TF_OK, or TF_ERR_INVALID_ARG /
  * TF_ERR_UNSUPPORTED with the reason in errbuf. */
-tf_status tf_decoder_params_check(const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
+TF_API tf_status tf_decoder_params_check(const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
 
 /* draft may be NULL for ar and retrieval; the other modes need one whose
  * vocabulary equals the target's. */
-tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
-                          const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
-void tf_decoder_free(tf_decoder *dec);
-const char *tf_decoder_error(const tf_decoder *dec);
+TF_API tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
+                                 const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
+TF_API void tf_decoder_free(tf_decoder *dec);
+TF_API const char *tf_decoder_error(const tf_decoder *dec);
 
 /* Prefill the prompt (1 <= n < n_ctx). */
-tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
+TF_API tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
 /* Prefill with the prompt that src holds, copying its target cache instead of
  * recomputing it (for measuring several configurations on one long prompt).
  * Both decoders on the CPU with the same target model and KV type; src
  * prefilled (it may have decoded since: the whole sequence it holds is the
  * prompt), in retrieval or triforce mode when dec has a retrieval level (the
  * cache is built from src's newest query). src is not changed. */
-tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
+TF_API tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
 /* Prefill with the prompt tokens[0..n), reusing src's work: the cached
  * positions of the longest prefix the prompt shares with the sequence src
  * holds (its prompt and the tokens it decoded) are copied, the rest is
@@ -322,14 +371,22 @@ tf_status tf_decoder_prefill_from(tf_decoder *dec, const tf_decoder *src);
  * NULL or in any mode; one on another device, with another target model or
  * KV type reuses nothing; it is not changed. *n_reused (may be NULL) gets the
  * positions copied. */
-tf_status tf_decoder_prefill_reuse(tf_decoder *dec, const int32_t *tokens, int32_t n, const tf_decoder *src,
-                                   int32_t *n_reused);
+TF_API tf_status tf_decoder_prefill_reuse(tf_decoder *dec, const int32_t *tokens, int32_t n, const tf_decoder *src,
+                                          int32_t *n_reused);
 /* The tokens the decoder holds (prompt and emitted) and how many; for
  * choosing the decoder whose sequence shares the longest prefix with a new
  * prompt. The pointer is valid until the next call on dec. */
-const int32_t *tf_decoder_tokens(const tf_decoder *dec, int32_t *n);
-/* Emit >= 1 tokens (at most cap; cap >= 32 always suffices) into out. */
-tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
+TF_API const int32_t *tf_decoder_tokens(const tf_decoder *dec, int32_t *n);
+/* Decode: writes the next tokens of the sequence into out, at most cap of
+ * them, and their count into *n_out (>= 1 on TF_OK). One step emits at most
+ * 16 tokens (a target pass verifies at most 15 candidates). When they exceed
+ * cap, the first cap are written and the rest are held back: the next calls
+ * hand them out, in order, before decoding again, so the sequence does not
+ * depend on cap, and a cap of 16 or more never holds tokens back.
+ * TF_ERR_INVALID_ARG if cap < 1 or out is NULL (nothing decoded);
+ * TF_ERR_RANGE once the context is full and every token has been handed out.
+ * *n_out is 0 on any error. */
+TF_API tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int32_t *n_out);
 
 typedef struct tf_level_info {
     const char *name;  /* "target", "middle", "draft" */
@@ -348,9 +405,9 @@ typedef struct tf_level_info {
 } tf_level_info;
 
 /* The device the decoder runs on: "cpu" or "cuda: <device description>". */
-const char *tf_decoder_device(const tf_decoder *dec);
-int tf_decoder_n_levels(const tf_decoder *dec);
-void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
+TF_API const char *tf_decoder_device(const tf_decoder *dec);
+TF_API int tf_decoder_n_levels(const tf_decoder *dec);
+TF_API void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /*
  * test_cli.c — the `triforce` command line end to end: bad input gives a
  * clear message and a non-zero exit; info / tokenize / quantize / gen-model /
- * generate work; perplexity equals an independent float64 computation of the
- * same convention (windows of CTX, BOS first, second half scored).
+ * generate work; --version prints the library's version; perplexity equals an
+ * independent float64 computation of the same convention (windows of CTX, BOS
+ * first, second half scored).
  */
 #include "testutil.h"
 
@@ -75,6 +76,20 @@ static void test_bad_input(void **state) {
     EXPECT("eval accept -m x.gguf -o xml", 2, "-o 'xml'");
     EXPECT("generate -m x.gguf -md y.gguf --draft-layers 2 -p hi", 2, "either -md DRAFT or --draft-layers K");
     EXPECT("convert", 2, "usage: triforce convert");
+}
+
+/* The version: the header's macros agree, tf_version() is TF_VERSION_STRING,
+ * `triforce --version` prints it and `--help` names the flag. */
+static void test_version(void **state) {
+    (void)state;
+    char v[64], line[96];
+    snprintf(v, sizeof v, "%d.%d.%d", TF_VERSION_MAJOR, TF_VERSION_MINOR, TF_VERSION_PATCH);
+    assert_string_equal(v, TF_VERSION_STRING);
+    assert_string_equal(tf_version(), TF_VERSION_STRING);
+    snprintf(line, sizeof line, "triforce %s\n", TF_VERSION_STRING);
+    assert_int_equal(tf_run("--version"), 0);
+    assert_string_equal(g_out, line);
+    EXPECT("--help", 0, "triforce --version");
 }
 
 static void test_with_stories(void **state) {
@@ -318,6 +333,7 @@ static void test_gen_model_cli(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_version),
         cmocka_unit_test(test_with_stories),
         cmocka_unit_test(test_hf_dir),
         cmocka_unit_test(test_perplexity_matches_reference),

@@ -7,8 +7,9 @@
  * with the same vocabulary) and the real pair (stories260K F32 and its Q8_0);
  * a qwen2 target (biases, rotate-half RoPE also in the streaming cache) with
  * its first layer as the draft; SmolLM2-135M with its first 6 layers (when
- * fetched); decoders prefilled from another decoder's caches; and the gamma2
- * controller against simulated passes.
+ * fetched); decoders prefilled from another decoder's caches; the gamma2
+ * controller against simulated passes; and a step's cap, which holds tokens
+ * back rather than changing the sequence.
  */
 #include "testutil.h"
 
@@ -523,6 +524,83 @@ static void test_prefill_reuse(void **state) {
     unlink(pd);
 }
 
+/* Step with cap until the context is full; returns the number of tokens
+ * emitted into out. Each call emits 1..min(cap, 16) tokens; a call that finds
+ * tokens held back from the last pass hands them out without a pass. Bad
+ * arguments are refused first, changing nothing. */
+static int step_until_full(tf_spec *s, int32_t cap, int32_t *out) {
+    int32_t buf[64], k = 5;
+    int64_t n_seq = s->n_seq;
+    assert_int_equal(tf_spec_step(s, buf, 0, &k), TF_ERR_INVALID_ARG);
+    assert_int_equal(k, 0);
+    assert_int_equal(tf_spec_step(s, buf, -3, &k), TF_ERR_INVALID_ARG);
+    assert_int_equal(tf_spec_step(s, NULL, 4, &k), TF_ERR_INVALID_ARG);
+    assert_int_equal(tf_spec_step(s, buf, 4, NULL), TF_ERR_INVALID_ARG);
+    assert_int_equal(s->n_seq, n_seq);
+    int got = 0;
+    for (;;) {
+        bool held = s->n_emitted < s->n_seq;
+        int64_t passes = s->lv[0].st.passes;
+        for (int i = 0; i < 64; i++) buf[i] = -7;
+        tf_status st = tf_spec_step(s, buf, cap, &k);
+        if (st == TF_ERR_RANGE) {
+            assert_false(held);
+            assert_int_equal(k, 0);
+            return got;
+        }
+        assert_int_equal(st, TF_OK);
+        assert_true(k >= 1 && k <= cap && k <= 16);
+        for (int i = k; i < 64; i++) assert_int_equal(buf[i], -7);
+        if (held) assert_int_equal(s->lv[0].st.passes, passes);
+        else assert_int_equal(s->lv[0].st.passes, passes + 1);
+        memcpy(out + got, buf, sizeof(int32_t) * (size_t)k);
+        got += k;
+    }
+}
+
+/* tf_spec_step's cap (tf_decoder_step's): a pass that emits more tokens than
+ * cap keeps the rest for the next calls, so with sampling (the same seed) the
+ * sequence is the same for every cap, to the last position of the context. A
+ * self-drafting TriForce decoder accepts every candidate: passes emit up to
+ * 1 + gamma2 + gamma1 tokens. */
+static void test_step_cap(void **state) {
+    (void)state;
+    const char *pt = gen_model(64, 4, 2, NULL, 21);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    tf_model *t = load(tpath);
+    int32_t prompt[40];
+    random_prompt(prompt, 40);
+    enum { N_CTX = 160 };
+    tf_spec_cfg c = {
+        .mode = TF_SPEC_TRIFORCE, .gamma1 = 4, .gamma2 = 8, .budget = 48, .chunk = 8, .recent = 8,
+        .rebuild_stride = 4, .rebuild_accept = 0.3f, .sinks = 4, .window = 32, .n_ctx = N_CTX, .n_batch = 64,
+        .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
+        .sampling = {.temp = 0.8f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5},
+    };
+    static const int32_t caps[] = {64, 1, 2, 5, 16};
+    int32_t ref[N_CTX], out[N_CTX];
+    int n_ref = 0;
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        tf_spec s;
+        tf_err err = {0};
+        assert_int_equal(tf_spec_init(&s, t, t, &c, g_pool, &err), TF_OK);
+        assert_int_equal(tf_spec_prefill(&s, prompt, 40, NULL, NULL), TF_OK);
+        int n = step_until_full(&s, caps[i], i ? out : ref);
+        assert_int_equal(n, N_CTX - 40); /* every position of the context */
+        if (i == 0) {
+            n_ref = n;
+            assert_true(s.lv[0].st.passes < n / 4); /* most passes emitted several tokens */
+        } else {
+            assert_int_equal(n, n_ref);
+            assert_memory_equal(out, ref, sizeof(int32_t) * (size_t)n);
+        }
+        tf_spec_free(&s);
+    }
+    tf_model_free(t);
+    unlink(tpath);
+}
+
 /* The streaming cache stores keys unrotated and rotates them itself: while
  * its sinks + window hold the whole sequence, a forward pass over its view
  * must give the full cache's logits (with qwen2's rotate-half pairs; the
@@ -610,6 +688,7 @@ int main(void) {
         cmocka_unit_test(test_prefill_from),
         cmocka_unit_test(test_prefill_reuse),
         cmocka_unit_test(test_window_past_context),
+        cmocka_unit_test(test_step_cap),
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),

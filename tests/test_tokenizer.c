@@ -1,7 +1,8 @@
 /*
  * test_tokenizer.c — SPM and byte-level BPE tokenizers on the shared vocab
  * files and their reference vectors, round trips, the streaming
- * detokenizer, invalid input, and loader errors.
+ * detokenizer, invalid input, and loader errors; the public API's token
+ * functions when the output does not fit (on a generated model).
  *
  * Test-vector convention: the .out lines are what llama.cpp's
  * test-tokenizer-0 produces, i.e. tokenize(text, add_special = false,
@@ -20,8 +21,10 @@
 
 #include "core/mem.h"
 #include "format/gguf.h"
+#include "gen_case.h"
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tokenizer.h"
+#include "triforce.h"
 
 /* ------------------------------------------------------------------------ */
 /* helpers                                                                   */
@@ -1090,6 +1093,82 @@ static void test_speed(void **state) {
     free(text);
 }
 
+/* ------------------------------------------------------------------------ */
+/* the public API's bounded writers (include/triforce.h)                     */
+
+/* tf_model_token_to_piece and tf_model_tokenize on a generated model (no
+ * ../shared needed): when the result does not fit, the full size is reported,
+ * exactly the first cap bytes / ids are written, and guard bytes past cap keep
+ * their value. */
+static void test_public_bounded_writes(void **state) {
+    (void)state;
+    tu_gen_case c = {"vocab", 32, 1, 2, 2, 64, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_F32};
+    const char *path = tu_gen(&c, 3);
+    tf_model *m;
+    char eb[512];
+    if (tf_model_load_file(&m, path, NULL, eb, sizeof eb) != TF_OK) fail_msg("%s", eb);
+    unlink(path);
+    tf_model_info info;
+    tf_model_get_info(m, &info);
+
+    /* <unk> (id 0) reads as U+2585, 3 bytes; <s> (id 1) as "" or, rendered, "<s>" */
+    enum { GUARD = 0x5a };
+    char buf[8];
+    assert_int_equal(tf_model_token_to_piece(m, 0, false, NULL, 0), 3);
+    memset(buf, GUARD, sizeof buf);
+    assert_int_equal(tf_model_token_to_piece(m, 0, false, buf, -5), 3);
+    assert_int_equal((unsigned char)buf[0], GUARD);
+    for (int32_t cap = 0; cap <= 4; cap++) {
+        memset(buf, GUARD, sizeof buf);
+        assert_int_equal(tf_model_token_to_piece(m, 0, false, buf, cap), 3);
+        int32_t k = cap < 3 ? cap : 3;
+        assert_memory_equal(buf, "\xe2\x96\x85", (size_t)k);
+        for (int32_t i = k; i < (int32_t)sizeof buf; i++) assert_int_equal((unsigned char)buf[i], GUARD);
+    }
+    memset(buf, GUARD, sizeof buf);
+    assert_int_equal(tf_model_token_to_piece(m, 1, true, buf, 2), 3);
+    assert_memory_equal(buf, "<s", 2);
+    assert_int_equal((unsigned char)buf[2], GUARD);
+    assert_int_equal(tf_model_token_to_piece(m, 1, false, buf, sizeof buf), 0);
+    assert_int_equal(tf_model_token_to_piece(m, -1, false, buf, sizeof buf), -1);
+    assert_int_equal(tf_model_token_to_piece(m, info.n_vocab, false, buf, sizeof buf), -1);
+
+    /* tokenize: the full count with TF_ERR_RANGE, the first cap ids, nothing past them */
+    const char *text = "Hello, world";
+    size_t n = 99;
+    assert_int_equal(tf_model_tokenize(m, text, strlen(text), true, false, NULL, 0, &n), TF_ERR_RANGE);
+    assert_true(n >= 4);
+    int32_t full[64], part[64];
+    size_t n_full;
+    assert_int_equal(tf_model_tokenize(m, text, strlen(text), true, false, full, 64, &n_full), TF_OK);
+    assert_int_equal(n_full, n);
+    for (size_t cap = 1; cap < n; cap++) {
+        for (size_t i = 0; i < 64; i++) part[i] = -7;
+        size_t got = 0;
+        assert_int_equal(tf_model_tokenize(m, text, strlen(text), true, false, part, cap, &got), TF_ERR_RANGE);
+        assert_int_equal(got, n);
+        assert_memory_equal(part, full, cap * sizeof(int32_t));
+        for (size_t i = cap; i < 64; i++) assert_int_equal(part[i], -7);
+    }
+    /* other failures leave *n_out 0 */
+    n = 99;
+    assert_int_equal(tf_model_tokenize(m, NULL, 3, true, false, part, 64, &n), TF_ERR_INVALID_ARG);
+    assert_int_equal(n, 0);
+    n = 99;
+    assert_int_equal(tf_model_tokenize(m, text, strlen(text), true, false, NULL, 4, &n), TF_ERR_INVALID_ARG);
+    assert_int_equal(n, 0);
+
+    /* errbuf: cut to errbuf_size - 1 bytes, NUL-terminated, nothing written past it */
+    tf_model *none;
+    char small[9];
+    memset(small, GUARD, sizeof small);
+    assert_int_not_equal(tf_model_load_file(&none, "/nonexistent/model.gguf", NULL, small, 8), TF_OK);
+    assert_null(none);
+    assert_int_equal(strlen(small), 7);
+    assert_int_equal((unsigned char)small[8], GUARD);
+    tf_model_close(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors_llama_spm), cmocka_unit_test(test_vectors_phi3),
@@ -1103,6 +1182,7 @@ int main(void) {
         cmocka_unit_test(test_invalid_utf8),      cmocka_unit_test(test_pretokenizers),
         cmocka_unit_test(test_loader_errors),     cmocka_unit_test(test_threads),
         cmocka_unit_test(test_spm_segments),
+        cmocka_unit_test(test_public_bounded_writes),
         cmocka_unit_test(test_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

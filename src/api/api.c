@@ -36,6 +36,8 @@ static void copy_err(const tf_err *err, char *buf, size_t size) {
     if (buf && size) snprintf(buf, size, "%s", err->msg);
 }
 
+const char *tf_version(void) { return TF_VERSION_STRING; }
+
 /* ---- models ---- */
 
 tf_model_params tf_model_default_params(void) {
@@ -113,7 +115,10 @@ bool tf_model_is_eog(const tf_model *m, int32_t t) { return m->tok && tf_tokeniz
 
 tf_status tf_model_tokenize(const tf_model *m, const char *text, size_t len, bool add_special, bool parse_special,
                             int32_t *out, size_t cap, size_t *n_out) {
-    if (!m->tok) return TF_ERR_UNSUPPORTED;
+    if (!m->tok) {
+        if (n_out) *n_out = 0;
+        return TF_ERR_UNSUPPORTED;
+    }
     return tf_tokenize(m->tok, text, len, add_special, parse_special, out, cap, n_out, NULL);
 }
 

@@ -271,9 +271,8 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
     return TF_OK;
 }
 
-tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out) {
-    tf_err_clear(&s->err);
-    *n_out = 0;
+/* Extend the sequence by one target pass (>= 1 tokens). */
+static tf_status decode_pass(tf_spec *s) {
     if (s->n_seq >= s->cfg.n_ctx)
         return tf_errf(&s->err, TF_ERR_RANGE, "the context of %d tokens is full", s->cfg.n_ctx);
     for (int i = 1; i < s->n_levels; i++) {
@@ -287,16 +286,28 @@ tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out) {
             L->accept_ewma = 1.0f;
         }
     }
-    int64_t start = s->n_seq;
     int added;
     TF_TRY(extend(s, 0, 1, &added));
     s->passes_since_rebuild++;
     if (s->q_cap) save_last_query(s, (int32_t)(s->lv[0].n_cached - 1 - s->lv[0].last_feed));
-    int32_t n = (int32_t)(s->n_seq - start);
+    return TF_OK;
+}
+
+/* Tokens of the sequence not yet handed out (n_emitted .. n_seq) go first; a
+ * pass runs only when there are none, so a small cap never loses tokens and
+ * never changes the sequence. */
+tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out) {
+    tf_err_clear(&s->err);
+    if (n_out) *n_out = 0;
+    if (!out || !n_out || cap < 1)
+        return tf_errf(&s->err, TF_ERR_INVALID_ARG, "step: out %s, n_out %s, cap %d: expected both and cap >= 1",
+                       out ? "given" : "NULL", n_out ? "given" : "NULL", cap);
+    if (s->n_emitted >= s->n_seq) TF_TRY(decode_pass(s));
+    int64_t n = s->n_seq - s->n_emitted;
     if (n > cap) n = cap;
-    memcpy(out, s->seq + start, sizeof(int32_t) * (size_t)n);
-    s->n_emitted = s->n_seq;
-    *n_out = n;
+    memcpy(out, s->seq + s->n_emitted, sizeof(int32_t) * (size_t)n);
+    s->n_emitted += n;
+    *n_out = (int32_t)n;
     return TF_OK;
 }
 

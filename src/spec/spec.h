@@ -146,7 +146,11 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
                                 tf_progress_fn progress, void *ud, int32_t *n_reused);
 tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn progress, void *ud);
 
-/* One step: emits >= 1 tokens (at most cap) into out, *n_out their count. */
+/* One step: emits >= 1 tokens (at most cap >= 1) into out, *n_out their
+ * count. A pass that emits more than cap keeps the rest for the next calls,
+ * which hand them out before decoding again. TF_ERR_INVALID_ARG for cap < 1
+ * or a NULL out / n_out; TF_ERR_RANGE when the context is full and nothing is
+ * left to hand out. */
 tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out);
 
 /* Forget the sequence (every cache emptied, nothing copied or freed) and

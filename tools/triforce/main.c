@@ -24,7 +24,8 @@ static const command k_commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: triforce <command> [options]   (triforce <command> --help for its options)\n\ncommands:\n");
+    fprintf(f, "usage: triforce <command> [options]   (triforce <command> --help for its options)\n"
+               "       triforce --version               (the library's version)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(f, "  %-12s %s\n", k_commands[i].name, k_commands[i].summary);
 }
@@ -36,6 +37,14 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("triforce %s\n", tf_version());
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "triforce --version: cannot write the output to standard output\n");
+            return 1;
+        }
         return 0;
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
