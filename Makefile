@@ -161,7 +161,7 @@ $(BUILD)/libtriforce.so: $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 
 $(BUILD)/triforce: $(TOOL_OBJS) $(BUILD)/libtriforce.a
-	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libtriforce.a $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libtriforce.a -lmicrohttpd $(LDLIBS)
 	@$(if $(filter build,$(BUILD)),ln -sf $(BUILD)/triforce triforce 2>/dev/null || true,true)
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a

@@ -31,28 +31,28 @@ typedef struct opt_def {
 } opt_def;
 
 #define O(f) offsetof(cli_opts, f)
-#define ALL_RUN (CMD_GENERATE | CMD_PERPLEXITY)
-#define SPEC_RUN (CMD_GENERATE | CMD_BENCH)
+#define ALL_RUN (CMD_GENERATE | CMD_PERPLEXITY | CMD_SERVE)
+#define SPEC_RUN (CMD_GENERATE | CMD_BENCH | CMD_SERVE)
 
 static const opt_def k_opts[] = {
     {"-m", "--model", OPT_STR, O(model), "PATH", "model: a GGUF file or a Hugging Face directory", ALL_RUN | CMD_TOKENIZE | CMD_BENCH | CMD_EVAL, 0, 0},
     {"-p", "--prompt", OPT_STR, O(prompt), "TEXT", "prompt text", CMD_GENERATE | CMD_TOKENIZE, 0, 0},
     {"-f", "--file", OPT_STR, O(file), "FILE", "read the prompt (or the text to score) from FILE; - reads standard input",
      CMD_GENERATE | CMD_TOKENIZE | CMD_PERPLEXITY | CMD_EVAL, 0, 0},
-    {"-n", "--n-predict", OPT_INT, O(n_predict), "N", "tokens to generate (default 128)", CMD_GENERATE | CMD_EVAL, 0, 1e8},
+    {"-n", "--n-predict", OPT_INT, O(n_predict), "N", "tokens to generate (default 128; serve: when a request gives no max_tokens)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 1e8},
     {"-c", "--ctx-size", OPT_INT, O(n_ctx), "N",
-     "context size in tokens (generate default: prompt + n; perplexity default 512)", ALL_RUN, 1, 1 << 28},
+     "context size in tokens (generate default: prompt + n; perplexity default 512; serve: the trained context)", ALL_RUN, 1, 1 << 28},
     {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_GEN_MODEL | CMD_CONVERT | CMD_BENCH | CMD_EVAL, 1, 1024},
     {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN | CMD_BENCH | CMD_EVAL, 1, 65536},
     {"-s", "--seed", OPT_I64, O(seed), "N", "RNG seed (default: from the clock; printed)", CMD_GENERATE | CMD_EVAL, -1,
      9.2e18},
-    {NULL, "--temp", OPT_FLOAT, O(temp), "T", "temperature, 0 = greedy (default 0.8; eval 0)", CMD_GENERATE | CMD_EVAL, 0, 1e4},
-    {NULL, "--top-k", OPT_INT, O(top_k), "K", "keep the K most likely tokens, 0 = off (default 40)", CMD_GENERATE | CMD_EVAL,
+    {NULL, "--temp", OPT_FLOAT, O(temp), "T", "temperature, 0 = greedy (default 0.8; eval 0)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 1e4},
+    {NULL, "--top-k", OPT_INT, O(top_k), "K", "keep the K most likely tokens, 0 = off (default 40)", CMD_GENERATE | CMD_EVAL | CMD_SERVE,
      0, 1e9},
-    {NULL, "--top-p", OPT_FLOAT, O(top_p), "P", "nucleus sampling mass, 1 = off (default 0.95)", CMD_GENERATE | CMD_EVAL, 1e-6,
+    {NULL, "--top-p", OPT_FLOAT, O(top_p), "P", "nucleus sampling mass, 1 = off (default 0.95)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 1e-6,
      1},
     {NULL, "--min-p", OPT_FLOAT, O(min_p), "P", "drop tokens below P x the top probability, 0 = off (default 0.05)",
-     CMD_GENERATE | CMD_EVAL, 0, 1},
+     CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 1},
     {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default) or f32", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
     {NULL, "--device", OPT_STR, O(device), "DEV",
      "cuda | cpu | auto (default auto: cuda when built with CUDA, a GPU is present and the weights are f32/f16/bf16/q8_0)",
@@ -70,7 +70,7 @@ static const opt_def k_opts[] = {
     {"-md", "--model-draft", OPT_STR, O(draft), "PATH", "draft model, GGUF or HF directory (same vocabulary as -m); makes triforce the default mode",
      SPEC_RUN, 0, 0},
     {NULL, "--mode", OPT_STR, O(mode), "MODE",
-     "ar | spec | retrieval | streaming | triforce (default: triforce with -md, else ar)", CMD_GENERATE | CMD_EVAL, 0, 0},
+     "ar | spec | retrieval | streaming | triforce (default: triforce with -md, else ar)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 0},
     {NULL, "--gamma1", OPT_INT, O(gamma1), "N", "draft tokens per middle-level pass (default 2)", SPEC_RUN, 1, 16},
     {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass, 0 = adapt to the measured costs and acceptance (default 6)", SPEC_RUN | CMD_EVAL, 0, 15},
     {NULL, "--budget", OPT_INT, O(budget), "N", "retrieval cache tokens (default 4096)", SPEC_RUN | CMD_EVAL, 1, 1 << 28},
@@ -122,6 +122,18 @@ static const opt_def k_opts[] = {
      CMD_EVAL, 0, 0},
     {NULL, "--depths", OPT_STR, O(eval_depths), "D,..", "passkey: depths of the key, 0..1 (default 0,0.25,0.5,0.75,1)",
      CMD_EVAL, 0, 0},
+    /* serve */
+    {NULL, "--host", OPT_STR, O(host), "ADDR", "IPv4 address to listen on (default 127.0.0.1: this machine only)",
+     CMD_SERVE, 0, 0},
+    {NULL, "--port", OPT_INT, O(port), "N", "TCP port (default 8080; 0: any free port, printed)", CMD_SERVE, 0, 65535},
+    {NULL, "--parallel", OPT_INT, O(parallel), "N", "slots: requests decoded at once, each keeping its cache (default 2)",
+     CMD_SERVE, 1, 64},
+    {NULL, "--queue", OPT_INT, O(queue), "N", "requests that may wait for a slot; more get 503 (default 16)", CMD_SERVE,
+     0, 4096},
+    {NULL, "--api-key", OPT_STR, O(api_key), "KEY", "require the header Authorization: Bearer KEY (all but /health)",
+     CMD_SERVE, 0, 0},
+    {NULL, "--timeout", OPT_INT, O(timeout), "S", "close a connection idle for S seconds (default 600)", CMD_SERVE, 1,
+     86400},
     /* gen-model */
     {NULL, "--preset", OPT_STR, O(preset), "NAME", "shape preset (see below)", CMD_GEN_MODEL, 0, 0},
     {NULL, "--arch", OPT_STR, O(arch), "NAME",
@@ -229,6 +241,11 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->reps = 3;
     o->output = "md";
     o->bw_mib = 1024;
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->parallel = 2;
+    o->queue = 16;
+    o->timeout = 600;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

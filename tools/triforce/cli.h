@@ -21,6 +21,7 @@ enum {
     CMD_CONVERT = 1 << 6,
     CMD_BENCH = 1 << 7,
     CMD_EVAL = 1 << 8,
+    CMD_SERVE = 1 << 9,
 };
 
 /* A comma-separated list of integers ("512,4096"); n == 0: not given. */
@@ -69,6 +70,9 @@ typedef struct cli_opts {
     float rope_base, rope_factor;
     bool tied;
     int64_t gen_seed;
+    /* serve */
+    const char *host, *api_key;
+    int port, parallel, queue, timeout;
     /* positional arguments */
     const char *pos[4];
     int n_pos;
@@ -151,5 +155,6 @@ int cmd_gen_model(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

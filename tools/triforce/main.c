@@ -20,6 +20,7 @@ static const command k_commands[] = {
     {"quantize", cmd_quantize, "convert an F32/F16/BF16 GGUF to F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K"},
     {"convert", cmd_convert, "convert a Hugging Face checkpoint directory to GGUF (F32/F16/BF16 or quantized)"},
     {"eval", cmd_eval, "measure a model for TriForce: middle-level acceptance (accept), passkey retrieval (passkey)"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server: completions, chat, streaming, prompt-cache reuse"},
     {"gen-model", cmd_gen_model, "write a random-weight llama or qwen2 GGUF of any shape (for tests and timing)"},
 };
 

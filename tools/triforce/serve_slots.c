@@ -1,0 +1,445 @@
+/* serve_slots.c — slots, the queue, the workers that run jobs, prompt-cache
+ * reuse, stop strings and the metrics (see serve.h). */
+#include "serve.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- UTF-8 ---- */
+
+/* Length of the valid UTF-8 sequence at s[0..n): 1..4; 0 if invalid; -1 if
+ * it is a valid but incomplete start (more bytes may complete it). */
+static int utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    int len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    if (len <= 1) return len;
+    for (int k = 1; k < len; k++) {
+        if ((size_t)k >= n) return -1;
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        if (k == 1) { /* overlong, surrogate and past-U+10FFFF second bytes */
+            if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+                (c == 0xF4 && s[1] > 0x8F))
+                return 0;
+        }
+    }
+    return len;
+}
+
+/* Append the clean part of s[0..n) to out; *hold gets the length of an
+ * incomplete sequence at the end (left for the next piece) when keep_tail. */
+static bool clean_into(const char *s, size_t n, bool keep_tail, char **out, size_t *on, size_t *cap, size_t *hold) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (*on + 3 * n + 1 > *cap) {
+        size_t nc = 2 * (*on + 3 * n + 1);
+        char *p = realloc(*out, nc);
+        if (!p) return false;
+        *out = p, *cap = nc;
+    }
+    *hold = 0;
+    for (size_t i = 0; i < n;) {
+        int L = utf8_seq(u + i, n - i);
+        if (L < 0 && keep_tail) {
+            *hold = n - i;
+            break;
+        }
+        if (L <= 0) {
+            memcpy(*out + *on, "\xEF\xBF\xBD", 3);
+            *on += 3;
+            i++;
+            while (L < 0 && i < n && (u[i] & 0xC0) == 0x80) i++; /* the rest of a cut-short sequence */
+            continue;
+        }
+        memcpy(*out + *on, s + i, (size_t)L);
+        *on += (size_t)L;
+        i += (size_t)L;
+    }
+    (*out)[*on] = '\0';
+    return true;
+}
+
+char *serve_utf8_clean(const char *s, size_t n, size_t *out_n) {
+    char *out = NULL;
+    size_t on = 0, cap = 0, hold;
+    if (!clean_into(s, n, false, &out, &on, &cap, &hold)) {
+        free(out);
+        return NULL;
+    }
+    if (!out) out = calloc(1, 1);
+    *out_n = on;
+    return out;
+}
+
+/* ---- jobs ---- */
+
+serve_job *serve_job_new(void) {
+    serve_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cond, NULL);
+    j->refs = 1;
+    return j;
+}
+
+void serve_job_release(serve_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    bool last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!last) return;
+    free(j->prompt);
+    for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+    free(j->text);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cond);
+    free(j);
+}
+
+/* Release text to the reader (under the job's lock). */
+static void job_emit(serve_job *j, const char *s, size_t n) {
+    if (!n) return;
+    pthread_mutex_lock(&j->mu);
+    if (j->n_text + n + 1 > j->cap_text) {
+        size_t nc = 2 * (j->n_text + n + 1);
+        char *p = realloc(j->text, nc);
+        if (!p) {
+            pthread_mutex_unlock(&j->mu);
+            return;
+        }
+        j->text = p, j->cap_text = nc;
+    }
+    memcpy(j->text + j->n_text, s, n);
+    j->n_text += n;
+    j->text[j->n_text] = '\0';
+    pthread_cond_broadcast(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static bool job_cancelled(serve_job *j) {
+    pthread_mutex_lock(&j->mu);
+    bool c = j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+    return c;
+}
+
+/* ---- running a job ---- */
+
+/* Generated text not yet released: the clean bytes (held back while they
+ * could be the start of a stop string) and an incomplete UTF-8 tail. */
+typedef struct text_out {
+    char *acc;
+    size_t n_acc, cap;
+    char tail[8];
+    size_t n_tail;
+    size_t max_stop;
+} text_out;
+
+/* Add a piece; returns true when a stop string ended the text. */
+static bool text_add(serve_job *j, text_out *t, const char *piece, size_t n, bool final) {
+    char buf[512];
+    size_t m = 0;
+    if (t->n_tail + n > sizeof buf) n = sizeof buf - t->n_tail;
+    memcpy(buf, t->tail, t->n_tail);
+    memcpy(buf + t->n_tail, piece, n);
+    m = t->n_tail + n;
+    size_t hold = 0;
+    if (!clean_into(buf, m, !final, &t->acc, &t->n_acc, &t->cap, &hold)) return false;
+    memcpy(t->tail, buf + m - hold, hold);
+    t->n_tail = hold;
+    /* the earliest stop string in the unreleased text */
+    size_t at = SIZE_MAX;
+    for (int k = 0; k < j->n_stop; k++) {
+        const char *f = t->acc ? memmem(t->acc, t->n_acc, j->stop[k], strlen(j->stop[k])) : NULL;
+        if (f && (size_t)(f - t->acc) < at) at = (size_t)(f - t->acc);
+    }
+    if (at != SIZE_MAX) {
+        job_emit(j, t->acc, at);
+        t->n_acc = 0;
+        return true;
+    }
+    size_t keep = final ? 0 : (t->max_stop ? t->max_stop - 1 : 0);
+    if (t->n_acc > keep) {
+        size_t out = t->n_acc - keep;
+        while (out > 0 && out < t->n_acc && ((unsigned char)t->acc[out] & 0xC0) == 0x80) out--; /* whole characters */
+        job_emit(j, t->acc, out);
+        memmove(t->acc, t->acc + out, t->n_acc - out);
+        t->n_acc -= out;
+    }
+    return false;
+}
+
+static void job_fail(serve_job *j, int status, const char *msg) {
+    pthread_mutex_lock(&j->mu);
+    j->http_error = status;
+    snprintf(j->error, sizeof j->error, "%s", msg);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void run_job(serve_slot *s, serve_job *j) {
+    serve_ctx *c = s->ctx;
+    char err[512];
+    tf_decoder *dec = NULL;
+    const tf_model *draft = c->draft;
+    bool needs_draft = j->dp.mode == TF_MODE_SPEC || j->dp.mode == TF_MODE_STREAMING || j->dp.mode == TF_MODE_TRIFORCE;
+    text_out t = {0};
+    for (int k = 0; k < j->n_stop; k++)
+        if (strlen(j->stop[k]) > t.max_stop) t.max_stop = strlen(j->stop[k]);
+    if (tf_decoder_init(&dec, c->model, needs_draft ? draft : NULL, &j->dp, err, sizeof err) != TF_OK) {
+        job_fail(j, 400, err);
+        goto done;
+    }
+    int32_t reused = 0;
+    if (tf_decoder_prefill_reuse(dec, j->prompt, j->n_prompt, s->dec, &reused) != TF_OK) {
+        job_fail(j, 500, tf_decoder_error(dec));
+        tf_decoder_free(dec);
+        dec = NULL;
+        goto done;
+    }
+    tf_decoder_free(s->dec); /* its cache has served: dec now holds the prefix */
+    s->dec = NULL;
+    j->n_reused = reused;
+    const char *finish = NULL;
+    double t0 = cli_now();
+    while (!finish) {
+        if (job_cancelled(j)) break;
+        int32_t toks[32], k = 0;
+        tf_status st = tf_decoder_step(dec, toks, 32, &k);
+        if (st == TF_ERR_RANGE) {
+            finish = "length";
+            break;
+        }
+        if (st != TF_OK) {
+            job_fail(j, 500, tf_decoder_error(dec));
+            break;
+        }
+        if (j->n_gen == 0) j->t_first = cli_now();
+        for (int32_t i = 0; i < k && !finish; i++) {
+            j->n_gen++;
+            if (tf_model_is_eog(c->model, toks[i])) {
+                finish = "stop";
+                break;
+            }
+            char piece[256];
+            int32_t np = tf_model_token_to_piece(c->model, toks[i], false, piece, sizeof piece);
+            if (np < 0 || np > (int32_t)sizeof piece) np = 0;
+            if (text_add(j, &t, piece, (size_t)np, false)) finish = "stop";
+            else if (j->n_gen >= j->max_tokens) finish = "length";
+        }
+    }
+    if (finish && strcmp(finish, "length") == 0) text_add(j, &t, "", 0, true);
+    else if (!finish && !j->http_error) text_add(j, &t, "", 0, true);
+    double dt = cli_now() - t0;
+    pthread_mutex_lock(&j->mu);
+    j->finish = finish ? finish : "stop";
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&c->mu);
+    c->m.prompt_tokens += (uint64_t)j->n_prompt;
+    c->m.reused_tokens += (uint64_t)reused;
+    c->m.gen_tokens += (uint64_t)j->n_gen;
+    c->m.decode_seconds += dt;
+    if (j->t_first > 0) c->m.ttft_sum += j->t_first - j->t_queued, c->m.ttft_count++;
+    for (int l = 0; l < tf_decoder_n_levels(dec) && l < 3; l++) {
+        tf_level_info li;
+        tf_decoder_level(dec, l, &li);
+        c->m.level_verified[l] += li.verified;
+        c->m.level_accepted[l] += li.accepted;
+    }
+    pthread_mutex_unlock(&c->mu);
+    s->dec = dec; /* kept: the next request on the same document starts from it */
+done:
+    free(t.acc);
+    pthread_mutex_lock(&j->mu);
+    j->state = JOB_DONE;
+    j->t_done = cli_now();
+    pthread_cond_broadcast(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void *worker(void *arg) {
+    serve_slot *s = arg;
+    serve_ctx *c = s->ctx;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!s->job && !c->stopping) pthread_cond_wait(&c->cond, &c->mu);
+        if (!s->job) break;
+        serve_job *j = s->job;
+        pthread_mutex_unlock(&c->mu);
+        pthread_mutex_lock(&j->mu);
+        bool skip = j->cancelled;
+        if (!skip) j->state = JOB_RUNNING;
+        pthread_mutex_unlock(&j->mu);
+        if (!skip) run_job(s, j);
+        else {
+            pthread_mutex_lock(&j->mu);
+            j->state = JOB_DONE;
+            pthread_cond_broadcast(&j->cond);
+            pthread_mutex_unlock(&j->mu);
+        }
+        pthread_mutex_lock(&c->mu);
+        if (j->cancelled) c->m.cancelled++;
+        if (j->http_error) c->m.requests_failed++;
+        s->last_used = cli_now();
+        serve_job_release(j);
+        s->job = NULL;
+        if (c->n_queue > 0 && !c->stopping) { /* the oldest waiting request */
+            s->job = c->queue[0];
+            memmove(c->queue, c->queue + 1, sizeof *c->queue * (size_t)--c->n_queue);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int serve_slots_start(serve_ctx *c) {
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    c->slots = calloc((size_t)c->n_slots, sizeof *c->slots);
+    c->queue = calloc((size_t)c->queue_max + 1, sizeof *c->queue);
+    if (!c->slots || !c->queue) return -1;
+    for (int i = 0; i < c->n_slots; i++) {
+        c->slots[i] = (serve_slot){.ctx = c, .index = i};
+        if (pthread_create(&c->slots[i].thread, NULL, worker, &c->slots[i]) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Tokens a request shares with what slot s holds. */
+static int32_t shared_prefix(const serve_slot *s, const serve_job *j) {
+    if (!s->dec) return 0;
+    int32_t n, k = 0;
+    const int32_t *seq = tf_decoder_tokens(s->dec, &n);
+    while (k < n && k < j->n_prompt && seq[k] == j->prompt[k]) k++;
+    return k;
+}
+
+int serve_submit(serve_ctx *c, serve_job *j) {
+    pthread_mutex_lock(&c->mu);
+    if (c->stopping) {
+        pthread_mutex_unlock(&c->mu);
+        return 503;
+    }
+    c->m.requests++;
+    snprintf(j->id, sizeof j->id, "%s-%lld", j->kind == JOB_CHAT ? "chatcmpl" : "cmpl", (long long)++c->next_id);
+    j->t_queued = cli_now();
+    /* an idle slot: the one whose cache shares the longest prefix, else the least recently used */
+    serve_slot *best = NULL;
+    int32_t best_k = -1;
+    for (int i = 0; i < c->n_slots; i++) {
+        serve_slot *s = &c->slots[i];
+        if (s->job) continue;
+        int32_t k = shared_prefix(s, j);
+        if (k > best_k || (k == best_k && s->last_used < best->last_used)) best = s, best_k = k;
+    }
+    int st = 0;
+    if (best) {
+        j->refs++;
+        best->job = j;
+        pthread_cond_broadcast(&c->cond);
+    } else if (c->n_queue < c->queue_max) {
+        j->refs++;
+        c->queue[c->n_queue++] = j;
+    } else {
+        c->m.rejected_busy++;
+        st = 503;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+void serve_slots_stop(serve_ctx *c) {
+    pthread_mutex_lock(&c->mu);
+    c->stopping = true;
+    for (int i = 0; i < c->n_queue; i++) { /* waiting requests end with an error */
+        serve_job *j = c->queue[i];
+        pthread_mutex_lock(&j->mu);
+        j->cancelled = true;
+        j->http_error = 503;
+        snprintf(j->error, sizeof j->error, "the server is shutting down");
+        j->state = JOB_DONE;
+        pthread_cond_broadcast(&j->cond);
+        pthread_mutex_unlock(&j->mu);
+        serve_job_release(j);
+    }
+    c->n_queue = 0;
+    for (int i = 0; i < c->n_slots; i++)
+        if (c->slots[i].job) {
+            serve_job *j = c->slots[i].job;
+            pthread_mutex_lock(&j->mu);
+            j->cancelled = true;
+            if (!j->http_error) {
+                j->http_error = 503;
+                snprintf(j->error, sizeof j->error, "the server is shutting down");
+            }
+            pthread_mutex_unlock(&j->mu);
+        }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 0; i < c->n_slots; i++) {
+        pthread_join(c->slots[i].thread, NULL);
+        tf_decoder_free(c->slots[i].dec);
+    }
+    free(c->slots);
+    free(c->queue);
+    c->slots = NULL;
+    c->queue = NULL;
+}
+
+char *serve_metrics_text(serve_ctx *c) {
+    static const char *const level[3] = {"target", "middle", "draft"};
+    char *buf = malloc(8192);
+    if (!buf) return NULL;
+    pthread_mutex_lock(&c->mu);
+    int busy = 0;
+    for (int i = 0; i < c->n_slots; i++) busy += c->slots[i].job != NULL;
+    const serve_metrics *m = &c->m;
+    int n = snprintf(buf, 8192,
+                     "# HELP triforce_requests_total Completion requests accepted (queued or run).\n"
+                     "# TYPE triforce_requests_total counter\ntriforce_requests_total %llu\n"
+                     "# TYPE triforce_requests_failed_total counter\ntriforce_requests_failed_total %llu\n"
+                     "# HELP triforce_requests_rejected_total Requests refused with 503 (queue full).\n"
+                     "# TYPE triforce_requests_rejected_total counter\ntriforce_requests_rejected_total %llu\n"
+                     "# HELP triforce_requests_cancelled_total Requests whose client went away.\n"
+                     "# TYPE triforce_requests_cancelled_total counter\ntriforce_requests_cancelled_total %llu\n"
+                     "# TYPE triforce_prompt_tokens_total counter\ntriforce_prompt_tokens_total %llu\n"
+                     "# HELP triforce_prompt_tokens_reused_total Prompt positions copied from a slot's cache.\n"
+                     "# TYPE triforce_prompt_tokens_reused_total counter\ntriforce_prompt_tokens_reused_total %llu\n"
+                     "# TYPE triforce_generated_tokens_total counter\ntriforce_generated_tokens_total %llu\n"
+                     "# HELP triforce_time_to_first_token_seconds From queueing to the first generated token.\n"
+                     "# TYPE triforce_time_to_first_token_seconds summary\n"
+                     "triforce_time_to_first_token_seconds_sum %.6f\ntriforce_time_to_first_token_seconds_count %llu\n"
+                     "# TYPE triforce_decode_seconds_total counter\ntriforce_decode_seconds_total %.6f\n"
+                     "# TYPE triforce_tokens_per_second gauge\ntriforce_tokens_per_second %.3f\n"
+                     "# TYPE triforce_queue_length gauge\ntriforce_queue_length %d\n"
+                     "# TYPE triforce_slots_busy gauge\ntriforce_slots_busy %d\n"
+                     "# TYPE triforce_slots gauge\ntriforce_slots %d\n",
+                     (unsigned long long)m->requests, (unsigned long long)m->requests_failed,
+                     (unsigned long long)m->rejected_busy, (unsigned long long)m->cancelled,
+                     (unsigned long long)m->prompt_tokens, (unsigned long long)m->reused_tokens,
+                     (unsigned long long)m->gen_tokens, m->ttft_sum, (unsigned long long)m->ttft_count,
+                     m->decode_seconds, m->decode_seconds > 0 ? (double)m->gen_tokens / m->decode_seconds : 0.0,
+                     c->n_queue, busy, c->n_slots);
+    n += snprintf(buf + n, 8192 - (size_t)n,
+                  "# HELP triforce_level_verified_total Candidates of the level below judged by this level.\n"
+                  "# TYPE triforce_level_verified_total counter\n"
+                  "# HELP triforce_level_accepted_total Of the candidates judged, those accepted.\n"
+                  "# TYPE triforce_level_accepted_total counter\n");
+    for (int l = 0; l < 3; l++)
+        n += snprintf(buf + n, 8192 - (size_t)n,
+                      "triforce_level_verified_total{level=\"%s\"} %lld\ntriforce_level_accepted_total{level=\"%s\"} "
+                      "%lld\n",
+                      level[l], (long long)m->level_verified[l], level[l], (long long)m->level_accepted[l]);
+    pthread_mutex_unlock(&c->mu);
+    return buf;
+}
+
+char *serve_health_json(serve_ctx *c) {
+    char *buf = malloc(256);
+    if (!buf) return NULL;
+    pthread_mutex_lock(&c->mu);
+    int busy = 0;
+    for (int i = 0; i < c->n_slots; i++) busy += c->slots[i].job != NULL;
+    snprintf(buf, 256, "{\"status\":\"%s\",\"slots_idle\":%d,\"slots_busy\":%d,\"queue\":%d}",
+             c->stopping ? "stopping" : "ok", c->n_slots - busy, busy, c->n_queue);
+    pthread_mutex_unlock(&c->mu);
+    return buf;
+}
