@@ -106,6 +106,7 @@ $(BUILD)/src/backend/cpu/attn_bf16_avx512.o: SIMD_OPT := -O3 -ffp-contract=off
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
+.PHONY: test-deps
 .PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models demo install uninstall
 all: info lib $(BUILD)/triforce
 
@@ -170,7 +171,8 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 
 # The C tests, tests/test_bench.sh (`triforce bench` on stories260K), tests/test_outputs.sh (what
 # the writing commands refuse, write errors, interruption), tests/test_usage.sh (usage errors
-# before any work, messages, flags that must not size memory), tests/test_install.sh (`make
+# before any work, messages, flags that must not size memory), tests/test_serve.sh (the server
+# end to end on loopback, with curl and the openai client), tests/test_install.sh (`make
 # install` into a scratch DESTDIR: files, SONAME, exported symbols, programs built with
 # pkg-config against the shared and the static library, `make uninstall`), then
 # tests/test_readme.sh (README.md's example commands, as written). CC and OPT reach the tests:
@@ -178,7 +180,12 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 # sanitizers).
 test: $(TEST_BINS) $(BUILD)/triforce lib
 	@BUILD=$(BUILD) CC="$(CC)" OPT="$(OPT)" sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_outputs.sh \
-	    tests/test_usage.sh tests/test_install.sh tests/test_readme.sh
+	    tests/test_usage.sh tests/test_install.sh tests/test_serve.sh tests/test_readme.sh
+
+# Python tools the tests use, from PyPI into .venv-test/ (git-ignored): the official openai
+# client for tests/test_serve.sh (skipped without it).
+test-deps:
+	python3 -m venv .venv-test && .venv-test/bin/pip install -q openai==3.54.0
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
