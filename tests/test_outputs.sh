@@ -3,7 +3,8 @@
 #   - quantize, convert and gen-model refuse an output that is their input (also
 #     through a hard link) or an existing non-regular file (a device node, a FIFO,
 #     a directory), exit 2 with a message naming the path, and leave it as it was;
-#   - a failed write to standard output (/dev/full) exits non-zero with a message
+#   - a failed write to standard output (/dev/full) exits non-zero with a message, and
+#     one to standard error (which cannot be reported) exits non-zero too
 #     (tokenize, info, generate); --stats-json that cannot be created fails before
 #     the run, one that cannot be written (/dev/full) fails after it; a context
 #     that fills before the tokens asked for are generated exits 1;
@@ -79,6 +80,14 @@ if [ -c /dev/full ]; then
     "$TF" info "$W/a.gguf" > /dev/full 2> "$W/err"; rc=$?
     if [ $rc -ne 0 ] && grep -qF "cannot write the output to standard output" "$W/err"; then ok info_stdout_full
     else echo "exit $rc:"; cat "$W/err"; bad info_stdout_full; fi
+    echo "[ RUN      ] help_stdout_full"
+    "$TF" --help > /dev/full 2> "$W/err"; rc=$?
+    if [ $rc -ne 0 ] && grep -qF "cannot write the output to standard output" "$W/err"; then ok help_stdout_full
+    else echo "exit $rc:"; cat "$W/err"; bad help_stdout_full; fi
+    echo "[ RUN      ] stderr_full"
+    "$TF" gen-model "$W/e.gguf" --n-embd 32 --n-layer 1 --n-head 2 --n-head-kv 2 --n-ff 64 --n-vocab 300 \
+        > /dev/null 2> /dev/full; rc=$?
+    if [ $rc -ne 0 ]; then ok stderr_full; else echo "exit $rc with its messages lost"; bad stderr_full; fi
     if [ -f "$S260" ]; then
         echo "[ RUN      ] tokenize_stdout_full"
         "$TF" tokenize -m "$S260" -p "Once upon a time there was a little girl" > /dev/full 2> "$W/err"; rc=$?
@@ -96,7 +105,9 @@ if [ -c /dev/full ]; then
         for t in tokenize_stdout_full generate_stdout_full stats_json_full; do skipped $t "no $S260"; done
     fi
 else
-    for t in info_stdout_full tokenize_stdout_full generate_stdout_full stats_json_full; do skipped $t "no /dev/full"; done
+    for t in info_stdout_full help_stdout_full stderr_full tokenize_stdout_full generate_stdout_full stats_json_full; do
+        skipped $t "no /dev/full"
+    done
 fi
 if [ -f "$S260" ]; then
     echo "[ RUN      ] stats_json_missing_dir"

@@ -31,6 +31,20 @@ static void usage(FILE *f) {
         fprintf(f, "  %-12s %s\n", k_commands[i].name, k_commands[i].summary);
 }
 
+/* Whatever a command printed must have arrived: a failed write to standard
+ * output (a full disk, a closed pipe) is reported and fails the run; one to
+ * standard error cannot be reported, but still fails it. */
+static int finish(const char *what, int rc) {
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "triforce %s: cannot write the output to standard output: %s\n", what,
+                errno ? strerror(errno) : "write error");
+        return rc ? rc : 1;
+    }
+    if (fflush(stderr) != 0 || ferror(stderr)) return rc ? rc : 1;
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -38,27 +52,15 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
-        return 0;
+        return finish("--help", 0);
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("triforce %s\n", tf_version());
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            fprintf(stderr, "triforce --version: cannot write the output to standard output\n");
-            return 1;
-        }
-        return 0;
+        return finish("--version", 0);
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) {
-            int rc = k_commands[i].run(argc - 2, argv + 2);
-            /* every command's output on stdout must have arrived: a full disk or a closed pipe is a failure */
-            errno = 0;
-            if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "triforce %s: cannot write the output to standard output: %s\n", argv[1],
-                        errno ? strerror(errno) : "write error");
-                return rc ? rc : 1;
-            }
-            return rc;
+            return finish(argv[1], k_commands[i].run(argc - 2, argv + 2));
         }
     fprintf(stderr, "triforce: unknown command '%s'\n", argv[1]);
     usage(stderr);
