@@ -210,6 +210,11 @@ typedef struct tf_chat_message {
  * roles out of order. *out is malloc'ed (caller frees). */
 TF_API tf_status tf_model_chat_format(const tf_model *model, const tf_chat_message *msgs, size_t n, char **out,
                                char *errbuf, size_t errbuf_size);
+/* The same in a named family ("chatml", "llama3", "llama2", "mistral",
+ * "zephyr") whatever template the model carries (none needed): for models
+ * whose template is not recognised. family NULL: the model's own. */
+TF_API tf_status tf_model_chat_format_as(const tf_model *model, const char *family, const tf_chat_message *msgs,
+                                         size_t n, char **out, char *errbuf, size_t errbuf_size);
 
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                 */

@@ -95,6 +95,25 @@ static void test_multi_turn_match_jinja(void **state) {
         free(out);
         tf_model_close(m);
     }
+    /* a family named by the caller formats a model that has no template at all */
+    tf_model *bare = vocab_with_template(vpath, NULL);
+    for (size_t i = 0; i < sizeof k_multi / sizeof k_multi[0]; i++) {
+        const chat_multi_case *c = &k_multi[i];
+        if (strcmp(c->name, "chatml") != 0 && strcmp(c->name, "llama3") != 0 && strcmp(c->name, "zephyr") != 0)
+            continue;
+        char *out = NULL, eb[512];
+        if (tf_model_chat_format_as(bare, c->name, c->msgs, c->n, &out, eb, sizeof eb) != TF_OK)
+            fail_msg("%s by name: %s", c->name, eb);
+        if (strcmp(out, c->expected) != 0) fail_msg("%s by name: got\n[%s]\nexpected\n[%s]", c->name, out, c->expected);
+        free(out);
+    }
+    {
+        char *out = NULL, eb[512];
+        assert_int_equal(tf_model_chat_format_as(bare, "vicuna", k_multi[0].msgs, k_multi[0].n, &out, eb, sizeof eb),
+                         TF_ERR_INVALID_ARG);
+        assert_non_null(strstr(eb, "'vicuna' is not one of"));
+    }
+    tf_model_close(bare);
     /* roles out of order, and more turns than a one-turn family is formatted for */
     tf_model *m = vocab_with_template(vpath, k_multi[0].tmpl);
     char *out = NULL, eb[512];

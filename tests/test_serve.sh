@@ -163,7 +163,7 @@ fi
 kill $PID; wait $PID 2> /dev/null
 
 # the API key
-start key -m "$S260" -c 256 --api-key s3cret || bad serve_start_key
+start key -m "$S260" -c 256 --api-key s3cret --chat-template chatml || bad serve_start_key
 HDR=
 expect_status api_key_missing 401 "missing or wrong API key" /v1/completions '{"prompt": "x", "max_tokens": 1}'
 HDR="-H Authorization:Bearer_s3cre"
@@ -172,6 +172,12 @@ echo "[ RUN      ] api_key_right"
 code=$(curl -s -o "$W/body" -w '%{http_code}' -H 'Authorization: Bearer s3cret' -d '{"prompt": "x", "max_tokens": 1}' \
     "http://127.0.0.1:$PORT/v1/completions")
 if [ "$code" = 200 ]; then ok api_key_right; else echo "$code $(cat "$W/body")"; bad api_key_right; fi
+echo "[ RUN      ] chat_template_by_name"
+code=$(curl -s -o "$W/body" -w '%{http_code}' -H 'Authorization: Bearer s3cret' \
+    -d '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Tell a story"}], "max_tokens": 3, "temperature": 0}' \
+    "http://127.0.0.1:$PORT/v1/chat/completions")
+if [ "$code" = 200 ] && [ "$(json_field "d['usage']['completion_tokens']" < "$W/body")" -ge 1 ]; then ok chat_template_by_name
+else echo "$code $(cat "$W/body")"; bad chat_template_by_name; fi
 HDR=
 echo "[ RUN      ] health_without_key"
 if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")" = 200 ]; then ok health_without_key

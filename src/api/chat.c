@@ -126,9 +126,24 @@ static tf_status chat_family_of(const tf_model *m, chat_family *fam, const char 
     return TF_OK;
 }
 
+static const char *const k_family_ids[] = {"chatml", "llama3", "llama2", "mistral", "zephyr"};
+
 tf_status tf_model_chat_format(const tf_model *m, const tf_chat_message *msgs, size_t n, char **out, char *errbuf,
                                size_t errbuf_size) {
+    return tf_model_chat_format_as(m, NULL, msgs, n, out, errbuf, errbuf_size);
+}
+
+tf_status tf_model_chat_format_as(const tf_model *m, const char *family, const tf_chat_message *msgs, size_t n,
+                                  char **out, char *errbuf, size_t errbuf_size) {
     *out = NULL;
+    int forced = -1;
+    if (family) {
+        for (int i = 0; i < 5; i++)
+            if (strcmp(family, k_family_ids[i]) == 0) forced = i;
+        if (forced < 0)
+            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG,
+                             "chat template '%.40s' is not one of chatml, llama3, llama2, mistral, zephyr", family);
+    }
     if (!msgs || n == 0) return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG, "chat: no messages");
     for (size_t i = 0; i < n; i++) {
         const char *r = msgs[i].role;
@@ -155,7 +170,8 @@ tf_status tf_model_chat_format(const tf_model *m, const tf_chat_message *msgs, s
     chat_family fam = CHAT_CHATML;
     const char *t = NULL;
     size_t tn = 0;
-    TF_TRY(chat_family_of(m, &fam, &t, &tn, errbuf, errbuf_size));
+    if (forced >= 0) fam = (chat_family)forced; /* no template text: no default system message either */
+    else TF_TRY(chat_family_of(m, &fam, &t, &tn, errbuf, errbuf_size));
     const char *system = strcmp(msgs[0].role, "system") == 0 ? msgs[0].content : NULL;
     const tf_chat_message *turns = msgs + (system != NULL);
     size_t n_turns = n - (system != NULL);
@@ -171,7 +187,7 @@ tf_status tf_model_chat_format(const tf_model *m, const tf_chat_message *msgs, s
     switch (fam) {
     case CHAT_CHATML:
         if (!system) {
-            chatml_default_system(t, tn, &def);
+            if (t) chatml_default_system(t, tn, &def);
             if (def.n) system = def.p;
         }
         if (system) sb_puts(&b, "<|im_start|>system\n"), sb_puts(&b, system), sb_puts(&b, "<|im_end|>\n");

@@ -60,6 +60,9 @@ static const opt_def k_opts[] = {
     {NULL, "--chat", OPT_FLAG, O(chat), NULL,
      "treat the prompt as one user message in the model's chat template (chatml, llama3, llama2, mistral, zephyr)",
      CMD_GENERATE, 0, 0},
+    {NULL, "--chat-template", OPT_STR, O(chat_template), "NAME",
+     "format chats as this family (chatml, llama3, llama2, mistral, zephyr) instead of the model's template",
+     CMD_GENERATE | CMD_SERVE, 0, 0},
     {NULL, "--system", OPT_STR, O(system), "TEXT",
      "with --chat: the system message (default: the template's own default, if any)", CMD_GENERATE, 0, 0},
     {NULL, "--ignore-eos", OPT_FLAG, O(ignore_eos), NULL, "keep generating after end-of-sequence tokens",
@@ -294,6 +297,16 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
         fprintf(stderr, "triforce %s: warning: -t %d is more than the %d CPUs here; using %d\n", cmd_name,
                 o->n_threads, cpus, cpus);
         o->n_threads = cpus;
+    }
+    if (o->chat_template) {
+        static const char *const fams[] = {"chatml", "llama3", "llama2", "mistral", "zephyr"};
+        bool known = false;
+        for (int i = 0; i < 5; i++) known |= strcmp(o->chat_template, fams[i]) == 0;
+        if (!known) {
+            fprintf(stderr, "triforce %s: --chat-template '%s': expected chatml, llama3, llama2, mistral or zephyr\n",
+                    cmd_name, o->chat_template);
+            return -1;
+        }
     }
     if (strcmp(o->kv_type, "f16") != 0 && strcmp(o->kv_type, "f32") != 0) {
         fprintf(stderr, "triforce %s: --kv-type '%s': expected f16 or f32\n", cmd_name, o->kv_type);

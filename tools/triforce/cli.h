@@ -54,6 +54,7 @@ typedef struct cli_opts {
     bool compare;
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
     const char *system;  /* --system TEXT (with --chat) */
+    const char *chat_template; /* --chat-template NAME: a family instead of the model's template */
     /* bench */
     cli_ints bench_prompt; /* -p: prefill sizes */
     cli_ints depths;       /* -d: context depths */

@@ -219,6 +219,10 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce generate: -m MODEL is required (see --help)\n");
         return 2;
     }
+    if (o.chat_template && !o.chat) {
+        fprintf(stderr, "triforce generate: --chat-template is used with --chat only\n");
+        return 2;
+    }
     if (o.system && !o.chat) {
         fprintf(stderr, "triforce generate: --system is used with --chat only\n");
         return 2;
@@ -278,7 +282,9 @@ int cmd_generate(int argc, char **argv) {
     }
     if (o.chat) {
         char *formatted;
-        if (tf_model_chat_prompt(model, o.system, text, &formatted, err, sizeof err) != TF_OK) {
+        tf_chat_message msgs[2] = {{"system", o.system}, {"user", text}};
+        if (tf_model_chat_format_as(model, o.chat_template, o.system ? msgs : msgs + 1, o.system ? 2 : 1,
+                                    &formatted, err, sizeof err) != TF_OK) {
             fprintf(stderr, "triforce: --chat: %s\n", err);
             goto done;
         }

@@ -203,7 +203,7 @@ static int chat_prompt(serve_ctx *c, const cJSON *o, serve_job *j, char *err, si
         }
     }
     char *text = NULL, eb[512];
-    if (!st && tf_model_chat_format(c->model, msgs, (size_t)n, &text, eb, sizeof eb) != TF_OK)
+    if (!st && tf_model_chat_format_as(c->model, c->o->chat_template, msgs, (size_t)n, &text, eb, sizeof eb) != TF_OK)
         st = bad(err, errsz, "'messages': %s", eb);
     for (int k = 0; k < n && owned; k++) free(owned[k]);
     free(owned);
