@@ -138,24 +138,26 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    LDLIBS="-fsanitize=address,undefined -lcjson -lpcre2-8 -lutf8proc -lm -lpthread" test
 
-# libFuzzer harnesses (dev/fuzz_<name>.c), under ASan + UBSan (UB aborts): gguf (the GGUF
-# reader), safetensors (files and index files), hf_config (config.json and tokenizer.json
-# translation, and loading a tiny checkpoint made to fit the config) and tokenizer (tokenize ->
-# detokenize round trips on the shared vocabularies FUZZ_VOCABS; skipped when none exists).
-# The library sources they need are compiled once into build-fuzz/libtriforce.a with
-# libFuzzer's coverage instrumentation (clang cannot build the GCC-only attention kernels, which
-# they do not use). Each harness built with -DTF_FUZZ_WRITE_SEEDS is a seed writer:
-# build-fuzz/seeds_<name> writes its corpus into build-fuzz/corpus/<name>, then
-# build-fuzz/fuzz_<name> runs for FUZZ_SECONDS (default 60 each, so about 4 minutes for all
-# four) with dev/fuzz_<name>.dict; see dev/fuzz_run.sh. FUZZ_TARGETS picks harnesses
-# (`make fuzz FUZZ_TARGETS="tokenizer" FUZZ_SECONDS=600`). Needs clang with its libFuzzer
-# runtime (Debian: apt-get install -y clang libclang-rt-dev).
+# libFuzzer harnesses (dev/fuzz_<name>.c) under ASan + UBSan, float division by zero included
+# (any UB aborts): gguf (the GGUF reader), safetensors (files and index files), hf_config
+# (config.json and tokenizer.json translation, and loading a tiny checkpoint made to fit the
+# config) and tokenizer (tokenize -> detokenize round trips on the shared vocabularies
+# FUZZ_VOCABS; skipped when none exists). The library sources they need are compiled once into
+# build-fuzz/libtriforce.a with libFuzzer's coverage instrumentation (clang cannot build the
+# GCC-only attention kernels, which they do not use; after changing these flags, make clean).
+# Each harness built with -DTF_FUZZ_WRITE_SEEDS is a seed writer: build-fuzz/seeds_<name>
+# writes its corpus into build-fuzz/corpus/<name>, then build-fuzz/fuzz_<name> runs for
+# FUZZ_SECONDS (default 60 each, so about 4 minutes for all four) with dev/fuzz_<name>.dict;
+# crashes go to build-fuzz/artifacts/, and the target fails if any harness failed (see
+# dev/fuzz_run.sh). FUZZ_TARGETS picks harnesses (`make fuzz FUZZ_TARGETS="tokenizer"
+# FUZZ_SECONDS=600`). Needs clang with its libFuzzer runtime (Debian: apt-get install -y clang
+# libclang-rt-dev).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= gguf safetensors hf_config tokenizer
 FUZZ_VOCABS  ?= $(wildcard ../shared/models/stories260K/stories260K.gguf $(addprefix ../shared/vocab/ggml-vocab-,\
                   llama-spm.gguf phi-3.gguf gpt-2.gguf deepseek-coder.gguf deepseek-llm.gguf falcon.gguf mpt.gguf))
-FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SAN     := -fsanitize=address,undefined,float-divide-by-zero -fno-sanitize-recover=undefined,float-divide-by-zero
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                 -Iinclude -Isrc
 FUZZ_LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
