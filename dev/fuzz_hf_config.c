@@ -21,7 +21,8 @@
  *     (tf_tokenizer_from_gguf) of the right size, which then tokenizes and
  *     detokenizes a few fixed texts (ids in range, streaming output valid
  *     UTF-8).
- * Failures must name the file. A broken promise is __builtin_trap().
+ * Failures must name the file. A broken promise is __builtin_trap(). With
+ * TF_FUZZ_VERBOSE set it prints why each input was refused or what it loaded.
  *
  * Build and run: `make fuzz FUZZ_TARGETS=hf_config` (see the Makefile). With
  * -DTF_FUZZ_WRITE_SEEDS this file is a seed writer: `seeds_hf_config DIR`

@@ -14,7 +14,8 @@
  * sizes = dtype size x element count, lookups find every entry) and every
  * tensor byte is read, so AddressSanitizer catches a pointer the parser let
  * escape the buffer; a broken promise is __builtin_trap(). On failure the
- * message must name the file (or the directory).
+ * message must name the file (or the directory). With TF_FUZZ_VERBOSE set it
+ * prints what became of each input (to check seeds: `fuzz_safetensors -runs=0 DIR`).
  *
  * Build and run: `make fuzz FUZZ_TARGETS=safetensors` (see the Makefile). With
  * -DTF_FUZZ_WRITE_SEEDS this file is instead a seed writer: `seeds_safetensors
@@ -68,6 +69,7 @@ static const char k_shard2[] =
 static volatile unsigned g_sink;
 static char g_dir[256];
 static char g_index[320];
+static bool g_verbose; /* TF_FUZZ_VERBOSE set: say what became of each input (for checking seeds) */
 
 static void touch(const void *p, uint64_t n) {
     const volatile uint8_t *b = p;
@@ -97,6 +99,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     }
     atexit(remove_dir);
     snprintf(g_index, sizeof g_index, "%s/%s", g_dir, TF_ST_INDEX_NAME);
+    g_verbose = getenv("TF_FUZZ_VERBOSE") != NULL;
     const char *hdr[2] = {k_shard1, k_shard2};
     const char *name[2] = {SHARD1, SHARD2};
     const size_t data_len[2] = {16, 7};
@@ -166,6 +169,7 @@ static void fuzz_file(const uint8_t *data, size_t size) {
     tf_st_file f;
     tf_err err = {0};
     tf_status st = tf_st_parse(&f, "fuzz.safetensors", size ? copy : NULL, size, &err);
+    if (g_verbose) fprintf(stderr, "fuzz_safetensors: file: %s\n", st == TF_OK ? "accepted" : err.msg);
     if (st == TF_OK) check_file(&f);
     else if (err.status != st || strncmp(err.msg, "fuzz.safetensors: ", 18) != 0) __builtin_trap();
     tf_st_close(&f);
@@ -181,6 +185,7 @@ static void fuzz_index(const uint8_t *data, size_t size) {
     tf_st_set s;
     tf_err err = {0};
     tf_status st = tf_st_set_open(&s, g_dir, &err);
+    if (g_verbose) fprintf(stderr, "fuzz_safetensors: index: %s\n", st == TF_OK ? "accepted" : err.msg);
     if (st == TF_OK) {
         if (!s.sharded || s.n_files == 0) __builtin_trap();
         uint64_t n = 0, bytes = 0;
