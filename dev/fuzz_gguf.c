@@ -6,10 +6,11 @@
  * AddressSanitizer catches any pointer the parser let escape the buffer,
  * and the typed getters are exercised on every key.
  *
- * Build and run: `make fuzz FUZZ_SECONDS=300` (clang with its libFuzzer runtime)
- * compiles this file twice (the fuzzer under ASan + UBSan, and with
- * -DTF_FUZZ_WRITE_SEEDS a seed writer), writes the seeds to build-fuzz/corpus
- * and fuzzes for FUZZ_SECONDS with dev/fuzz_gguf.dict; see the Makefile.
+ * Build and run: `make fuzz FUZZ_TARGETS=gguf FUZZ_SECONDS=300` (clang with
+ * its libFuzzer runtime) compiles this file twice (the fuzzer under ASan +
+ * UBSan, and with -DTF_FUZZ_WRITE_SEEDS a seed writer), writes the seeds to
+ * build-fuzz/corpus/gguf and fuzzes for FUZZ_SECONDS with dev/fuzz_gguf.dict;
+ * see the Makefile and dev/fuzz_run.sh.
  *
  * The seed writer makes a handful of small valid files (every value type,
  * every tensor type, several alignments) with the GGUF writer.
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef TF_FUZZ_WRITE_SEEDS
 
 static volatile unsigned g_sink;
 
@@ -78,8 +81,6 @@ static void exercise(const tf_gguf *g) {
         touch(t->data, t->nbytes);
     }
 }
-
-#ifndef TF_FUZZ_WRITE_SEEDS
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -299,6 +299,44 @@ static void test_yarn_llama2_config(void **state) {
     rm_rf(dir);
 }
 
+/* 'dynamic' RoPE scaling is applied as base * factor^(d / (d - 2)): a head
+ * dimension of 2 (which divided by zero, found by dev/fuzz_hf_config.c) and a
+ * base past what rope_theta may be are refused, naming config.json. */
+static void test_dynamic_rope_limits(void **state) {
+    (void)state;
+    char dir[512], path[700], cmd[1200];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("_dyn"));
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    static const struct { int hidden, heads; double factor; tf_status st; const char *msg; } cases[] = {
+        {4, 2, 2.0, TF_ERR_UNSUPPORTED, "head dimension 2"},      /* d = 2 */
+        {8, 2, 1e6, TF_ERR_UNSUPPORTED, "above the largest"},     /* 1e4 * 1e6^2 */
+        {8, 2, 2.0, TF_OK, NULL},                                 /* 1e4 * 2^2 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg,
+                 "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": %d, \"intermediate_size\": 4,"
+                 " \"num_attention_heads\": %d, \"num_hidden_layers\": 1, \"vocab_size\": 32,"
+                 " \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": %g}}",
+                 cases[i].hidden, cases[i].heads, cases[i].factor);
+        assert_int_equal(st_write_bytes(path, cfg, (size_t)-1), 0);
+        tf_hf_config c;
+        tf_err err = {0};
+        tf_status st = tf_hf_config_load(&c, dir, NULL, &err);
+        if (st != cases[i].st) print_error("case %zu: %s\n", i, err.msg);
+        assert_int_equal(st, cases[i].st);
+        if (cases[i].msg) {
+            assert_non_null(strstr(err.msg, "config.json"));
+            assert_non_null(strstr(err.msg, cases[i].msg));
+        } else {
+            assert_true(isfinite(c.rope_theta) && fabs(c.rope_theta - 4e4) < 1e-6);
+        }
+    }
+    rm_rf(dir);
+}
+
 /* Greedy continuation of ids[0..n) by n_gen tokens (argmax, lowest id on ties). */
 static void greedy(tf_model *m, int32_t *ids, int n, int n_gen) {
     tf_context_params cp = tf_context_default_params();
@@ -554,6 +592,7 @@ int main(void) {
         cmocka_unit_test(test_logits_equal_gguf),
         cmocka_unit_test(test_qwen2_dir),
         cmocka_unit_test(test_yarn_llama2_config),
+        cmocka_unit_test(test_dynamic_rope_limits),
         cmocka_unit_test(test_stories260k_dir),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_config_strictness),

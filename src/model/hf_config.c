@@ -19,7 +19,8 @@
  *             length. Cached keys would have to be re-rotated as it grows,
  *             which no KV cache does; it is applied in its static form, the
  *             base the running form reaches at factor x the trained context
- *             (base * factor^(d / (d - 2))), and a warning says so;
+ *             (base * factor^(d / (d - 2))), and a warning says so; head
+ *             dimension 2 and a base past ROPE_THETA_MAX are refused;
  *   default / none / null — no scaling.
  */
 #include "format/json.h"
@@ -31,6 +32,7 @@
 #include <sys/stat.h>
 
 #define CONFIG_MAX_BYTES ((size_t)16 << 20)
+#define ROPE_THETA_MAX 1e12 /* largest rope_theta (and GGUF rope.freq_base) accepted */
 
 bool tf_hf_is_dir(const char *path) {
     struct stat sb;
@@ -89,7 +91,17 @@ static tf_status load_rope_scaling(tf_hf_config *c, const char *file, const cJSO
                            c->llama3_high_freq_factor, c->llama3_low_freq_factor);
     } else if (strcmp(type, "dynamic") == 0) {
         int64_t hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
+        if (hd <= 2) /* the exponent d / (d - 2) has no value */
+            return tf_errf(err, TF_ERR_UNSUPPORTED,
+                           "%s: 'dynamic' RoPE scaling needs a head dimension above 2 (the base grows as "
+                           "factor^(d / (d - 2))); this config has head dimension %lld",
+                           file, (long long)hd);
         double scale = c->rope_factor > 1 ? pow(c->rope_factor, (double)hd / (double)(hd - 2)) : 1.0;
+        if (!(c->rope_theta * scale <= ROPE_THETA_MAX))
+            return tf_errf(err, TF_ERR_UNSUPPORTED,
+                           "%s: 'dynamic' RoPE scaling with factor %g makes rope_theta %g -> %g, above the largest "
+                           "base %g (expected a smaller rope_scaling.factor)",
+                           file, c->rope_factor, c->rope_theta, c->rope_theta * scale, ROPE_THETA_MAX);
         tf_logf(lg, TF_LOG_WARN,
                 "%s: 'dynamic' RoPE scaling (factor %g) is applied statically: rope_theta %g -> %g, the base it "
                 "reaches at %g x the trained context; shorter sequences see slightly different rotations than "
@@ -182,7 +194,7 @@ static tf_status parse_config(tf_hf_config *c, const char *file, const cJSON *ro
     c->rms_eps = 1e-6;
     TF_TRY(tf_json_get_num(file, root, "rms_norm_eps", 1e-12, 0.1, &c->rms_eps, &found, err));
     c->rope_theta = 10000.0;
-    TF_TRY(tf_json_get_num(file, root, "rope_theta", 1.0, 1e12, &c->rope_theta, &found, err));
+    TF_TRY(tf_json_get_num(file, root, "rope_theta", 1.0, ROPE_THETA_MAX, &c->rope_theta, &found, err));
     TF_TRY(tf_json_get_bool(file, root, "tie_word_embeddings", &c->tied, &c->tied_given, err));
     bool use_sw = false, has_use_sw = false;
     TF_TRY(tf_json_get_bool(file, root, "use_sliding_window", &use_sw, &has_use_sw, err));
