@@ -446,6 +446,9 @@ static void test_malformed(void **state) {
          "model.layers.1.", "belongs to layer 1 but config.json says num_hidden_layers = 1"},
         {"shape", "s/\"intermediate_size\":[[:space:]]*96/\"intermediate_size\": 64/", NULL, TF_ERR_FORMAT,
          "mlp.gate_proj.weight", "expected [64, 64]"},
+        {"yarn-attn", "s/\"rope_scaling\":[[:space:]]*null/\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 1e6, "
+         "\"original_max_position_embeddings\": 64, \"attention_factor\": 0.001}/", NULL, TF_ERR_FORMAT,
+         "config.json: rope_scaling.attention_factor 0.001", "expected 1e-3..1e3"},
         {"rope", "s/\"rope_scaling\":[[:space:]]*null/\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2}/", NULL,
          TF_ERR_UNSUPPORTED, "longrope", "rope_scaling"},
         {"string-int", "s/\"num_hidden_layers\":[[:space:]]*2/\"num_hidden_layers\": \"2\"/", NULL, TF_ERR_FORMAT,

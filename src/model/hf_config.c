@@ -78,6 +78,11 @@ static tf_status load_rope_scaling(tf_hf_config *c, const char *file, const cJSO
         TF_TRY(tf_json_get_num(file, rs, "attention_factor", 1e-3, 1e3, &attn, &has_attn, err));
         double mscale = c->rope_factor > 1 ? 1.0 + 0.1 * log(c->rope_factor) : 1.0;
         if (has_attn) c->yarn_attn_factor = attn / mscale;
+        if (has_attn && !(c->yarn_attn_factor >= 1e-3 && c->yarn_attn_factor <= 1e3))
+            return tf_errf(err, TF_ERR_FORMAT,
+                           "%s: rope_scaling.attention_factor %g over YaRN's own scale %g (factor %g) is %g (expected "
+                           "1e-3..1e3)",
+                           file, attn, mscale, c->rope_factor, c->yarn_attn_factor);
     } else if (strcmp(type, "llama3") == 0) {
         c->rope_scaling = TF_ROPE_SCALING_LLAMA3;
         bool has;
