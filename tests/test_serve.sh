@@ -8,7 +8,8 @@
 #   - bad input: malformed JSON (line and column), wrong types and ranges naming
 #     the field, unsupported fields, a prompt past the context, a body over the
 #     limit (413), unknown paths (404), wrong methods (405), the API key (401);
-#   - a full queue answers 503 with Retry-After; a client that leaves mid-stream
+#   - a stalled client is cut off after --timeout; a full queue answers 503 with
+#     Retry-After; a client that leaves mid-stream
 #     cancels its request and the server keeps serving; SIGTERM while streaming
 #     ends the stream with an error event and the process exits 0;
 #   - tests/serve_openai.py: the openai client, and 8 clients x 20 requests.
@@ -163,7 +164,21 @@ fi
 kill $PID; wait $PID 2> /dev/null
 
 # the API key
-start key -m "$S260" -c 256 --api-key s3cret --chat-template chatml || bad serve_start_key
+start key -m "$S260" -c 256 --api-key s3cret --chat-template chatml --timeout 1 || bad serve_start_key
+echo "[ RUN      ] stalled_client_timeout"
+if python3 - "$PORT" << 'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\"")
+s.settimeout(5)
+t = time.time()
+try:
+    data = s.recv(4096)
+except OSError:
+    data = b""
+sys.exit(0 if 0.5 < time.time() - t < 4.5 and not data.startswith(b"HTTP/1.1 200") else 1)
+EOF
+then ok stalled_client_timeout; else bad stalled_client_timeout; fi
 HDR=
 expect_status api_key_missing 401 "missing or wrong API key" /v1/completions '{"prompt": "x", "max_tokens": 1}'
 HDR="-H Authorization:Bearer_s3cre"
