@@ -64,14 +64,14 @@ expect_status() {
 # json_field EXPR < file: a value of the response (python3 is part of Debian's base)
 json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-start main -m "$S260" --draft-layers 2 --mode ar -c 512 --parallel 2 || { bad serve_start; marks_summary; }
+start main -m "$S260" --draft-layers 2 --mode ar -c 512 --parallel 2 -b 16 || { bad serve_start; marks_summary; }
 
 echo "[ RUN      ] health"
 if [ "$(curl -s "http://127.0.0.1:$PORT/health" | json_field "d['status']")" = ok ]; then ok health; else bad health; fi
 
 P="Once upon a time"
-"$TF" generate -m "$S260" -p "$P" -n 24 --temp 0 2> /dev/null | sed "s/^$P//" | tr -d '\n' > "$W/gen_greedy"
-"$TF" generate -m "$S260" -p "$P" -n 24 --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 -s 1234 2> /dev/null |
+"$TF" generate -m "$S260" -p "$P" -n 24 --temp 0 -b 16 2> /dev/null | sed "s/^$P//" | tr -d '\n' > "$W/gen_greedy"
+"$TF" generate -m "$S260" -p "$P" -n 24 --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 -s 1234 -b 16 2> /dev/null |
     sed "s/^$P//" | tr -d '\n' > "$W/gen_sampled"
 
 echo "[ RUN      ] completion_equals_generate"
@@ -110,9 +110,12 @@ if [ $? -eq 0 ] && cmp -s "$W/srv" "$W/gen_greedy"; then ok stream_equals_whole
 else echo "stream: [$(cat "$W/srv")]"; head -c 800 "$W/sse"; bad stream_equals_whole; fi
 
 echo "[ RUN      ] prompt_cache_reuse"
-post /v1/completions "{\"prompt\": \"$P, there was a little\", \"max_tokens\": 4, \"temperature\": 0}"
+# whole prefill batches (-b 16) of a prompt a slot prefilled are reused: 32 positions
+P2="Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her friends and her dog"
+post /v1/completions "{\"prompt\": \"$P2\", \"max_tokens\": 2, \"temperature\": 0}"
+post /v1/completions "{\"prompt\": \"$P2. One day\", \"max_tokens\": 4, \"temperature\": 0}"
 reused=$(json_field "d['usage']['prompt_tokens_details']['cached_tokens']" < "$W/body")
-if [ "$reused" -ge 4 ] 2> /dev/null; then ok prompt_cache_reuse; else cat "$W/body"; bad prompt_cache_reuse; fi
+if [ "$reused" = 32 ]; then ok prompt_cache_reuse; else cat "$W/body"; bad prompt_cache_reuse; fi
 
 echo "[ RUN      ] stop_string"
 post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 24, \"temperature\": 0, \"stop\": [\"little\"]}"
@@ -227,9 +230,18 @@ if [ -f "$SMOL" ]; then
     if python3 -c "import sys; g=open(sys.argv[1]).read().rstrip('\n'); s=open(sys.argv[2]).read().rstrip('\n'); sys.exit(not (s and g.endswith(s)))" "$W/gen_chat" "$W/srv"
     then ok chat_equals_generate
     else echo "server: [$(cat "$W/srv")]"; echo "generate: [$(cat "$W/gen_chat")]"; bad chat_equals_generate; fi
+    echo "[ RUN      ] stop_string_and_end_of_generation"
+    M2="{\"role\": \"user\", \"content\": \"What is the capital of France? Answer in one sentence.\"}"
+    post /v1/chat/completions "{\"messages\": [$M2], \"max_tokens\": 32, \"temperature\": 0}"
+    json_field "d['choices'][0]['message']['content'], d['choices'][0]['finish_reason']" < "$W/body" > "$W/plain"
+    post /v1/chat/completions "{\"messages\": [$M2], \"max_tokens\": 32, \"temperature\": 0, \"stop\": [\"QQQQQQQQQQ\"]}"
+    json_field "d['choices'][0]['message']['content'], d['choices'][0]['finish_reason']" < "$W/body" > "$W/stopped"
+    if cmp -s "$W/plain" "$W/stopped" && grep -q 'stop$' "$W/plain"; then ok stop_string_and_end_of_generation
+    else cat "$W/plain" "$W/stopped"; bad stop_string_and_end_of_generation; fi
     kill $PID; wait $PID 2> /dev/null
 else
     skipped chat_equals_generate "$SMOL not fetched (make models)"
+    skipped stop_string_and_end_of_generation "$SMOL not fetched (make models)"
 fi
 
 rm -rf "$W"

@@ -589,6 +589,7 @@ tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progr
                            tokens[i], i, V - 1);
     memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
+    s->n_prefilled = n - 1;
     int64_t P = n - 1, done = 0, total = P + lower_prefill_tokens(s, P);
     TF_TRY(feed_quiet(s, 0, P, progress, ud, &done, total));
     if (s->q_cap) save_last_query(s, 0);
@@ -622,6 +623,7 @@ tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn pr
                        "source's newest query (a source in retrieval or triforce mode, fresh from its prefill)");
     memcpy(s->seq, src->seq, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
+    s->n_prefilled = n - 1;
     tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, (int32_t)P);
     s->lv[0].n_cached = P;
     if (s->has_rc) {
@@ -640,11 +642,15 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
     tf_err_clear(&s->err);
     if (n_reused) *n_reused = 0;
     int32_t C = 0;
-    if (src && !s->dev && !src->dev && src->target == s->target && src->kv_p.type == s->kv_p.type) {
-        int64_t lim = src->lv[0].n_cached < n - 1 ? src->lv[0].n_cached : n - 1;
+    const int32_t nb = s->lv[0].fwd.n_batch;
+    if (src && !s->dev && !src->dev && src->target == s->target && src->kv_p.type == s->kv_p.type &&
+        src->lv[0].fwd.n_batch == nb) {
+        int64_t lim = src->n_prefilled < n - 1 ? src->n_prefilled : n - 1;
         while (C < lim && src->seq[C] == tokens[C]) C++;
-        /* a retrieval level needs the newest prompt token's query: feed at least that token */
-        if (s->has_rc && C > n - 2) C = n - 2 > 0 ? n - 2 : 0;
+        /* whole batches only: the rest goes through the batches a fresh prefill would use (which
+         * also feeds the newest prompt token, whose query a retrieval level needs) */
+        C = C / nb * nb;
+        if (C >= n - 1) C = (n - 2) / nb * nb;
     }
     if (C == 0) return tf_spec_prefill(s, tokens, n, progress, ud);
     const int32_t V = s->target->hp.n_vocab;
@@ -658,6 +664,7 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
                            tokens[i], i, V - 1);
     memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
+    s->n_prefilled = n - 1;
     /* positions 0..C-1 hold the same tokens after the same prefix: their keys
      * and values are bitwise what a prefill computes (batch invariance) */
     tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, C);

@@ -108,6 +108,12 @@ typedef struct tf_spec {
     bool has_rc;
     int32_t *seq;             /* working sequence [n_ctx] */
     int64_t n_seq, n_emitted;
+    /* positions the prompt's prefill cached (n_prompt - 1), in batches of the
+     * target level's n_batch from position 0: the only positions whose keys
+     * and values another prefill of the same prefix reproduces bitwise (a
+     * batch of up to 16 rows takes the decode kernels, a larger one the
+     * prefill kernels, and they round differently) */
+    int64_t n_prefilled;
     int32_t dmax;             /* distribution ring size */
     tf_sampling samp;         /* the transform, shared by all levels */
     tf_verifier ver;
@@ -137,9 +143,11 @@ tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progr
  * levels below are set up as tf_spec_prefill does. A retrieval level needs
  * src's newest query: src in retrieval or triforce mode. src is unchanged. */
 /* Prefill with tokens[0..n), copying from src (NULL: none) the cached
- * positions of the longest prefix the prompt shares with the sequence src
- * holds (prompt and decoded tokens); the rest is computed. The state is
- * bitwise that of tf_spec_prefill. src may be in any mode and is not
+ * positions of the longest prefix the prompt shares with src's prefilled
+ * prompt, rounded down to a whole number of prefill batches, so that the rest
+ * is computed in the very batches a fresh prefill uses. The state is bitwise
+ * that of tf_spec_prefill (positions src computed while decoding are not
+ * reused: they were computed in other batches). src may be in any mode and is not
  * changed; a source on another device, target or KV type reuses nothing.
  * *n_reused (may be NULL) gets the positions copied. */
 tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, const tf_spec *src,

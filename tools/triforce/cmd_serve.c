@@ -21,6 +21,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "triforce serve: -m MODEL is required (see --help)\n");
         return 2;
     }
+    if (o.n_predict < 1) {
+        fprintf(stderr, "triforce serve: -n %d: the default max_tokens must be at least 1\n", o.n_predict);
+        return 2;
+    }
     if (o.draft && o.draft_layers) {
         fprintf(stderr, "triforce serve: give either -md DRAFT or --draft-layers K, not both\n");
         return 2;

@@ -199,6 +199,7 @@ static void run_job(serve_slot *s, serve_job *j) {
     s->dec = NULL;
     j->n_reused = reused;
     const char *finish = NULL;
+    bool stop_string = false; /* the text ended at a stop string: what follows it is dropped */
     double t0 = cli_now();
     while (!finish) {
         if (job_cancelled(j)) break;
@@ -222,12 +223,11 @@ static void run_job(serve_slot *s, serve_job *j) {
             char piece[256];
             int32_t np = tf_model_token_to_piece(c->model, toks[i], false, piece, sizeof piece);
             if (np < 0 || np > (int32_t)sizeof piece) np = 0;
-            if (text_add(j, &t, piece, (size_t)np, false)) finish = "stop";
+            if (text_add(j, &t, piece, (size_t)np, false)) finish = "stop", stop_string = true;
             else if (j->n_gen >= j->max_tokens) finish = "length";
         }
     }
-    if (finish && strcmp(finish, "length") == 0) text_add(j, &t, "", 0, true);
-    else if (!finish && !j->http_error) text_add(j, &t, "", 0, true);
+    if (!stop_string && !j->http_error) text_add(j, &t, "", 0, true); /* release what was held back */
     double dt = cli_now() - t0;
     pthread_mutex_lock(&j->mu);
     j->finish = finish ? finish : "stop";
@@ -318,7 +318,6 @@ int serve_submit(serve_ctx *c, serve_job *j) {
         pthread_mutex_unlock(&c->mu);
         return 503;
     }
-    c->m.requests++;
     snprintf(j->id, sizeof j->id, "%s-%lld", j->kind == JOB_CHAT ? "chatcmpl" : "cmpl", (long long)++c->next_id);
     j->t_queued = cli_now();
     /* an idle slot: the one whose cache shares the longest prefix, else the least recently used */
@@ -331,6 +330,7 @@ int serve_submit(serve_ctx *c, serve_job *j) {
         if (k > best_k || (k == best_k && s->last_used < best->last_used)) best = s, best_k = k;
     }
     int st = 0;
+    if (best || c->n_queue < c->queue_max) c->m.requests++;
     if (best) {
         j->refs++;
         best->job = j;
@@ -411,23 +411,24 @@ char *serve_metrics_text(serve_ctx *c) {
                      "# TYPE triforce_tokens_per_second gauge\ntriforce_tokens_per_second %.3f\n"
                      "# TYPE triforce_queue_length gauge\ntriforce_queue_length %d\n"
                      "# TYPE triforce_slots_busy gauge\ntriforce_slots_busy %d\n"
-                     "# TYPE triforce_slots gauge\ntriforce_slots %d\n",
+                     "# TYPE triforce_slots gauge\ntriforce_slots %d\n"
+                     "# HELP triforce_level_verified_total Candidates of the level below judged by this level.\n"
+                     "# TYPE triforce_level_verified_total counter\n",
                      (unsigned long long)m->requests, (unsigned long long)m->requests_failed,
                      (unsigned long long)m->rejected_busy, (unsigned long long)m->cancelled,
                      (unsigned long long)m->prompt_tokens, (unsigned long long)m->reused_tokens,
                      (unsigned long long)m->gen_tokens, m->ttft_sum, (unsigned long long)m->ttft_count,
                      m->decode_seconds, m->decode_seconds > 0 ? (double)m->gen_tokens / m->decode_seconds : 0.0,
                      c->n_queue, busy, c->n_slots);
+    for (int l = 0; l < 3; l++)
+        n += snprintf(buf + n, 8192 - (size_t)n, "triforce_level_verified_total{level=\"%s\"} %lld\n", level[l],
+                      (long long)m->level_verified[l]);
     n += snprintf(buf + n, 8192 - (size_t)n,
-                  "# HELP triforce_level_verified_total Candidates of the level below judged by this level.\n"
-                  "# TYPE triforce_level_verified_total counter\n"
                   "# HELP triforce_level_accepted_total Of the candidates judged, those accepted.\n"
                   "# TYPE triforce_level_accepted_total counter\n");
     for (int l = 0; l < 3; l++)
-        n += snprintf(buf + n, 8192 - (size_t)n,
-                      "triforce_level_verified_total{level=\"%s\"} %lld\ntriforce_level_accepted_total{level=\"%s\"} "
-                      "%lld\n",
-                      level[l], (long long)m->level_verified[l], level[l], (long long)m->level_accepted[l]);
+        n += snprintf(buf + n, 8192 - (size_t)n, "triforce_level_accepted_total{level=\"%s\"} %lld\n", level[l],
+                      (long long)m->level_accepted[l]);
     pthread_mutex_unlock(&c->mu);
     return buf;
 }
