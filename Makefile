@@ -184,9 +184,10 @@ test: $(TEST_BINS) $(BUILD)/triforce lib
 	    tests/test_usage.sh tests/test_install.sh tests/test_serve.sh tests/test_readme.sh
 
 # Python tools the tests use, from PyPI into .venv-test/ (git-ignored): the official openai
-# client for tests/test_serve.sh (skipped without it).
+# client and schemathesis (requests generated from docs/openapi.json) for tests/test_serve.sh
+# (each skipped without it).
 test-deps:
-	python3 -m venv .venv-test && .venv-test/bin/pip install -q openai==3.54.0
+	python3 -m venv .venv-test && .venv-test/bin/pip install -q openai==3.54.0 schemathesis==4.32.5
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
