@@ -65,7 +65,7 @@ expect_status() {
 # json_field EXPR < file: a value of the response (python3 is part of Debian's base)
 json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-start main -m "$S260" --draft-layers 2 --mode ar -c 512 --parallel 2 -b 16 || { bad serve_start; marks_summary; }
+start main -m "$S260" --draft-layers 2 --mode ar -c 2048 --parallel 2 -b 16 || { bad serve_start; marks_summary; }
 
 echo "[ RUN      ] health"
 if [ "$(curl -s "http://127.0.0.1:$PORT/health" | json_field "d['status']")" = ok ]; then ok health; else bad health; fi
@@ -135,8 +135,8 @@ expect_status logprobs_refused 400 "'logprobs' is not supported" /v1/completions
 expect_status penalty_refused 400 "'presence_penalty' is not supported" /v1/completions '{"prompt": "x", "presence_penalty": 0.5}'
 expect_status bad_mode 400 "'triforce.mode'" /v1/completions '{"prompt": "x", "triforce": {"mode": "fast"}}'
 expect_status bad_token 400 "token ids 0..511" /v1/completions '{"prompt": [1, 99999]}'
-long=$(python3 -c "print('once upon a time ' * 400)")
-expect_status prompt_past_context 400 "the server's context is 512" /v1/completions "{\"prompt\": \"$long\"}"
+long=$(python3 -c "print('once upon a time ' * 800)")
+expect_status prompt_past_context 400 "the server's context is 2048" /v1/completions "{\"prompt\": \"$long\"}"
 expect_status unknown_path 404 "no such path: /v2/nothing" /v2/nothing '{}'
 echo "[ RUN      ] wrong_method"
 code=$(curl -s -o "$W/body" -w '%{http_code}' "http://127.0.0.1:$PORT/v1/completions")
@@ -148,19 +148,6 @@ code=$(curl -s -o "$W/body" -w '%{http_code}' -H 'Content-Type: application/json
 if [ "$code" = 413 ]; then ok body_too_large; else echo "$code $(cat "$W/body")"; bad body_too_large; fi
 expect_status tokenize 200 '"tokens":[1,' /tokenize "{\"content\": \"$P\", \"add_special\": true}"
 expect_status detokenize 200 "Once upon a time\"}" /detokenize "$(cat "$W/body" | python3 -c "import json,sys; print(json.dumps({'tokens': json.load(sys.stdin)['tokens'][1:]}))")"
-
-echo "[ RUN      ] disconnect_cancels"
-curl -sN --max-time 0.3 -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/completions" \
-    -d '{"prompt": "Once", "max_tokens": 100000, "temperature": 0, "stream": true, "triforce": {"mode": "ar"}}' > /dev/null 2>&1
-i=0  # the worker counts the cancel when it has stopped (within a decoding step)
-while [ $i -lt 50 ]; do
-    cancelled=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^triforce_requests_cancelled_total //p')
-    [ "$cancelled" -ge 1 ] 2> /dev/null && break
-    sleep 0.1; i=$((i + 1))
-done
-post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 4, \"temperature\": 0}"
-if [ "$cancelled" -ge 1 ] 2> /dev/null && [ "$(cat "$W/status")" = 200 ]; then ok disconnect_cancels
-else echo "cancelled=$cancelled status=$(cat "$W/status")"; bad disconnect_cancels; fi
 
 if [ -x "$PY" ] && "$PY" -c "import openai" 2> /dev/null; then
     echo "[ RUN      ] openai_client"
@@ -180,6 +167,23 @@ if [ -x .venv-test/bin/schemathesis ] && [ -f docs/openapi.json ]; then
 else
     skipped schemathesis "schemathesis is not installed in .venv-test (make test-deps)"
 fi
+kill $PID; wait $PID 2> /dev/null
+
+# a client that leaves mid-stream: a context long enough that the generation outlasts it
+start long -m "$S260" -c 65536 || bad serve_start_long
+echo "[ RUN      ] disconnect_cancels"
+curl -sN --max-time 0.3 -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/completions" \
+    -d '{"prompt": "Once", "max_tokens": 100000, "temperature": 0, "stream": true, "triforce": {"mode": "ar"}}' > /dev/null 2>&1
+i=0  # the worker counts the cancel when it has stopped (within a decoding step)
+while [ $i -lt 50 ]; do
+    cancelled=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^triforce_requests_cancelled_total //p')
+    [ "$cancelled" -ge 1 ] 2> /dev/null && break
+    sleep 0.1; i=$((i + 1))
+done
+post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 4, \"temperature\": 0}"
+if [ "$cancelled" -ge 1 ] 2> /dev/null && [ "$(cat "$W/status")" = 200 ]; then ok disconnect_cancels
+else echo "cancelled=$cancelled status=$(cat "$W/status")"; bad disconnect_cancels; fi
+
 kill $PID; wait $PID 2> /dev/null
 
 # the API key

@@ -62,6 +62,7 @@ static bool key_ok(const serve_ctx *c, struct MHD_Connection *conn) {
 typedef struct stream {
     serve_ctx *c;
     serve_job *j;
+    struct MHD_Connection *conn; /* to notice a client that has closed its end */
     size_t sent_text;
     bool sent_first, done;
     char *pend;
@@ -85,6 +86,15 @@ static void stream_event(stream *s, char *json) {
     free(json);
 }
 
+/* Whether the client closed its end (a peek that reads end-of-file). */
+static bool client_gone(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    char b;
+    ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *s = cls;
@@ -95,6 +105,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (s->done) return MHD_CONTENT_READER_END_OF_STREAM;
         serve_job *j = s->j;
         pthread_mutex_lock(&j->mu);
+        if (j->state != JOB_DONE && client_gone(s->conn)) { /* the request is cancelled (stream_free) */
+            pthread_mutex_unlock(&j->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         while (!s->n_pend && !s->done) {
             bool timed_out = false;
             while (s->sent_first && j->n_text == s->sent_text && j->state != JOB_DONE) {
@@ -148,15 +162,6 @@ static void stream_free(void *cls) {
 
 /* ---- completions ---- */
 
-/* Whether the client closed its end (a peek that reads end-of-file). */
-static bool client_gone(struct MHD_Connection *conn) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return false;
-    char b;
-    ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 static enum MHD_Result completion(serve_ctx *c, struct MHD_Connection *conn, request *rq, job_kind kind) {
     serve_job *j = serve_job_new();
     if (!j) return respond_error(conn, 500, "out of memory", NULL, NULL);
@@ -180,7 +185,7 @@ static enum MHD_Result completion(serve_ctx *c, struct MHD_Connection *conn, req
             serve_job_release(j);
             return respond_error(conn, 500, "out of memory", NULL, NULL);
         }
-        s->c = c, s->j = j;
+        s->c = c, s->j = j, s->conn = conn;
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s, stream_free);
         if (!r) {
             stream_free(s);
