@@ -576,8 +576,8 @@ static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn prog
 static int64_t lower_prefill_tokens(const tf_spec *s, int64_t P);
 static tf_status prefill_lower(tf_spec *s, tf_progress_fn progress, void *ud, int64_t *done, int64_t total);
 
-tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progress_fn progress, void *ud) {
-    tf_err_clear(&s->err);
+/* Check the prompt and make it the sequence (nothing cached yet). */
+static tf_status start_prompt(tf_spec *s, const int32_t *tokens, int32_t n) {
     const int32_t V = s->target->hp.n_vocab;
     if (n < 1 || n >= s->cfg.n_ctx)
         return tf_errf(&s->err, TF_ERR_RANGE, "prompt of %d tokens: expected 1..%d for a context of %d", n,
@@ -590,6 +590,12 @@ tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progr
     memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
     s->n_prefilled = n - 1;
+    return TF_OK;
+}
+
+tf_status tf_spec_prefill(tf_spec *s, const int32_t *tokens, int32_t n, tf_progress_fn progress, void *ud) {
+    tf_err_clear(&s->err);
+    TF_TRY(start_prompt(s, tokens, n));
     int64_t P = n - 1, done = 0, total = P + lower_prefill_tokens(s, P);
     TF_TRY(feed_quiet(s, 0, P, progress, ud, &done, total));
     if (s->q_cap) save_last_query(s, 0);
@@ -653,20 +659,9 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
         if (C >= n - 1) C = (n - 2) / nb * nb;
     }
     if (C == 0) return tf_spec_prefill(s, tokens, n, progress, ud);
-    const int32_t V = s->target->hp.n_vocab;
-    if (n >= s->cfg.n_ctx)
-        return tf_errf(&s->err, TF_ERR_RANGE, "prompt of %d tokens: expected 1..%d for a context of %d", n,
-                       s->cfg.n_ctx - 1, s->cfg.n_ctx);
-    if (s->n_seq != 0) return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill: the decoder already holds a sequence");
-    for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prompt token %d at index %d is out of range (0..%d)",
-                           tokens[i], i, V - 1);
-    memcpy(s->seq, tokens, sizeof(int32_t) * (size_t)n);
-    s->n_seq = s->n_emitted = n;
-    s->n_prefilled = n - 1;
-    /* positions 0..C-1 hold the same tokens after the same prefix: their keys
-     * and values are bitwise what a prefill computes (batch invariance) */
+    TF_TRY(start_prompt(s, tokens, n));
+    /* positions 0..C-1 hold the same tokens after the same prefix, computed in
+     * the same batches: their keys and values are bitwise what a prefill computes */
     tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, C);
     s->lv[0].n_cached = C;
     if (s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, 0, C);
