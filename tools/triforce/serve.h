@@ -108,9 +108,6 @@ serve_job *serve_job_new(void);
 void serve_job_release(serve_job *j);
 /* Prometheus text of the metrics (malloc'ed). */
 char *serve_metrics_text(serve_ctx *c);
-/* s[0..n) with every invalid or incomplete UTF-8 sequence replaced by U+FFFD
- * (malloc'ed, length in *out_n; NULL when out of memory). */
-char *serve_utf8_clean(const char *s, size_t n, size_t *out_n);
 /* {"status": ..., slots and queue} (malloc'ed). */
 char *serve_health_json(serve_ctx *c);
 

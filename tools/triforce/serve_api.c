@@ -2,6 +2,8 @@
 #include "serve.h"
 
 #include "format/json.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -308,12 +310,18 @@ static cJSON *string_n(const char *s, size_t n) {
     return v;
 }
 
+/* r's "choices": one choice, index 0, returned for its fields. */
+static cJSON *add_choice(cJSON *r) {
+    cJSON *c0 = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "choices"), c0);
+    cJSON_AddNumberToObject(c0, "index", 0);
+    return c0;
+}
+
 char *serve_response_json(const serve_ctx *c, const serve_job *j) {
     bool chat = j->kind == JOB_CHAT;
     cJSON *r = base_object(c, j, chat ? "chat.completion" : "text_completion");
-    cJSON *ch = cJSON_AddArrayToObject(r, "choices"), *c0 = cJSON_CreateObject();
-    cJSON_AddItemToArray(ch, c0);
-    cJSON_AddNumberToObject(c0, "index", 0);
+    cJSON *c0 = add_choice(r);
     if (chat) {
         cJSON *msg = cJSON_AddObjectToObject(c0, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
@@ -331,9 +339,7 @@ char *serve_chunk_json(const serve_ctx *c, const serve_job *j, const char *text,
                        bool first) {
     bool chat = j->kind == JOB_CHAT;
     cJSON *r = base_object(c, j, chat ? "chat.completion.chunk" : "text_completion");
-    cJSON *ch = cJSON_AddArrayToObject(r, "choices"), *c0 = cJSON_CreateObject();
-    cJSON_AddItemToArray(ch, c0);
-    cJSON_AddNumberToObject(c0, "index", 0);
+    cJSON *c0 = add_choice(r);
     if (chat) {
         cJSON *d = cJSON_AddObjectToObject(c0, "delta");
         if (first) cJSON_AddStringToObject(d, "role", "assistant");
@@ -408,19 +414,21 @@ char *serve_tokenize(serve_ctx *c, const char *body, size_t len, bool detok, int
     } else {
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(o, "tokens");
         if (!cJSON_IsArray(toks)) *status = bad(err, errsz, "'tokens' is missing or not an array");
-        size_t cap = 256, n = 0;
+        size_t cap = 1024, n = 0;
         char *text = *status ? NULL : malloc(cap);
         if (!*status && !text) *status = 500;
-        for (const cJSON *t = toks && !*status ? toks->child : NULL; t && !*status; t = t->next) {
-            if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
-                t->valuedouble >= c->info.n_vocab) {
+        tf_detok d; /* valid UTF-8 out, SPM's leading space after the start stripped */
+        tf_detok_init(&d, c->model->tok);
+        for (const cJSON *t = toks && !*status ? toks->child : NULL; !*status; t = t ? t->next : NULL) {
+            if (t && (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
+                      t->valuedouble >= c->info.n_vocab)) {
                 *status = bad(err, errsz, "'tokens' holds %s (expected token ids 0..%d)", jtype(t),
                               c->info.n_vocab - 1);
                 break;
             }
-            char piece[256];
-            int32_t np = tf_model_token_to_piece(c->model, (int32_t)t->valuedouble, false, piece, sizeof piece);
-            if (np < 0 || np > (int32_t)sizeof piece) np = 0;
+            char piece[512];
+            int32_t np = t ? tf_detok_push(&d, (int32_t)t->valuedouble, piece, sizeof piece)
+                           : tf_detok_flush(&d, piece, sizeof piece);
             if (n + (size_t)np + 1 > cap) {
                 char *nt = realloc(text, (cap = 2 * (n + (size_t)np + 1)));
                 if (!nt) {
@@ -431,13 +439,11 @@ char *serve_tokenize(serve_ctx *c, const char *body, size_t len, bool detok, int
             }
             memcpy(text + n, piece, (size_t)np);
             n += (size_t)np;
+            if (!t) break; /* flushed */
         }
         if (!*status) {
-            size_t cn = 0;
-            char *clean = serve_utf8_clean(text, n, &cn);
             r = cJSON_CreateObject();
-            cJSON_AddItemToObject(r, "content", clean ? string_n(clean, cn) : cJSON_CreateNull());
-            free(clean);
+            cJSON_AddItemToObject(r, "content", string_n(text, n));
         }
         free(text);
     }

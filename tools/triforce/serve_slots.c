@@ -2,73 +2,12 @@
  * reuse, stop strings and the metrics (see serve.h). */
 #include "serve.h"
 
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- UTF-8 ---- */
-
-/* Length of the valid UTF-8 sequence at s[0..n): 1..4; 0 if invalid; -1 if
- * it is a valid but incomplete start (more bytes may complete it). */
-static int utf8_seq(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    int len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-    if (len <= 1) return len;
-    for (int k = 1; k < len; k++) {
-        if ((size_t)k >= n) return -1;
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        if (k == 1) { /* overlong, surrogate and past-U+10FFFF second bytes */
-            if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
-                (c == 0xF4 && s[1] > 0x8F))
-                return 0;
-        }
-    }
-    return len;
-}
-
-/* Append the clean part of s[0..n) to out; *hold gets the length of an
- * incomplete sequence at the end (left for the next piece) when keep_tail. */
-static bool clean_into(const char *s, size_t n, bool keep_tail, char **out, size_t *on, size_t *cap, size_t *hold) {
-    const unsigned char *u = (const unsigned char *)s;
-    if (*on + 3 * n + 1 > *cap) {
-        size_t nc = 2 * (*on + 3 * n + 1);
-        char *p = realloc(*out, nc);
-        if (!p) return false;
-        *out = p, *cap = nc;
-    }
-    *hold = 0;
-    for (size_t i = 0; i < n;) {
-        int L = utf8_seq(u + i, n - i);
-        if (L < 0 && keep_tail) {
-            *hold = n - i;
-            break;
-        }
-        if (L <= 0) {
-            memcpy(*out + *on, "\xEF\xBF\xBD", 3);
-            *on += 3;
-            i++;
-            while (L < 0 && i < n && (u[i] & 0xC0) == 0x80) i++; /* the rest of a cut-short sequence */
-            continue;
-        }
-        memcpy(*out + *on, s + i, (size_t)L);
-        *on += (size_t)L;
-        i += (size_t)L;
-    }
-    (*out)[*on] = '\0';
-    return true;
-}
-
-char *serve_utf8_clean(const char *s, size_t n, size_t *out_n) {
-    char *out = NULL;
-    size_t on = 0, cap = 0, hold;
-    if (!clean_into(s, n, false, &out, &on, &cap, &hold)) {
-        free(out);
-        return NULL;
-    }
-    if (!out) out = calloc(1, 1);
-    *out_n = on;
-    return out;
-}
 
 /* ---- jobs ---- */
 
@@ -124,32 +63,32 @@ static bool job_cancelled(serve_job *j) {
 
 /* ---- running a job ---- */
 
-/* Generated text not yet released: the clean bytes (held back while they
- * could be the start of a stop string) and an incomplete UTF-8 tail. */
+/* Generated text not yet released: valid UTF-8 from the library's streaming
+ * detokenizer, held back while it could be the start of a stop string. */
 typedef struct text_out {
+    tf_detok d;
     char *acc;
     size_t n_acc, cap;
-    char tail[8];
-    size_t n_tail;
     size_t max_stop;
 } text_out;
 
-/* Add a piece; returns true when a stop string ended the text. */
-static bool text_add(serve_job *j, text_out *t, const char *piece, size_t n, bool final) {
-    char buf[512];
-    size_t m = 0;
-    if (t->n_tail + n > sizeof buf) n = sizeof buf - t->n_tail;
-    memcpy(buf, t->tail, t->n_tail);
-    memcpy(buf + t->n_tail, piece, n);
-    m = t->n_tail + n;
-    size_t hold = 0;
-    if (!clean_into(buf, m, !final, &t->acc, &t->n_acc, &t->cap, &hold)) return false;
-    memcpy(t->tail, buf + m - hold, hold);
-    t->n_tail = hold;
+/* Add the text of token id (id < 0: the end, flushing held bytes); returns
+ * true when a stop string ended the text. */
+static bool text_add(serve_job *j, text_out *t, int32_t id, bool final) {
+    char piece[512];
+    int32_t np = id >= 0 ? tf_detok_push(&t->d, id, piece, sizeof piece) : tf_detok_flush(&t->d, piece, sizeof piece);
+    if (t->n_acc + (size_t)np + 1 > t->cap) {
+        size_t nc = 2 * (t->n_acc + (size_t)np + 1);
+        char *p = realloc(t->acc, nc);
+        if (!p) return false;
+        t->acc = p, t->cap = nc;
+    }
+    memcpy(t->acc + t->n_acc, piece, (size_t)np);
+    t->n_acc += (size_t)np;
     /* the earliest stop string in the unreleased text */
     size_t at = SIZE_MAX;
     for (int k = 0; k < j->n_stop; k++) {
-        const char *f = t->acc ? memmem(t->acc, t->n_acc, j->stop[k], strlen(j->stop[k])) : NULL;
+        const char *f = memmem(t->acc, t->n_acc, j->stop[k], strlen(j->stop[k]));
         if (f && (size_t)(f - t->acc) < at) at = (size_t)(f - t->acc);
     }
     if (at != SIZE_MAX) {
@@ -182,6 +121,8 @@ static void run_job(serve_slot *s, serve_job *j) {
     const tf_model *draft = c->draft;
     bool needs_draft = j->dp.mode == TF_MODE_SPEC || j->dp.mode == TF_MODE_STREAMING || j->dp.mode == TF_MODE_TRIFORCE;
     text_out t = {0};
+    tf_detok_init(&t.d, c->model->tok);
+    t.d.at_start = false; /* the text continues the prompt: no leading space is stripped */
     for (int k = 0; k < j->n_stop; k++)
         if (strlen(j->stop[k]) > t.max_stop) t.max_stop = strlen(j->stop[k]);
     if (tf_decoder_init(&dec, c->model, needs_draft ? draft : NULL, &j->dp, err, sizeof err) != TF_OK) {
@@ -220,14 +161,11 @@ static void run_job(serve_slot *s, serve_job *j) {
                 finish = "stop";
                 break;
             }
-            char piece[256];
-            int32_t np = tf_model_token_to_piece(c->model, toks[i], false, piece, sizeof piece);
-            if (np < 0 || np > (int32_t)sizeof piece) np = 0;
-            if (text_add(j, &t, piece, (size_t)np, false)) finish = "stop", stop_string = true;
+            if (text_add(j, &t, toks[i], false)) finish = "stop", stop_string = true;
             else if (j->n_gen >= j->max_tokens) finish = "length";
         }
     }
-    if (!stop_string && !j->http_error) text_add(j, &t, "", 0, true); /* release what was held back */
+    if (!stop_string && !j->http_error) text_add(j, &t, -1, true); /* release what was held back */
     double dt = cli_now() - t0;
     pthread_mutex_lock(&j->mu);
     j->finish = finish ? finish : "stop";
