@@ -340,6 +340,11 @@ typedef struct tf_decoder_params {
     tf_progress_fn progress; /* prefill progress; may cancel */
     void *progress_user_data;
     tf_device device;        /* default TF_DEVICE_AUTO */
+    /* > 0: the bottom level of spec, streaming and triforce drafts without a
+     * model, by finding the newest text (at least this many tokens, the
+     * longest match up to 16) earlier in the prompt or the output and
+     * proposing what followed it; pass draft = NULL. 0 (default): a draft model. */
+    int32_t lookup;
 } tf_decoder_params;
 
 TF_API tf_decoder_params tf_decoder_default_params(void);
@@ -351,8 +356,8 @@ TF_API tf_decoder_params tf_decoder_default_params(void);
  * TF_ERR_UNSUPPORTED with the reason in errbuf. */
 TF_API tf_status tf_decoder_params_check(const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
 
-/* draft may be NULL for ar and retrieval; the other modes need one whose
- * vocabulary equals the target's. */
+/* draft may be NULL for ar and retrieval, and with params->lookup > 0; the
+ * other modes need one whose vocabulary equals the target's. */
 TF_API tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_model *draft,
                                  const tf_decoder_params *params, char *errbuf, size_t errbuf_size);
 TF_API void tf_decoder_free(tf_decoder *dec);
@@ -395,7 +400,7 @@ TF_API tf_status tf_decoder_step(tf_decoder *dec, int32_t *out, int32_t cap, int
 
 typedef struct tf_level_info {
     const char *name;  /* "target", "middle", "draft" */
-    const char *cache; /* "full", "retrieval", "streaming" */
+    const char *cache; /* "full", "retrieval", "streaming", "lookup" */
     int64_t passes;    /* forward passes */
     int64_t tokens;    /* tokens through the forward */
     int64_t verified;  /* candidates of the level below judged by this level */

@@ -9,7 +9,9 @@
  * its first layer as the draft; SmolLM2-135M with its first 6 layers (when
  * fetched); decoders prefilled from another decoder's caches; the gamma2
  * controller against simulated passes; and a step's cap, which holds tokens
- * back rather than changing the sequence.
+ * back rather than changing the sequence. The bottom level by text lookup
+ * (no draft model) in every mode that has a bottom level, and its matching
+ * against a brute-force reference.
  */
 #include "testutil.h"
 
@@ -17,6 +19,7 @@
 #include "model/quantize.h"
 #include "kv/streaming.h"
 #include "model/forward.h"
+#include "spec/lookup.h"
 #include "spec/spec.h"
 
 #include <stdio.h>
@@ -31,6 +34,9 @@ typedef struct run_cfg {
 
 /* bypass_accept of the runs (the draft is probed every 3 tokens); 0: never */
 static float g_bypass;
+
+/* > 0: the runs draft by text lookup with this minimum match (no draft model) */
+static int g_lookup;
 
 static tf_pool *g_pool;
 
@@ -77,12 +83,13 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
     tf_spec_cfg c = {
         .mode = rc->mode, .gamma1 = rc->g1, .gamma2 = rc->g2, .budget = rc->budget, .chunk = rc->chunk,
         .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .bypass_accept = g_bypass,
-        .bypass_probe = 3, .sinks = rc->sinks,
+        .bypass_probe = 3, .sinks = rc->sinks, .lookup = g_lookup,
         .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
         .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
     };
     tf_spec s;
     tf_err err = {0};
+    if (g_lookup) d = NULL;
     if (tf_spec_init(&s, t, d, &c, g_pool, &err) != TF_OK) {
         print_error("init (%s): %s\n", tf_spec_mode_name(rc->mode), err.msg);
         fail();
@@ -212,6 +219,9 @@ static void test_greedy_equality_smollm2(void **state) {
     static int32_t prompt[2048];
     int np = prompt_from_text(t, "text/pride_and_prejudice.txt", 300, prompt);
     sweep(t, d, prompt, np, 60, "smollm2, 300-token prompt, first 6 layers as draft");
+    g_lookup = 2;
+    sweep(t, NULL, prompt, np, 60, "smollm2, 300-token prompt, lookup draft");
+    g_lookup = 0;
     tf_model_free(d);
     tf_model_free(t);
 }
@@ -268,6 +278,19 @@ static void test_greedy_equality_stories(void **state) {
     assert_int_equal(dl->hp.n_layer, 2);
     sweep(t, dl, prompt, np, 80, "stories/first-2-layers draft");
     tf_model_free(dl);
+    /* the bottom level by text lookup, with the shortest and a longer match; its
+     * proposals are judged, and (this small model repeats itself) accepted */
+    g_lookup = 1;
+    sweep(t, NULL, prompt, np, 120, "stories/lookup draft, match >= 1");
+    run_cfg spec_lookup = {TF_SPEC_DRAFT, 1, 6, 64, 8, 4, 4, 32};
+    run(t, NULL, &spec_lookup, prompt, np, 120, out, st);
+    print_message("spec, lookup draft: %lld proposals of %lld tokens, target accepts %lld/%lld\n",
+                  (long long)st[1].passes, (long long)st[1].rows, (long long)st[0].accepted,
+                  (long long)st[0].verified);
+    assert_true(st[1].passes > 0 && st[1].rows == st[0].verified && st[0].accepted > 0);
+    g_lookup = 3;
+    sweep(t, NULL, prompt, np, 120, "stories/lookup draft, match >= 3");
+    g_lookup = 0;
     assert_int_equal(tf_model_view_layers(&dl, t, 5, &err), TF_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "1..4"));
     tf_model_free(t);
@@ -297,10 +320,111 @@ static void test_greedy_equality_generated(void **state) {
     d = load(pd);
     sweep(t, d, prompt, 30, 60, "gqa target, short prompt");
     sweep(t, t, prompt, 300, 60, "gqa target, self draft");
+    g_lookup = 1;
+    sweep(t, NULL, prompt, 300, 60, "gqa target, lookup draft");
+    g_lookup = 0;
     tf_model_free(t);
     tf_model_free(d);
     unlink(tpath);
     unlink(pd);
+}
+
+/* The longest match (newest among equals) by brute force: every j, every length. */
+static int32_t lookup_ref(const int32_t *seq, int64_t n, int32_t min_len, int32_t max_len, int64_t *from) {
+    int32_t best = 0;
+    int64_t best_j = -1;
+    for (int64_t j = 0; j + 1 < n; j++) {
+        int32_t len = 0;
+        for (int32_t l = 1; l <= max_len && j - l + 1 >= 0; l++) {
+            bool eq = true;
+            for (int32_t i = 0; i < l; i++) eq = eq && seq[j - i] == seq[n - 1 - i];
+            if (eq) len = l;
+        }
+        if (len > 0 && len >= best) best = len, best_j = j; /* >=: the newest of equally long */
+    }
+    *from = best >= min_len ? best_j + 1 : 0;
+    return best >= min_len ? best : 0;
+}
+
+/* tf_lookup_match on hand-checked cases and against the brute-force reference
+ * on random sequences over small alphabets (many matches, of every length). */
+static void test_lookup_match(void **state) {
+    (void)state;
+    int64_t from = -1;
+    /* a b c a b -> "a b" at 0..1: propose from 2 (c) */
+    const int32_t s1[] = {1, 2, 3, 1, 2};
+    assert_int_equal(tf_lookup_match(s1, 5, 1, 16, &from), 2);
+    assert_int_equal(from, 2);
+    assert_int_equal(tf_lookup_match(s1, 5, 3, 16, &from), 0); /* shorter than asked */
+    assert_int_equal(from, 0);
+    /* the longer match wins over a newer shorter one: x a b | y b | a b */
+    const int32_t s2[] = {9, 1, 2, 7, 8, 2, 1, 2};
+    assert_int_equal(tf_lookup_match(s2, 8, 1, 16, &from), 2);
+    assert_int_equal(from, 3);
+    /* equally long: the newest; a period-2 run copies into what it proposes */
+    const int32_t s3[] = {5, 6, 5, 6, 5, 6};
+    assert_int_equal(tf_lookup_match(s3, 6, 1, 2, &from), 2);
+    assert_int_equal(from, 4);
+    assert_int_equal(tf_lookup_match(s3, 6, 1, 16, &from), 4);
+    assert_int_equal(from, 4);
+    /* no earlier occurrence of the newest token; too short; bad bounds */
+    const int32_t s4[] = {1, 2, 3, 4};
+    assert_int_equal(tf_lookup_match(s4, 4, 1, 16, &from), 0);
+    assert_int_equal(tf_lookup_match(s4, 1, 1, 16, &from), 0);
+    assert_int_equal(tf_lookup_match(s1, 5, 0, 16, &from), 0);
+    assert_int_equal(tf_lookup_match(s1, 5, 3, 2, &from), 0);
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    static int32_t seq[400];
+    for (int trial = 0; trial < 3000; trial++) {
+        int alphabet = 2 + trial % 5, n = 1 + (int)(tf_rng_next(&rng) % 300);
+        int32_t min_len = 1 + trial % 4, max_len = min_len + (int32_t)(tf_rng_next(&rng) % 16);
+        for (int i = 0; i < n; i++) seq[i] = (int32_t)(tf_rng_next(&rng) % (uint64_t)alphabet);
+        int64_t f1, f2;
+        int32_t l1 = tf_lookup_match(seq, n, min_len, max_len, &f1), l2 = lookup_ref(seq, n, min_len, max_len, &f2);
+        if (l1 != l2 || f1 != f2) {
+            print_error("trial %d (n %d, alphabet %d, min %d, max %d): match %d from %lld, reference %d from %lld\n",
+                        trial, n, alphabet, min_len, max_len, l1, (long long)f1, l2, (long long)f2);
+            fail();
+        }
+    }
+}
+
+/* Lookup drafting's settings: refused out of range, with a draft model, and
+ * not needed by modes that have no bottom level. */
+static void test_lookup_cfg(void **state) {
+    (void)state;
+    const char *pt = gen_model(32, 2, 1, NULL, 21);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    tf_model *t = load(tpath);
+    tf_spec_cfg c = {.mode = TF_SPEC_TRIFORCE, .gamma1 = 2, .gamma2 = 4, .budget = 64, .chunk = 8, .recent = 8,
+                     .rebuild_stride = 4, .sinks = 4, .window = 32, .n_ctx = 128, .n_batch = 64,
+                     .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = {.temp = 0, .top_p = 1}, .lookup = 17};
+    tf_spec s;
+    tf_err err = {0};
+    assert_int_equal(tf_spec_init(&s, t, NULL, &c, g_pool, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "lookup 17"));
+    c.lookup = 2;
+    err = (tf_err){0}; /* an error keeps its first message */
+    assert_int_equal(tf_spec_init(&s, t, t, &c, g_pool, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "both"));
+    assert_int_equal(tf_spec_init(&s, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(s.n_levels, 3);
+    assert_int_equal(s.lv[2].kind, LEVEL_LOOKUP);
+    tf_spec_free(&s);
+    c.lookup = 0;
+    err = (tf_err){0};
+    assert_int_equal(tf_spec_init(&s, t, NULL, &c, g_pool, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "lookup drafting"));
+    c.mode = TF_SPEC_RETRIEVAL; /* no bottom level: lookup is not used */
+    c.lookup = 2;
+    assert_int_equal(tf_spec_init(&s, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(s.n_levels, 2);
+    assert_int_equal(s.lv[1].kind, LEVEL_RETRIEVAL);
+    tf_spec_free(&s);
+    tf_model_free(t);
+    unlink(tpath);
 }
 
 /* Sinks and a window far past the context cost no more than the context:
@@ -731,6 +855,8 @@ int main(void) {
         cmocka_unit_test(test_prefill_reuse),
         cmocka_unit_test(test_prefill_reuse_smollm2),
         cmocka_unit_test(test_window_past_context),
+        cmocka_unit_test(test_lookup_match),
+        cmocka_unit_test(test_lookup_cfg),
         cmocka_unit_test(test_step_cap),
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_greedy_equality_qwen2),

@@ -11,6 +11,11 @@
  * a verifier that accepts everything, and with one that draws rejections from
  * p instead of max(p - q, 0), must fail.
  *
+ * The bottom level by text lookup (one-hot proposals, no draft model), under
+ * spec and the whole hierarchy, from a prompt built so that the lookup
+ * proposes a token the target gives a probability between 0.1 and 0.9 (so
+ * verification both accepts and rejects it), with its accept-all control.
+ *
  * The same on SmolLM2-135M (when `make models` has fetched it): the whole
  * hierarchy — the target over an 80-token prompt, its weights over a 32-token
  * retrieval cache, its first layer over a StreamingLLM cache — at T=1 and at
@@ -21,6 +26,7 @@
 #include "testutil.h"
 
 #include "model/gen.h"
+#include "spec/lookup.h"
 #include "spec/spec.h"
 #include "stats.h"
 #include "tokenizer/tokenizer.h"
@@ -38,6 +44,7 @@
 
 static tf_pool *g_pool;
 static char g_target[512], g_draft[512];
+static int g_lookup; /* > 0: the bottom level drafts by text lookup */
 
 static void gen_small(char *path, uint64_t seed, int n_embd) {
     snprintf(path, 512, "%s", tu_tmp_path(".gguf"));
@@ -114,9 +121,9 @@ static tu_gof run_generations(const tf_model *t, const tf_model *d, tf_spec_mode
     tf_spec_cfg c = {.mode = mode, .gamma1 = 2, .gamma2 = 3, .budget = budget, .chunk = 4, .recent = 4,
                      .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = np + 32,
                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
-                     .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2};
+                     .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2, .lookup = g_lookup};
     tf_spec s;
-    assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL ? NULL : d, &c, g_pool, &err), TF_OK);
+    assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL || g_lookup ? NULL : d, &c, g_pool, &err), TF_OK);
     s.ver.mode = vmode;
     /* cells: every (i, j) of the target's support, plus one "elsewhere" cell */
     static long long obs[16 * 16 + 1];
@@ -221,6 +228,71 @@ static void test_distribution_t06_top_p(void **state) {
     check_broken("triforce, residual-from-p, T=0.6", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
 }
 
+/* p(t1 = id) of the joint. */
+static double first_prob(const joint *J, int32_t id) {
+    double p = 0;
+    for (int i = 0; i < J->k1; i++)
+        if (J->id1[i] == id)
+            for (int j = 0; j < J->k2[i]; j++) p += J->prob[i][j];
+    return p;
+}
+
+/* The random prompt with its newest two tokens repeated at 9..10, followed at
+ * 11 by the token whose target probability after the whole prompt is nearest
+ * 0.5 (the target is asked again after each change, since the change moves
+ * it); the lookup then proposes prompt[11]. */
+static void make_lookup_prompt(const tf_sampling_cfg *cfg, int32_t *prompt, joint *J) {
+    make_prompt(prompt);
+    prompt[9] = prompt[NP - 2];
+    prompt[10] = prompt[NP - 1];
+    for (int iter = 0; iter < 16; iter++) {
+        load_joint(cfg, prompt, J);
+        double p = first_prob(J, prompt[11]);
+        if (p > 0.1 && p < 0.9) {
+            int64_t from;
+            assert_true(tf_lookup_match(prompt, NP, 1, TF_LOOKUP_MAX_MATCH, &from) >= 2);
+            assert_int_equal(from, 11);
+            print_message("lookup prompt: the proposal has target probability %.3f\n", p);
+            return;
+        }
+        int best = 0;
+        for (int i = 1; i < J->k1; i++)
+            if (fabs(first_prob(J, J->id1[i]) - 0.5) < fabs(first_prob(J, J->id1[best]) - 0.5)) best = i;
+        prompt[11] = J->id1[best];
+    }
+    fail_msg("no prompt makes the lookup's proposal a token of probability 0.1..0.9");
+}
+
+static void lookup_check(const char *what, tf_spec_mode mode, const tf_sampling_cfg *cfg, tf_verify_mode vmode) {
+    int32_t prompt[NP];
+    joint J;
+    make_lookup_prompt(cfg, prompt, &J);
+    g_lookup = 1;
+    tu_gof g = run_mode(mode, cfg, vmode, &J, prompt, false);
+    g_lookup = 0;
+    bool control = vmode != TF_VERIFY_EXACT;
+    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld%s\n", what, g.chi2, g.crit, g.df,
+                  g.off_support, control ? " (negative control)" : "");
+    if (control) {
+        assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
+    } else {
+        assert_true(g.df >= 3);
+        assert_true(g.off_support == 0);
+        assert_true(g.chi2 < g.crit);
+    }
+}
+
+static void test_distribution_lookup(void **state) {
+    (void)state;
+    tf_sampling_cfg t1 = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 0};
+    tf_sampling_cfg t06 = {.temp = 0.6f, .top_k = 6, .top_p = 0.9f, .min_p = 0.0f, .seed = 0};
+    lookup_check("spec, lookup draft, T=1 top-k 4", TF_SPEC_DRAFT, &t1, TF_VERIFY_EXACT);
+    lookup_check("triforce, lookup draft, T=1 top-k 4", TF_SPEC_TRIFORCE, &t1, TF_VERIFY_EXACT);
+    lookup_check("triforce, lookup draft, T=0.6 top-p 0.9", TF_SPEC_TRIFORCE, &t06, TF_VERIFY_EXACT);
+    lookup_check("spec, lookup draft, accept-all verifier", TF_SPEC_DRAFT, &t1, TF_VERIFY_BROKEN_ACCEPT_ALL);
+    lookup_check("spec, lookup, residual-from-p verifier", TF_SPEC_DRAFT, &t1, TF_VERIFY_BROKEN_RESIDUAL_FROM_P);
+}
+
 /* SmolLM2: the whole hierarchy at T=1 (top-k 4) and T=0.6 (top-k 6, top-p
  * 0.9) over an 80-token prompt of a novel, and the accept-all negative control. */
 #define NP_REAL 80
@@ -303,6 +375,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_distribution_t1),
         cmocka_unit_test(test_distribution_t06_top_p),
+        cmocka_unit_test(test_distribution_lookup),
         cmocka_unit_test(test_distribution_smollm2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -93,7 +93,8 @@ static tf_spec_cfg spec_cfg(const tf_decoder_params *p, tf_device dev) {
         .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = p->gamma2, .budget = p->budget,
         .chunk = p->chunk, .recent = p->recent, .rebuild_stride = p->rebuild_stride,
         .rebuild_accept = p->rebuild_accept, .bypass_accept = p->bypass_accept, .bypass_probe = p->bypass_probe,
-        .sinks = p->sinks, .window = p->window, .n_ctx = p->n_ctx, .n_batch = p->n_batch,
+        
+        .sinks = p->sinks, .window = p->window, .lookup = p->lookup, .n_ctx = p->n_ctx, .n_batch = p->n_batch,
         .kv_type = p->kv_type == TF_KV_F32 ? TF_DTYPE_F32 : TF_DTYPE_F16,
         .isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1),
         .sampling = {.temp = p->sampling.temp, .top_k = p->sampling.top_k, .top_p = p->sampling.top_p,
@@ -213,7 +214,7 @@ void tf_decoder_level(const tf_decoder *d, int level, tf_level_info *o) {
     memset(o, 0, sizeof *o);
     if (level < 0 || level >= d->s.n_levels) return;
     const spec_level *L = &d->s.lv[level];
-    static const char *const caches[] = {"full", "retrieval", "streaming"};
+    static const char *const caches[] = {"full", "retrieval", "streaming", "lookup"};
     o->name = level == 0 ? "target" : level == d->s.n_levels - 1 ? "draft" : "middle";
     o->cache = caches[L->kind];
     o->passes = L->st.passes;

@@ -15,6 +15,7 @@
 #include "spec/spec.h"
 
 #include "core/mem.h"
+#include "spec/lookup.h"
 #include "spec/spec_cuda.h"
 
 #include <math.h>
@@ -85,12 +86,14 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
         if (st == TF_OK) tf_scache_append(&L->sc, L->fwd.cap_k, L->fwd.cap_v, n, L->fwd.n_batch);
         break;
     }
+    case LEVEL_LOOKUP: return tf_errf(&s->err, TF_ERR_INTERNAL, "a lookup level has no forward pass");
     }
     if (st == TF_OK) L->n_cached = c + n;
     return st;
 }
 
 static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
+    if (s->lv[i].kind == LEVEL_LOOKUP) return TF_OK; /* nothing cached */
 #ifdef TF_HAVE_CUDA
     if (s->dev) return tf_spec_dev_truncate(s, i, n);
 #endif
@@ -108,6 +111,7 @@ static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
     case LEVEL_STREAMING:
         TF_TRY(tf_scache_truncate(&L->sc, n, &s->err));
         break;
+    case LEVEL_LOOKUP: break; /* returned above */
     }
     L->n_cached = n;
     return TF_OK;
@@ -201,6 +205,22 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
     spec_level *L = &s->lv[i];
     int added = 0;
     *added_out = 0;
+    if (L->kind == LEVEL_LOOKUP) {
+        /* bottom level by text lookup: copy what followed the newest text's
+         * longest earlier match, as one-hot distributions; none without a match */
+        int64_t from;
+        if (tf_lookup_match(s->seq, s->n_seq, s->cfg.lookup, TF_LOOKUP_MAX_MATCH, &from) == 0) return TF_OK;
+        for (; added < want && s->n_seq < s->cfg.n_ctx; added++) {
+            int32_t tok = s->seq[from + added];
+            tf_dist *d = dist_at(s, L, s->n_seq);
+            d->n = 1, d->id[0] = tok, d->p[0] = 1.0f;
+            push(s, tok);
+        }
+        L->st.passes++;
+        L->st.rows += added;
+        *added_out = added;
+        return TF_OK;
+    }
     if (i == s->n_levels - 1) {
         /* bottom level: sample autoregressively */
         for (int t = 0; t < want; t++) {
@@ -337,6 +357,9 @@ tf_status tf_spec_check_cfg(const tf_spec_cfg *c, tf_err *err) {
     if (!(c->bypass_accept >= 0 && c->bypass_accept <= 1) || (c->bypass_accept > 0 && c->bypass_probe < 1))
         return tf_errf(err, TF_ERR_INVALID_ARG, "bypass acceptance %g / probe %d: expected 0..1 / >= 1",
                        (double)c->bypass_accept, c->bypass_probe);
+    if (c->lookup < 0 || c->lookup > TF_LOOKUP_MAX_MATCH)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "lookup %d: expected 0 (off) or a match of 1..%d tokens", c->lookup,
+                       TF_LOOKUP_MAX_MATCH);
     if (c->n_ctx < 2) return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected >= 2", c->n_ctx);
     return TF_OK;
 }
@@ -344,8 +367,12 @@ tf_status tf_spec_check_cfg(const tf_spec_cfg *c, tf_err *err) {
 static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const tf_model *draft, tf_err *err) {
     TF_TRY(tf_spec_check_cfg(c, err));
     bool needs_draft = c->mode == TF_SPEC_DRAFT || c->mode == TF_SPEC_STREAMING || c->mode == TF_SPEC_TRIFORCE;
-    if (needs_draft && !draft)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "mode %s needs a draft model (-md DRAFT)", tf_spec_mode_name(c->mode));
+    if (needs_draft && c->lookup > 0 && draft)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "a draft model and lookup drafting (%d) were both given: the bottom "
+                       "level is one or the other", c->lookup);
+    if (needs_draft && !draft && c->lookup <= 0)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "mode %s needs a draft model (-md DRAFT) or lookup drafting",
+                       tf_spec_mode_name(c->mode));
     if (draft && needs_draft) {
         if (draft->hp.n_vocab != target->hp.n_vocab)
             return tf_errf(err, TF_ERR_INVALID_ARG,
@@ -369,9 +396,10 @@ static tf_status level_alloc_host(tf_spec *s, spec_level *L, const tf_model *m, 
     L->dist = calloc((size_t)s->dmax, sizeof *L->dist);
     if (!L->pos || !L->dist) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
     L->n_dist = s->dmax;
+    size_t n_cand = m ? (size_t)m->hp.n_vocab : 1; /* a lookup level's distributions are one-hot */
     for (int32_t d = 0; d < s->dmax; d++) {
-        L->dist[d].id = tf_alloc(sizeof(int32_t) * (size_t)m->hp.n_vocab);
-        L->dist[d].p = tf_alloc(sizeof(float) * (size_t)m->hp.n_vocab);
+        L->dist[d].id = tf_alloc(sizeof(int32_t) * n_cand);
+        L->dist[d].p = tf_alloc(sizeof(float) * n_cand);
         if (!L->dist[d].id || !L->dist[d].p) return tf_errf(err, TF_ERR_NOMEM, "level: out of memory");
     }
     return TF_OK;
@@ -384,6 +412,7 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
     L->m = m;
     L->accept_ewma = 1.0f;
     int32_t n_batch = rows, n_kv = c->n_ctx;
+    if (kind == LEVEL_LOOKUP) return level_alloc_host(s, L, NULL, 1, err); /* no forward, no cache */
 #ifdef TF_HAVE_CUDA
     if (s->dev) { /* the same batch shapes; the caches and scratch live on the device */
         n_batch = kind == LEVEL_FULL        ? (c->n_batch > rows ? c->n_batch : rows)
@@ -478,6 +507,8 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
         kinds[n] = LEVEL_STREAMING, models[n++] = draft;
         break;
     }
+    if (cfg->lookup > 0 && n > 1 && kinds[n - 1] == LEVEL_STREAMING && !draft) /* ar and retrieval ignore it */
+        kinds[n - 1] = LEVEL_LOOKUP, models[n - 1] = NULL;
     s->n_levels = n;
     for (int i = 0; i < n && st == TF_OK; i++)
         if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc && s->dev) {
@@ -682,7 +713,7 @@ static tf_status prefill_lower(tf_spec *s, tf_progress_fn progress, void *ud, in
         spec_level *L = &s->lv[i];
         if (L->kind == LEVEL_RETRIEVAL) {
             TF_TRY(rebuild_retrieval(s, L));
-        } else {
+        } else if (L->kind == LEVEL_STREAMING) {
             int64_t S = s->cfg.sinks, W = s->cfg.window;
             TF_TRY(feed_quiet(s, i, P < S ? P : S, progress, ud, done, total));
             if (P > S + W) {

@@ -10,6 +10,10 @@
  *   streaming  [C_p] <- target weights over a StreamingLLM cache <- draft over C_q
  *   triforce   [C_p] <- target weights over C_r <- draft over C_q
  *   ar         [C_p]
+ * With cfg.lookup > 0 and no draft model, the bottom level of spec,
+ * streaming and triforce drafts by looking the text up in itself (lookup.h)
+ * instead of running a model: its proposals are one-hot distributions. ar and
+ * retrieval, which have no draft level, ignore it (as they ignore a draft).
  * The bottom level samples candidates autoregressively; every other level
  * verifies the candidates of the level below with exact speculative sampling
  * (accept with min(1, p/q), else draw from normalize(max(p - q, 0)) and stop;
@@ -47,6 +51,7 @@ typedef struct tf_spec_cfg {
     float bypass_accept;      /* a middle level drafts alone while its draft's acceptance is below this (0: never) */
     int32_t bypass_probe;     /* ... retrying the draft every this many tokens */
     int32_t sinks, window;    /* C_q */
+    int32_t lookup;           /* > 0: the bottom level drafts by text lookup, matching >= this many tokens */
     int32_t n_ctx, n_batch;
     tf_dtype kv_type;
     tf_isa isa;
@@ -57,11 +62,11 @@ typedef struct tf_spec_cfg {
 #define TF_SPEC_DEVICE_CPU 0
 #define TF_SPEC_DEVICE_CUDA 1
 
-typedef enum level_kind { LEVEL_FULL, LEVEL_RETRIEVAL, LEVEL_STREAMING } level_kind;
+typedef enum level_kind { LEVEL_FULL, LEVEL_RETRIEVAL, LEVEL_STREAMING, LEVEL_LOOKUP } level_kind;
 
 typedef struct tf_level_stats {
-    int64_t passes;    /* forward passes */
-    int64_t rows;      /* tokens through the forward */
+    int64_t passes;    /* forward passes (a lookup level: lookups that proposed) */
+    int64_t rows;      /* tokens through the forward (a lookup level: tokens proposed) */
     int64_t verified;  /* candidates this level judged */
     int64_t accepted;  /* of which accepted */
     int64_t rejected;  /* verifications that ended in a rejection (the rest accepted every candidate) */
@@ -72,7 +77,7 @@ typedef struct tf_level_stats {
 
 typedef struct spec_level {
     level_kind kind;
-    const tf_model *m;
+    const tf_model *m;   /* NULL for LEVEL_LOOKUP, which has no forward and no cache */
     tf_fwd fwd;
     tf_kv_cache view;    /* RETRIEVAL: gathered slots [0, r_sel) then this round's tokens */
     tf_scache sc;        /* STREAMING */

@@ -86,6 +86,10 @@ static const opt_def k_opts[] = {
     {NULL, "--draft-layers", OPT_INT, O(draft_layers), "K",
      "no -md: draft with the target's first K layers (self-speculation); makes triforce the default mode",
      SPEC_RUN, 1, 1024},
+    {NULL, "--draft-lookup", OPT_INT, O(draft_lookup), "N",
+     "no -md: draft without a model, by finding the newest N or more tokens earlier in the prompt or output and "
+     "proposing what followed them; makes triforce the default mode",
+     SPEC_RUN, 1, 16},
     {NULL, "--sinks", OPT_INT, O(sinks), "N", "StreamingLLM attention sinks (default 16)", SPEC_RUN, 0, 1 << 20},
     {NULL, "--window", OPT_INT, O(window), "N", "StreamingLLM window (default 240)", SPEC_RUN, 1, 1 << 24},
     {NULL, "--stats-json", OPT_STR, O(stats_json), "FILE", "write timings and per-level statistics as JSON",
@@ -449,8 +453,39 @@ bool cli_check_decoder_params(const char *cmd, const tf_decoder_params *dp) {
     return false;
 }
 
+bool cli_has_draft(const cli_opts *o) { return o->draft || o->draft_layers || o->draft_lookup; }
+
+const char *cli_draft_name(const cli_opts *o) {
+    return o->draft ? o->draft : o->draft_layers ? "(the target's first layers)" : o->draft_lookup ? "(text lookup)" : "";
+}
+
+bool cli_check_draft(const char *cmd, const cli_opts *o) {
+    if ((o->draft != NULL) + (o->draft_layers != 0) + (o->draft_lookup != 0) <= 1) return true;
+    fprintf(stderr, "triforce %s: give one of -md DRAFT, --draft-layers K and --draft-lookup N, not several\n", cmd);
+    return false;
+}
+
+bool cli_mode_has_draft(const char *cmd, const cli_opts *o, tf_decode_mode mode) {
+    if (!(mode == TF_MODE_SPEC || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) || cli_has_draft(o))
+        return true;
+    fprintf(stderr, "triforce %s: --mode %s needs a draft: -md DRAFT.gguf, --draft-layers K or --draft-lookup N\n", cmd,
+            tf_decode_mode_name(mode));
+    return false;
+}
+
+bool cli_decode_mode(const char *cmd, const cli_opts *o, tf_decode_mode *mode) {
+    if (!cli_check_draft(cmd, o)) return false;
+    *mode = cli_has_draft(o) ? TF_MODE_TRIFORCE : TF_MODE_AR;
+    if (o->mode && !tf_decode_mode_from_name(o->mode, mode)) {
+        fprintf(stderr, "triforce %s: --mode '%s': expected ar, spec, retrieval, streaming or triforce\n", cmd, o->mode);
+        return false;
+    }
+    return cli_mode_has_draft(cmd, o, *mode);
+}
+
 tf_decoder_params cli_decoder_params(const cli_opts *o) {
     tf_decoder_params dp = tf_decoder_default_params();
+    dp.lookup = o->draft_lookup;
     dp.gamma1 = o->gamma1;
     dp.gamma2 = o->gamma2;
     dp.budget = o->budget;

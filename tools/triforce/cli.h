@@ -50,6 +50,7 @@ typedef struct cli_opts {
     const char *draft, *mode, *stats_json;
     int gamma1, gamma2, budget, chunk, rebuild_stride, sinks, window;
     int draft_layers; /* 0: none */
+    int draft_lookup; /* --draft-lookup N: the bottom level drafts by text lookup; 0: none */
     float bypass_accept;
     bool compare;
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
@@ -139,6 +140,18 @@ tf_decoder_params cli_decoder_params(const cli_opts *o);
 /* tf_decoder_params_check before any model is loaded: false (the reason
  * printed) when the options cannot work whatever the models are. */
 bool cli_check_decoder_params(const char *cmd, const tf_decoder_params *dp);
+/* -md, --draft-layers and --draft-lookup each give the bottom level of the
+ * hierarchy: true when at most one is given (else a message, false). */
+bool cli_check_draft(const char *cmd, const cli_opts *o);
+bool cli_has_draft(const cli_opts *o);
+/* What drafts, for a run's header line: the -md path, "(the target's first layers)", "(text lookup)" or "". */
+const char *cli_draft_name(const cli_opts *o);
+/* Whether mode needs a bottom level; when it does and none was given, prints
+ * what to add and returns false. */
+bool cli_mode_has_draft(const char *cmd, const cli_opts *o, tf_decode_mode mode);
+/* --mode, else triforce with a draft and ar without; false (message printed)
+ * for an unknown name or a mode without the draft it needs. */
+bool cli_decode_mode(const char *cmd, const cli_opts *o, tf_decode_mode *mode);
 
 /* Load -m MODEL, and the draft: -md DRAFT, or the first --draft-layers K
  * layers of the model (a view sharing its weights); *draft stays NULL with

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 static const char *k_usage =
-    "-m MODEL [-md DRAFT | --draft-layers K] [-f TEXT] [-p N,..] [-n N] [-d N,..] [--rows K,..] [--mode M,..] "
+    "-m MODEL [-md DRAFT | --draft-layers K | --draft-lookup N] [-f TEXT] [-p N,..] [-n N] [-d N,..] [--rows K,..] [--mode M,..] "
     "[-r N] [-o md|json|csv] [options]\n\n"
     "Measures, after a read-bandwidth probe (--bw-mib): prefill tok/s for each -p; the time of one target pass\n"
     "of k rows for each --rows at each depth -d, over a cache of random keys and values; decode ms/token for each\n"
@@ -419,20 +419,13 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "triforce bench: -o '%s': expected md, json or csv\n", o.output);
         return 2;
     }
-    if (o.draft && o.draft_layers) {
-        fprintf(stderr, "triforce bench: give either -md DRAFT or --draft-layers K, not both\n");
-        return 2;
-    }
-    const bool has_draft = o.draft || o.draft_layers;
+    if (!cli_check_draft("bench", &o)) return 2;
+    const bool has_draft = cli_has_draft(&o);
     tf_decode_mode modes[5];
     int n_modes = parse_modes(o.mode ? o.mode : has_draft ? "ar,retrieval,triforce" : "ar,retrieval", modes, 5);
     if (n_modes < 0) return 2;
     for (int i = 0; i < n_modes; i++)
-        if ((modes[i] == TF_MODE_SPEC || modes[i] == TF_MODE_STREAMING || modes[i] == TF_MODE_TRIFORCE) && !has_draft) {
-            fprintf(stderr, "triforce bench: --mode %s needs a draft model: -md DRAFT.gguf or --draft-layers K\n",
-                    tf_decode_mode_name(modes[i]));
-            return 2;
-        }
+        if (!cli_mode_has_draft("bench", &o, modes[i])) return 2;
     for (int i = 0; i < n_modes; i++) {
         tf_decoder_params dp = cli_decoder_params(&o);
         dp.mode = modes[i];
@@ -479,8 +472,8 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr,
             "triforce bench: model %s (%s, %.1fM params)%s%s, threads %d, kv %s, -p %s, -n %d, -d %s, --rows %s, "
             "--mode %s, -r %d, context %s",
-            o.model, bm.info.name, (double)bm.info.n_params / 1e6, draft ? ", draft " : "",
-            o.draft ? o.draft : draft ? "(the target's first layers)" : "", threads, o.kv_type, ps, o.n_predict, ds,
+            o.model, bm.info.name, (double)bm.info.n_params / 1e6, cli_has_draft(&o) ? ", draft " : "",
+            cli_draft_name(&o), threads, o.kv_type, ps, o.n_predict, ds,
             rs, ms, o.reps, o.file ? o.file : toks.fill);
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
@@ -502,7 +495,7 @@ int cmd_bench(int argc, char **argv) {
     bm.bw = gbs * 1e9;
     const char *slash = strrchr(o.model, '/');
     bench_header h = {.model = slash && slash[1] ? slash + 1 : o.model, .model_path = o.model,
-                      .draft = o.draft ? o.draft : o.draft_layers ? "the target's first layers" : "",
+                      .draft = cli_draft_name(&o),
                       .params_m = (double)bm.info.n_params / 1e6, .weight_mib = (double)bm.info.weight_bytes / (1 << 20),
                       .threads = threads, .kv = o.kv_type, .bw_gbs = gbs};
     bench_report rep;

@@ -227,22 +227,8 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "triforce generate: --system is used with --chat only\n");
         return 2;
     }
-    if (o.draft && o.draft_layers) {
-        fprintf(stderr, "triforce generate: give either -md DRAFT or --draft-layers K, not both\n");
-        return 2;
-    }
-    bool has_draft = o.draft || o.draft_layers;
-    tf_decode_mode mode = has_draft ? TF_MODE_TRIFORCE : TF_MODE_AR;
-    if (o.mode && !tf_decode_mode_from_name(o.mode, &mode)) {
-        fprintf(stderr, "triforce generate: --mode '%s': expected ar, spec, retrieval, streaming or triforce\n",
-                o.mode);
-        return 2;
-    }
-    if ((mode == TF_MODE_SPEC || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) && !has_draft) {
-        fprintf(stderr, "triforce generate: --mode %s needs a draft model: -md DRAFT.gguf or --draft-layers K\n",
-                tf_decode_mode_name(mode));
-        return 2;
-    }
+    tf_decode_mode mode;
+    if (!cli_decode_mode("generate", &o, &mode)) return 2;
     tf_decoder_params dp = cli_decoder_params(&o);
     dp.mode = mode;
     dp.n_ctx = o.n_ctx;
@@ -321,8 +307,8 @@ int cmd_generate(int argc, char **argv) {
     fprintf(stderr,
             "triforce generate: model %s (%s, %.1fM params)%s%s, mode %s, prompt %zu tokens, n_predict %d, n_ctx %d, "
             "threads %d, kv %s, temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu",
-            o.model, info.name, (double)info.n_params / 1e6, draft ? ", draft " : "",
-            o.draft ? o.draft : draft ? "(the target's first layers)" : "",
+            o.model, info.name, (double)info.n_params / 1e6, cli_has_draft(&o) ? ", draft " : "",
+            cli_draft_name(&o),
             tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads > 0 ? o.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), o.kv_type, o.temp, o.top_k,
             o.top_p, o.min_p, (unsigned long long)seed);
     if (mode != TF_MODE_AR)

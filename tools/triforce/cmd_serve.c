@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 static const char *k_usage =
-    "-m MODEL [-md DRAFT | --draft-layers K] [--host ADDR] [--port N] [--parallel N] [--api-key KEY] [options]\n\n"
+    "-m MODEL [-md DRAFT | --draft-layers K | --draft-lookup N] [--host ADDR] [--port N] [--parallel N] [--api-key KEY] [options]\n\n"
     "endpoints: POST /v1/completions, POST /v1/chat/completions (OpenAI schemas; stream: true sends\n"
     "server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize,\n"
     "POST /detokenize. The flags below set the defaults of fields a request leaves out. See docs/SERVER.md";
@@ -25,22 +25,8 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "triforce serve: -n %d: the default max_tokens must be at least 1\n", o.n_predict);
         return 2;
     }
-    if (o.draft && o.draft_layers) {
-        fprintf(stderr, "triforce serve: give either -md DRAFT or --draft-layers K, not both\n");
-        return 2;
-    }
-    bool has_draft = o.draft || o.draft_layers;
     tf_decoder_params dp = cli_decoder_params(&o);
-    dp.mode = has_draft ? TF_MODE_TRIFORCE : TF_MODE_AR;
-    if (o.mode && !tf_decode_mode_from_name(o.mode, &dp.mode)) {
-        fprintf(stderr, "triforce serve: --mode '%s': expected ar, spec, retrieval, streaming or triforce\n", o.mode);
-        return 2;
-    }
-    if ((dp.mode == TF_MODE_SPEC || dp.mode == TF_MODE_STREAMING || dp.mode == TF_MODE_TRIFORCE) && !has_draft) {
-        fprintf(stderr, "triforce serve: --mode %s needs a draft model: -md DRAFT.gguf or --draft-layers K\n",
-                tf_decode_mode_name(dp.mode));
-        return 2;
-    }
+    if (!cli_decode_mode("serve", &o, &dp.mode)) return 2;
     dp.n_ctx = o.n_ctx;
     dp.device = TF_DEVICE_CPU;
     if (!cli_check_decoder_params("serve", &dp)) return 2;

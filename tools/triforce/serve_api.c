@@ -111,9 +111,9 @@ static int parse_triforce(const serve_ctx *c, const cJSON *o, tf_decoder_params 
         tf_decode_mode m;
         if (!cJSON_IsString(mode) || !tf_decode_mode_from_name(mode->valuestring, &m))
             return bad(err, errsz, "'triforce.mode' is not one of ar, spec, retrieval, streaming, triforce");
-        if ((m == TF_MODE_SPEC || m == TF_MODE_STREAMING || m == TF_MODE_TRIFORCE) && !c->draft)
-            return bad(err, errsz, "'triforce.mode' %s needs a draft model (start the server with -md or "
-                                   "--draft-layers)", mode->valuestring);
+        if ((m == TF_MODE_SPEC || m == TF_MODE_STREAMING || m == TF_MODE_TRIFORCE) && !cli_has_draft(c->o))
+            return bad(err, errsz, "'triforce.mode' %s needs a draft (start the server with -md, --draft-layers "
+                                   "or --draft-lookup)", mode->valuestring);
         dp->mode = m;
     }
     struct { const char *key; int32_t *field; double lo, hi; } ints[] = {
@@ -236,7 +236,7 @@ int serve_parse_request(serve_ctx *c, job_kind kind, const char *body, size_t le
     const cli_opts *op = c->o;
     j->kind = kind;
     j->dp = cli_decoder_params(op);
-    j->dp.mode = c->draft ? TF_MODE_TRIFORCE : TF_MODE_AR;
+    j->dp.mode = cli_has_draft(op) ? TF_MODE_TRIFORCE : TF_MODE_AR;
     if (op->mode) tf_decode_mode_from_name(op->mode, &j->dp.mode);
     j->dp.n_ctx = op->n_ctx > 0 ? op->n_ctx : c->info.n_ctx_train;
     j->dp.device = TF_DEVICE_CPU;
