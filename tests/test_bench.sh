@@ -32,7 +32,7 @@ expect_fail bench_bad_list "--n-prompt '16,,32': expected a comma-separated list
 expect_fail bench_bad_depth "--n-depth '-5': expected" -m x.gguf -d -5
 expect_fail bench_rows_range "--rows '999': expected a comma-separated list of up to 16 integers in [0, 256]" -m x.gguf --rows 999
 expect_fail bench_bad_mode "--mode 'ar,fast': expected" -m x.gguf --mode ar,fast
-expect_fail bench_mode_needs_draft "--mode triforce needs a draft model" -m x.gguf --mode triforce
+expect_fail bench_mode_needs_draft "--mode triforce needs a draft: -md DRAFT.gguf, --draft-layers K or --draft-lookup N" -m x.gguf --mode triforce
 expect_fail bench_bad_reps "--repetitions '0': expected an integer in [1, 1000]" -m x.gguf -r 0
 expect_fail bench_unknown_flag "unknown option '--temp'" -m x.gguf --temp 0.5
 expect_fail bench_missing_value "option --n-gen needs a value" -m x.gguf -n

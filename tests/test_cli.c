@@ -64,7 +64,7 @@ static void test_bad_input(void **state) {
     EXPECT("info", 2, "give one model file");
     EXPECT("generate --help", 0, "--top-k");
     EXPECT("gen-model --help", 0, "llama2-7b-128k");
-    EXPECT("generate -m x.gguf -p hi --mode triforce", 2, "needs a draft model: -md DRAFT.gguf");
+    EXPECT("generate -m x.gguf -p hi --mode triforce", 2, "needs a draft: -md DRAFT.gguf, --draft-layers K or --draft-lookup N");
     EXPECT("generate -m x.gguf -p hi --mode fast", 2, "--mode 'fast'");
     EXPECT("generate -m x.gguf -p hi --gamma2 16", 2, "--gamma2 '16'");
     EXPECT("eval", 2, "expected a task, accept or passkey");
@@ -74,7 +74,11 @@ static void test_bad_input(void **state) {
     EXPECT("eval accept -m x.gguf --caches fast", 2, "--caches 'fast'");
     EXPECT("eval passkey -m x.gguf --depths 0.5,2", 2, "--depths '0.5,2'");
     EXPECT("eval accept -m x.gguf -o xml", 2, "-o 'xml'");
-    EXPECT("generate -m x.gguf -md y.gguf --draft-layers 2 -p hi", 2, "either -md DRAFT or --draft-layers K");
+    EXPECT("generate -m x.gguf -md y.gguf --draft-layers 2 -p hi", 2, "one of -md DRAFT, --draft-layers K and --draft-lookup N");
+    EXPECT("serve -m x.gguf --draft-layers 2 --draft-lookup 2", 2, "not several");
+    EXPECT("bench -m x.gguf -md y.gguf --draft-lookup 1", 2, "not several");
+    EXPECT("generate -m x.gguf -p hi --draft-lookup 17", 2, "--draft-lookup '17'");
+    EXPECT("generate -m x.gguf -p hi --draft-lookup 0", 2, "--draft-lookup '0'");
     EXPECT("convert", 2, "usage: triforce convert");
 }
 
