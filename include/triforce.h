@@ -28,10 +28,10 @@
  * of the ABI (and is the number in the shared library's SONAME,
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
-#define TF_VERSION_MAJOR 0
-#define TF_VERSION_MINOR 1
+#define TF_VERSION_MAJOR 1
+#define TF_VERSION_MINOR 0
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "0.1.0"
+#define TF_VERSION_STRING "1.0.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
