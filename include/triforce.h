@@ -204,10 +204,12 @@ typedef struct tf_chat_message {
 } tf_chat_message;
 
 /* The conversation in the model's chat format with the assistant's turn
- * opened, as tf_model_chat_prompt does for one turn (which it calls). The
- * llama2 and mistral families are formatted for one user turn only
- * (TF_ERR_UNSUPPORTED for more). TF_ERR_INVALID_ARG naming the message for
- * roles out of order. *out is malloc'ed (caller frees). */
+ * opened, as tf_model_chat_prompt does for one turn (which it calls). BOS
+ * and EOS markers between turns (llama2's "</s><s>") are written as text,
+ * for tokenizing with parse_special; the first BOS is the tokenizer's
+ * (add_special). TF_ERR_INVALID_ARG naming the message for roles out of
+ * order; TF_ERR_UNSUPPORTED for a system message in the mistral family,
+ * whose template has no system role. *out is malloc'ed (caller frees). */
 TF_API tf_status tf_model_chat_format(const tf_model *model, const tf_chat_message *msgs, size_t n, char **out,
                                char *errbuf, size_t errbuf_size);
 /* The same in a named family ("chatml", "llama3", "llama2", "mistral",

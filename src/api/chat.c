@@ -5,10 +5,12 @@
  * This engine does not interpret Jinja; it recognises the template families
  * that models publish by the markers their templates emit, and writes the
  * same text the template renders for [system?, user, assistant, ..., user] +
- * the opened assistant turn (add_generation_prompt); llama2 and mistral
- * templates, whose later turns carry BOS/EOS markers, are done for one user
- * turn only. A chatml template that inserts a default
- * system message when the conversation has none (a quoted literal
+ * the opened assistant turn (add_generation_prompt). The BOS a template
+ * writes first is left out: the tokenizer adds it (add_special). BOS and EOS
+ * markers inside the text (llama2's later turns, the end of an assistant
+ * turn) are written as the family's token texts ("<s>", "</s>"),
+ * to be tokenized with parse_special. A chatml template that inserts a
+ * default system message when the conversation has none (a quoted literal
  * '<|im_start|>system\n...<|im_end|>\n' in the template) gets that message
  * when the caller gives none. Anything else is refused by name, so a prompt
  * is never formatted with a guessed template.
@@ -22,10 +24,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CHAT_CHATML, CHAT_LLAMA3, CHAT_LLAMA2, CHAT_MISTRAL, CHAT_ZEPHYR } chat_family;
+typedef enum {
+    CHAT_CHATML,
+    CHAT_LLAMA3,
+    CHAT_LLAMA2,
+    CHAT_MISTRAL,
+    CHAT_ZEPHYR,
+    CHAT_N_FAMILIES
+} chat_family;
 
-static const char *const k_family_names = "chatml (<|im_start|>), llama3 (<|start_header_id|>), "
-                                          "llama2 ([INST] with <<SYS>>), mistral ([INST]), zephyr (<|user|>)";
+/* Each family: its name (--chat-template NAME) and the marker by which its
+ * template is recognised, as the error lists them. */
+static const struct {
+    const char *id, *marker;
+} k_families[] = {
+    [CHAT_CHATML] = {"chatml", "<|im_start|>"},
+    [CHAT_LLAMA3] = {"llama3", "<|start_header_id|>"},
+    [CHAT_LLAMA2] = {"llama2", "[INST] with <<SYS>>"},
+    [CHAT_MISTRAL] = {"mistral", "[INST]"},
+    [CHAT_ZEPHYR] = {"zephyr", "<|user|>"},
+};
+_Static_assert(sizeof k_families / sizeof k_families[0] == CHAT_N_FAMILIES, "one row per chat family");
+
+/* The token texts the families write between turns. */
+#define LLAMA_BOS "<s>"
+#define LLAMA_EOS "</s>"
 
 typedef struct sbuf {
     char *p;
@@ -101,7 +124,23 @@ static tf_status chat_fail(char *errbuf, size_t errbuf_size, tf_status st, const
     return st;
 }
 
-/* The template's family, or an error naming the known ones. */
+/* The families' names, with their markers when `markers`, for messages. */
+static const char *family_list(char *buf, size_t size, bool markers) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < CHAT_N_FAMILIES && at < size; i++) {
+        int k = markers ? snprintf(buf + at, size - at, "%s%s (%s)", i ? ", " : "", k_families[i].id,
+                                   k_families[i].marker)
+                        : snprintf(buf + at, size - at, "%s%s", i ? ", " : "", k_families[i].id);
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
+
+/* The template's family, or an error naming the known ones. A marker that
+ * several families' templates contain is tested after the more specific
+ * ones: mistral's [INST] after llama2's [INST] with <<SYS>>. */
 static tf_status chat_family_of(const tf_model *m, chat_family *fam, const char **t, size_t *tn, char *errbuf,
                                 size_t errbuf_size) {
     tf_gguf_str tmpl = {0};
@@ -118,15 +157,15 @@ static tf_status chat_family_of(const tf_model *m, chat_family *fam, const char 
     else if (has(*t, *tn, "[INST]") && has(*t, *tn, "<<SYS>>")) *fam = CHAT_LLAMA2;
     else if (has(*t, *tn, "[INST]")) *fam = CHAT_MISTRAL;
     else if (has(*t, *tn, "<|user|>")) *fam = CHAT_ZEPHYR;
-    else
+    else {
+        char known[512];
         return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED,
                          "%s: the chat template (tokenizer.chat_template, %zu bytes) is not of a known family; "
                          "known: %s; give the formatted prompt instead",
-                         m->path[0] ? m->path : "model", *tn, k_family_names);
+                         m->path[0] ? m->path : "model", *tn, family_list(known, sizeof known, true));
+    }
     return TF_OK;
 }
-
-static const char *const k_family_ids[] = {"chatml", "llama3", "llama2", "mistral", "zephyr"};
 
 tf_status tf_model_chat_format(const tf_model *m, const tf_chat_message *msgs, size_t n, char **out, char *errbuf,
                                size_t errbuf_size) {
@@ -138,11 +177,13 @@ tf_status tf_model_chat_format_as(const tf_model *m, const char *family, const t
     *out = NULL;
     int forced = -1;
     if (family) {
-        for (int i = 0; i < 5; i++)
-            if (strcmp(family, k_family_ids[i]) == 0) forced = i;
-        if (forced < 0)
-            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG,
-                             "chat template '%.40s' is not one of chatml, llama3, llama2, mistral, zephyr", family);
+        for (int i = 0; i < CHAT_N_FAMILIES; i++)
+            if (strcmp(family, k_families[i].id) == 0) forced = i;
+        if (forced < 0) {
+            char known[256];
+            return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG, "chat template '%.40s' is not one of %s",
+                             family, family_list(known, sizeof known, false));
+        }
     }
     if (!msgs || n == 0) return chat_fail(errbuf, errbuf_size, TF_ERR_INVALID_ARG, "chat: no messages");
     for (size_t i = 0; i < n; i++) {
@@ -170,19 +211,15 @@ tf_status tf_model_chat_format_as(const tf_model *m, const char *family, const t
     chat_family fam = CHAT_CHATML;
     const char *t = NULL;
     size_t tn = 0;
-    if (forced >= 0) fam = (chat_family)forced; /* no template text: no default system message either */
+    if (forced >= 0) fam = (chat_family)forced; /* no template text: no chatml default system message */
     else TF_TRY(chat_family_of(m, &fam, &t, &tn, errbuf, errbuf_size));
     const char *system = strcmp(msgs[0].role, "system") == 0 ? msgs[0].content : NULL;
+    /* turns[i] is a user message for even i, an assistant message for odd i (checked above) */
     const tf_chat_message *turns = msgs + (system != NULL);
     size_t n_turns = n - (system != NULL);
     if (fam == CHAT_MISTRAL && system)
         return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED,
                          "chat: the model's template (mistral family) has no system role");
-    if ((fam == CHAT_MISTRAL || fam == CHAT_LLAMA2) && n_turns > 1)
-        return chat_fail(errbuf, errbuf_size, TF_ERR_UNSUPPORTED,
-                         "chat: %zu turns; the model's template (%s family) is formatted here for one user message "
-                         "(and a system message) only",
-                         n_turns, fam == CHAT_MISTRAL ? "mistral" : "llama2");
     sbuf b = {0}, def = {0};
     switch (fam) {
     case CHAT_CHATML:
@@ -209,27 +246,41 @@ tf_status tf_model_chat_format_as(const tf_model *m, const char *family, const t
         }
         sb_puts(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
-    case CHAT_LLAMA2: { /* the template strips the system block + user message as one string */
-        sbuf c = {0};
-        if (system) sb_puts(&c, "<<SYS>>\n"), sb_puts(&c, system), sb_puts(&c, "\n<</SYS>>\n\n");
-        sb_puts(&c, turns[0].content);
-        sb_puts(&b, "[INST] ");
-        if (c.p) sb_put_stripped(&b, c.p, c.n);
-        b.oom |= c.oom;
-        free(c.p);
-        sb_puts(&b, " [/INST]");
+    case CHAT_LLAMA2:
+        /* a user turn: BOS (but the first, which the tokenizer adds), then the
+         * message stripped inside [INST] ... [/INST], the first one with the
+         * system block before it, stripped as one string; an assistant turn:
+         * the message stripped between spaces, then EOS */
+        for (size_t i = 0; i < n_turns; i++) {
+            if (i % 2) {
+                sb_puts(&b, " ");
+                sb_put_stripped(&b, turns[i].content, strlen(turns[i].content));
+                sb_puts(&b, " " LLAMA_EOS);
+                continue;
+            }
+            sbuf c = {0};
+            if (i == 0 && system) sb_puts(&c, "<<SYS>>\n"), sb_puts(&c, system), sb_puts(&c, "\n<</SYS>>\n\n");
+            sb_puts(&c, turns[i].content);
+            sb_puts(&b, i ? LLAMA_BOS "[INST] " : "[INST] ");
+            if (c.p) sb_put_stripped(&b, c.p, c.n);
+            b.oom |= c.oom;
+            free(c.p);
+            sb_puts(&b, " [/INST]");
+        }
         break;
-    }
-    case CHAT_MISTRAL:
-        sb_puts(&b, "[INST] "), sb_puts(&b, turns[0].content), sb_puts(&b, " [/INST]");
+    case CHAT_MISTRAL: /* Mistral-7B-Instruct-v0.1: assistant turns unpadded, each ended by EOS */
+        for (size_t i = 0; i < n_turns; i++)
+            if (i % 2) sb_puts(&b, turns[i].content), sb_puts(&b, LLAMA_EOS);
+            else sb_puts(&b, "[INST] "), sb_puts(&b, turns[i].content), sb_puts(&b, " [/INST]");
         break;
     case CHAT_ZEPHYR:
-        if (system) sb_puts(&b, "<|system|>\n"), sb_puts(&b, system), sb_puts(&b, "</s>\n");
+        if (system) sb_puts(&b, "<|system|>\n"), sb_puts(&b, system), sb_puts(&b, LLAMA_EOS "\n");
         for (size_t i = 0; i < n_turns; i++)
             sb_puts(&b, "<|"), sb_puts(&b, turns[i].role), sb_puts(&b, "|>\n"), sb_puts(&b, turns[i].content),
-                sb_puts(&b, "</s>\n");
+                sb_puts(&b, LLAMA_EOS "\n");
         sb_puts(&b, "<|assistant|>\n");
         break;
+    case CHAT_N_FAMILIES: break;
     }
     free(def.p);
     if (b.oom || !b.p) {
