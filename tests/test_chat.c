@@ -95,9 +95,10 @@ static void test_multi_turn_match_jinja(void **state) {
     char vpath[1024];
     snprintf(vpath, sizeof vpath, "%s", vocab);
     size_t n_multi = sizeof k_multi / sizeof k_multi[0];
-    assert_true(n_multi >= 20);
+    assert_true(n_multi >= 30);
     /* every family has cases of three user turns, llama2's with a system message too */
-    static const char *const families[] = {"chatml", "llama3", "llama2", "mistral", "zephyr"};
+    static const char *const families[] = {"chatml", "llama3",   "llama2",         "mistral",
+                                           "zephyr", "deepseek", "deepseek-coder", "deepseek3"};
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         bool three_turns = false;
         for (size_t i = 0; i < n_multi; i++)
@@ -127,13 +128,13 @@ static void test_multi_turn_match_jinja(void **state) {
         free(out);
         n_by_name++;
     }
-    assert_true(n_by_name >= 14);
+    assert_true(n_by_name >= 28);
     {
         char *out = NULL, eb[512];
         assert_int_equal(tf_model_chat_format_as(bare, "vicuna", k_multi[0].msgs, k_multi[0].n, &out, eb, sizeof eb),
                          TF_ERR_INVALID_ARG);
         assert_non_null(strstr(eb, "'vicuna' is not one of"));
-        assert_non_null(strstr(eb, "zephyr"));
+        assert_non_null(strstr(eb, "deepseek-coder"));
     }
     tf_model_close(bare);
     /* roles out of order */
@@ -155,6 +156,52 @@ static void test_multi_turn_match_jinja(void **state) {
     tf_model_close(m);
 }
 
+/* The families recognised from templates other than those rendered above:
+ * a deepseek-coder template whose default system prompt differs (it is
+ * taken from the template), one without a default, the markers of deepseek
+ * and deepseek3 alone, and DeepSeek-R1's template refused. */
+static void test_recognition(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
+    char vpath[1024];
+    snprintf(vpath, sizeof vpath, "%s", vocab);
+    const tf_chat_message hi[] = {{"user", "hi"}};
+    static const struct {
+        const char *tmpl, *expected;
+    } cases[] = {
+        {"{{bos_token}}{%- if not ns.found -%}\n{{- \"Be \\\"brief\\\".\\n\" -}}\n{%- endif %}"
+         "{{'### Instruction:\\n' + m + '\\n'}}{{'### Response:'}}",
+         "Be \"brief\".\n### Instruction:\nhi\n### Response:\n"},
+        {"{% for m in messages %}{{'### Instruction:\\n' + m['content'] + '\\n'}}{% endfor %}{{'### Response:'}}",
+         "### Instruction:\nhi\n### Response:\n"},
+        /* an expression, not one literal: no default is guessed */
+        {"{%- if not ns.found -%}{{'A' + x}}{%- endif %}### Instruction:### Response:",
+         "### Instruction:\nhi\n### Response:\n"},
+        {"{{ bos_token }}{% for m in messages %}{{ 'User: ' + m['content'] + '\\n\\n' }}{% endfor %}{{ 'Assistant:' }}",
+         "User: hi\n\nAssistant:"},
+        {"{{'<｜User｜>' + m['content']}}{{'<｜Assistant｜>'}}", "<｜User｜>hi<｜Assistant｜>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tf_model *m = vocab_with_template(vpath, cases[i].tmpl);
+        char *out = NULL, eb[512];
+        if (tf_model_chat_format(m, hi, 1, &out, eb, sizeof eb) != TF_OK) fail_msg("case %zu: %s", i, eb);
+        if (strcmp(out, cases[i].expected) != 0) fail_msg("case %zu: got\n[%s]\nexpected\n[%s]", i, out, cases[i].expected);
+        free(out);
+        tf_model_close(m);
+    }
+    /* DeepSeek-R1's template opens <think> and cuts earlier reasoning: refused by name, not guessed */
+    tf_model *m = vocab_with_template(vpath, "{{'<｜User｜>' + content}}{% if '</think>' in content %}{% endif %}"
+                                             "{{'<｜Assistant｜><think>\\n'}}");
+    char *out = NULL, eb[512];
+    assert_int_equal(tf_model_chat_format(m, hi, 1, &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
+    assert_null(out);
+    assert_non_null(strstr(eb, "DeepSeek-R1"));
+    assert_int_equal(tf_model_chat_format_as(m, "deepseek3", hi, 1, &out, eb, sizeof eb), TF_OK);
+    assert_string_equal(out, "<｜User｜>hi<｜Assistant｜>");
+    free(out);
+    tf_model_close(m);
+}
+
 /* The markers between turns are the vocabulary's control tokens: each
  * conversation of a family, tokenized as the server does (add_special,
  * parse_special) with a vocabulary of that family, starts with the one BOS
@@ -168,6 +215,8 @@ static void test_turn_markers_tokenize(void **state) {
     } rows[] = {
         {"vocab/ggml-vocab-llama-spm.gguf", "llama2", "</s>", true},
         {"vocab/ggml-vocab-llama-spm.gguf", "mistral", "</s>", false},
+        {"vocab/ggml-vocab-deepseek-llm.gguf", "deepseek", "<｜end▁of▁sentence｜>", false},
+        {"vocab/ggml-vocab-deepseek-coder.gguf", "deepseek-coder", "<|EOT|>", false},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         TU_REQUIRE_SHARED(vocab, rows[r].vocab);
@@ -269,6 +318,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_multi_turn_match_jinja),
         cmocka_unit_test(test_turn_markers_tokenize),
+        cmocka_unit_test(test_recognition),
         cmocka_unit_test(test_smollm2_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
