@@ -12,6 +12,9 @@
 #     Retry-After; a client that leaves mid-stream
 #     cancels its request and the server keeps serving; SIGTERM while streaming
 #     ends the stream with an error event and the process exits 0;
+#   - /metrics adds up (tests/serve_metrics.py): requests completed, failed and cancelled
+#     make the total; the time-to-first-token, request-duration and decode-rate
+#     histograms count the completed requests, a cancelled one in none of them;
 #   - tests/serve_openai.py: the openai client, and 8 clients x 20 requests;
 #   - schemathesis: requests generated from docs/openapi.json never get a 5xx.
 # Needs stories260K from ../shared (skips otherwise). Reports with cmocka's markers.
@@ -149,6 +152,18 @@ if [ "$code" = 413 ]; then ok body_too_large; else echo "$code $(cat "$W/body")"
 expect_status tokenize 200 '"tokens":[1,' /tokenize "{\"content\": \"$P\", \"add_special\": true}"
 expect_status detokenize 200 "Once upon a time\"}" /detokenize "$(cat "$W/body" | python3 -c "import json,sys; print(json.dumps({'tokens': json.load(sys.stdin)['tokens'][1:]}))")"
 
+echo "[ RUN      ] metrics_add_up"
+# two more completed requests (one streamed); a refused one is not accepted, so not counted
+before=$(python3 tests/serve_metrics.py "http://127.0.0.1:$PORT" | sed -n 's/.* \([0-9]*\) completed.*/\1/p')
+post /v1/completions '{"prompt": "The cat", "max_tokens": 3, "temperature": 0}'
+post /v1/completions '{"prompt": "The cat", "temperature": 3}'
+curl -sN -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/completions" \
+    -d '{"prompt": "The dog", "max_tokens": 5, "temperature": 0, "stream": true}' > /dev/null
+if [ -n "$before" ] && python3 tests/serve_metrics.py "http://127.0.0.1:$PORT" \
+    triforce_requests_completed_total=$((before + 2)) triforce_requests_failed_total=0 \
+    triforce_requests_cancelled_total=0 > "$W/metrics.log"; then ok metrics_add_up
+else echo "completed before: [$before]"; cat "$W/metrics.log"; bad metrics_add_up; fi
+
 if [ -x "$PY" ] && "$PY" -c "import openai" 2> /dev/null; then
     echo "[ RUN      ] openai_client"
     if "$PY" tests/serve_openai.py "http://127.0.0.1:$PORT/v1" "$W/gen_greedy" > "$W/py.log" 2>&1; then ok openai_client
@@ -183,6 +198,11 @@ done
 post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 4, \"temperature\": 0}"
 if [ "$cancelled" -ge 1 ] 2> /dev/null && [ "$(cat "$W/status")" = 200 ]; then ok disconnect_cancels
 else echo "cancelled=$cancelled status=$(cat "$W/status")"; bad disconnect_cancels; fi
+echo "[ RUN      ] metrics_count_the_cancelled"
+# the cancelled request is counted once, and not in the histograms of completed requests
+if python3 tests/serve_metrics.py "http://127.0.0.1:$PORT" triforce_requests_total=2 \
+    triforce_requests_cancelled_total=1 triforce_requests_completed_total=1 > "$W/metrics.log"
+then ok metrics_count_the_cancelled; else cat "$W/metrics.log"; bad metrics_count_the_cancelled; fi
 
 kill $PID; wait $PID 2> /dev/null
 
