@@ -6,6 +6,7 @@
 #                   also honoured); `make uninstall` removes them (docs/LIBRARY.md)
 #   make test       build and run the test suite (offline)
 #   make asan       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#                   (TESTS="test_serve.sh test_chat ..." for some of it, in `make test` too)
 #   make fuzz       libFuzzer (clang) harnesses dev/fuzz_*.c: the GGUF and safetensors readers,
 #                   config.json / tokenizer.json translation, tokenizer round trips; each for
 #                   FUZZ_SECONDS (default 60); objects, seeds, corpora, crashes in build-fuzz/
@@ -179,9 +180,16 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libtriforce.a
 # tests/test_readme.sh (README.md's example commands, as written). CC and OPT reach the tests:
 # test_install.sh compiles its programs as this build compiles (under `make asan`, with the
 # sanitizers).
-test: $(TEST_BINS) $(BUILD)/triforce lib
-	@BUILD=$(BUILD) CC="$(CC)" OPT="$(OPT)" sh tests/run.sh $(TEST_BINS) tests/test_bench.sh tests/test_outputs.sh \
-	    tests/test_usage.sh tests/test_install.sh tests/test_serve.sh tests/test_readme.sh
+#
+# TESTS="NAME ..." runs only those tests and builds only their binaries: a C test by its name
+# (test_chat), a script by its file name (test_serve.sh); `make asan TESTS=test_serve.sh` is the
+# server end to end under the sanitizers.
+TEST_SCRIPTS := tests/test_bench.sh tests/test_outputs.sh tests/test_usage.sh tests/test_install.sh \
+                tests/test_serve.sh tests/test_readme.sh
+TEST_RUN := $(if $(strip $(TESTS)),$(foreach t,$(TESTS),$(if $(filter %.sh,$(t)),tests/$(notdir $(t)),\
+                $(BUILD)/tests/$(notdir $(t)))),$(TEST_BINS) $(TEST_SCRIPTS))
+test: $(filter-out %.sh,$(TEST_RUN)) $(BUILD)/triforce lib
+	@BUILD=$(BUILD) CC="$(CC)" OPT="$(OPT)" sh tests/run.sh $(TEST_RUN)
 
 # Python tools the tests use, from PyPI into .venv-test/ (git-ignored): the official openai
 # client and schemathesis (requests generated from docs/openapi.json) for tests/test_serve.sh

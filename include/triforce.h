@@ -187,9 +187,11 @@ TF_API int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, boo
 /* One user turn in the model's chat format (GGUF tokenizer.chat_template),
  * ending with the assistant's turn opened, as the template renders
  * [system?, user] with add_generation_prompt. The template's family is
- * recognised by its markers: chatml, llama3, llama2, mistral, zephyr (the
- * template itself is not interpreted). system NULL: the template's default
- * system message if it has one (chatml), else none. Tokenize the result with
+ * recognised by its markers: chatml, llama3, llama2, mistral, zephyr,
+ * deepseek (DeepSeek LLM and V2 chat), deepseek-coder, deepseek3 (DeepSeek
+ * V3, V2.5, Coder-V2; the template itself is not interpreted). system NULL:
+ * the template's default system message if it has one (chatml,
+ * deepseek-coder), else none. Tokenize the result with
  * parse_special. *out is malloc'ed (caller frees). TF_ERR_UNSUPPORTED with a
  * message naming the known families when the model has no template or one
  * of another family. */
@@ -204,15 +206,19 @@ typedef struct tf_chat_message {
 } tf_chat_message;
 
 /* The conversation in the model's chat format with the assistant's turn
- * opened, as tf_model_chat_prompt does for one turn (which it calls). The
- * llama2 and mistral families are formatted for one user turn only
- * (TF_ERR_UNSUPPORTED for more). TF_ERR_INVALID_ARG naming the message for
- * roles out of order. *out is malloc'ed (caller frees). */
+ * opened, as tf_model_chat_prompt does for one turn (which it calls). BOS
+ * and EOS markers between turns (llama2's "</s><s>") are written as text,
+ * for tokenizing with parse_special; the first BOS is the tokenizer's
+ * (add_special). TF_ERR_INVALID_ARG naming the message for roles out of
+ * order; TF_ERR_UNSUPPORTED for a system message in the mistral family,
+ * whose template has no system role. *out is malloc'ed (caller frees). */
 TF_API tf_status tf_model_chat_format(const tf_model *model, const tf_chat_message *msgs, size_t n, char **out,
                                char *errbuf, size_t errbuf_size);
 /* The same in a named family ("chatml", "llama3", "llama2", "mistral",
- * "zephyr") whatever template the model carries (none needed): for models
- * whose template is not recognised. family NULL: the model's own. */
+ * "zephyr", "deepseek", "deepseek-coder", "deepseek3") whatever template the
+ * model carries (none needed): for models whose template is not recognised.
+ * A named chatml family has no default system message; deepseek-coder has
+ * its published template's. family NULL: the model's own. */
 TF_API tf_status tf_model_chat_format_as(const tf_model *model, const char *family, const tf_chat_message *msgs,
                                          size_t n, char **out, char *errbuf, size_t errbuf_size);
 

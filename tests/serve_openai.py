@@ -3,16 +3,17 @@
 stories260K with --draft-layers 2): completions and chat-shaped errors, streamed and whole,
 greedy output equal to `triforce generate`'s; then 8 clients x 20 requests of mixed lengths
 and modes, every response complete and equal to the same request made alone, and the
-metrics adding up.
+metrics adding up (tests/serve_metrics.py): 160 more completed requests, each observed by the
+time-to-first-token, request-duration and decode-rate histograms.
 
     tests/serve_openai.py BASE_URL GENERATE_OUTPUT_FILE
 """
 import concurrent.futures
-import re
 import sys
-import urllib.request
 
 import openai
+
+import serve_metrics
 
 base, gen_file = sys.argv[1], sys.argv[2]
 expected = open(gen_file).read()
@@ -44,11 +45,6 @@ models = client.models.list()
 assert [m.id for m in models.data] == ["stories260K.gguf"], models
 
 
-def metric(name):
-    text = urllib.request.urlopen(base.replace("/v1", "") + "/metrics").read().decode()
-    return float(re.search(r"^%s (\S+)$" % name, text, re.M).group(1))
-
-
 # concurrency: every request once alone, then 8 clients x 20 at once
 prompts = ["Once upon a time", "The cat", "Lily and Tom went to the park. They", "One day, a little bird"]
 modes = ["ar", "retrieval", "triforce", "spec"]
@@ -63,13 +59,25 @@ def run(case):
 
 
 alone = {c: run(c) for c in cases}
-before = metric("triforce_requests_total")
-gen_before = metric("triforce_generated_tokens_total")
+root = base[:-len("/v1")] if base.endswith("/v1") else base
+m0 = serve_metrics.check(root)
 jobs = [cases[(k * 5 + j) % len(cases)] for k in range(8) for j in range(20)]
 with concurrent.futures.ThreadPoolExecutor(8) as ex:
     results = list(ex.map(run, jobs))
 for c, got in zip(jobs, results):
     assert got == alone[c], (c, got, alone[c])
-assert metric("triforce_requests_total") - before == len(jobs)
-assert metric("triforce_generated_tokens_total") - gen_before == sum(r[1] for r in results)
+m1 = serve_metrics.check(root)
+
+
+def grew(name):
+    return m1[name] - m0[name]
+
+
+assert grew("triforce_requests_total") == len(jobs)
+assert grew("triforce_requests_completed_total") == len(jobs)
+assert grew("triforce_requests_failed_total") == 0 and grew("triforce_requests_cancelled_total") == 0
+for h in serve_metrics.HISTOGRAMS:
+    assert grew(h + "_count") == len(jobs), (h, grew(h + "_count"))
+    assert grew(h + "_sum") > 0, h
+assert grew("triforce_generated_tokens_total") == sum(r[1] for r in results)
 print("openai client: ok; %d concurrent requests equal to the same requests alone" % len(jobs))

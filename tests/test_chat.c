@@ -3,8 +3,10 @@
  * rendered by Jinja2 (tests/data/chat_cases.inc, made by
  * tests/data/gen_chat_cases.py): each template is written into a vocab-only
  * GGUF as tokenizer.chat_template and the engine's text must equal the
- * rendering byte for byte. Also: refusals (no template, unknown family, a
- * system message for a template without one) and the real SmolLM2 file.
+ * rendering byte for byte, for one turn and for conversations of several
+ * turns (chat_multi_cases.inc), recognised from the template and formatted by
+ * the family's name. Also: refusals (no template, unknown family, a system
+ * message for a template without one) and the real SmolLM2 file.
  */
 #include "testutil.h"
 
@@ -71,7 +73,7 @@ static void test_families_match_jinja(void **state) {
 typedef struct chat_multi_case {
     const char *name, *tmpl;
     size_t n;
-    tf_chat_message msgs[5];
+    tf_chat_message msgs[8];
     const char *expected;
 } chat_multi_case;
 
@@ -79,14 +81,31 @@ static const chat_multi_case k_multi[] = {
 #include "../tests/data/chat_multi_cases.inc"
 };
 
+/* The family a case's name stands for: the name itself, or NULL for the
+ * chatml variants with a default system message, which their template
+ * text carries and the bare family name does not. */
+static const char *case_family(const char *name) {
+    return strncmp(name, "chatml-", 7) == 0 ? NULL : name;
+}
+
 /* Conversations of several turns, as Jinja renders the same templates. */
 static void test_multi_turn_match_jinja(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
     char vpath[1024];
     snprintf(vpath, sizeof vpath, "%s", vocab);
-    assert_true(sizeof k_multi / sizeof k_multi[0] >= 8);
-    for (size_t i = 0; i < sizeof k_multi / sizeof k_multi[0]; i++) {
+    size_t n_multi = sizeof k_multi / sizeof k_multi[0];
+    assert_true(n_multi >= 30);
+    /* every family has cases of three user turns, llama2's with a system message too */
+    static const char *const families[] = {"chatml", "llama3",   "llama2",         "mistral",
+                                           "zephyr", "deepseek", "deepseek-coder", "deepseek3"};
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        bool three_turns = false;
+        for (size_t i = 0; i < n_multi; i++)
+            three_turns |= strcmp(k_multi[i].name, families[f]) == 0 && k_multi[i].n >= 5;
+        if (!three_turns) fail_msg("no case of three user turns for %s", families[f]);
+    }
+    for (size_t i = 0; i < n_multi; i++) {
         const chat_multi_case *c = &k_multi[i];
         tf_model *m = vocab_with_template(vpath, c->tmpl);
         char *out = NULL, eb[512];
@@ -97,24 +116,28 @@ static void test_multi_turn_match_jinja(void **state) {
     }
     /* a family named by the caller formats a model that has no template at all */
     tf_model *bare = vocab_with_template(vpath, NULL);
-    for (size_t i = 0; i < sizeof k_multi / sizeof k_multi[0]; i++) {
+    size_t n_by_name = 0;
+    for (size_t i = 0; i < n_multi; i++) {
         const chat_multi_case *c = &k_multi[i];
-        if (strcmp(c->name, "chatml") != 0 && strcmp(c->name, "llama3") != 0 && strcmp(c->name, "zephyr") != 0)
-            continue;
+        const char *fam = case_family(c->name);
+        if (!fam) continue;
         char *out = NULL, eb[512];
-        if (tf_model_chat_format_as(bare, c->name, c->msgs, c->n, &out, eb, sizeof eb) != TF_OK)
+        if (tf_model_chat_format_as(bare, fam, c->msgs, c->n, &out, eb, sizeof eb) != TF_OK)
             fail_msg("%s by name: %s", c->name, eb);
         if (strcmp(out, c->expected) != 0) fail_msg("%s by name: got\n[%s]\nexpected\n[%s]", c->name, out, c->expected);
         free(out);
+        n_by_name++;
     }
+    assert_true(n_by_name >= 28);
     {
         char *out = NULL, eb[512];
         assert_int_equal(tf_model_chat_format_as(bare, "vicuna", k_multi[0].msgs, k_multi[0].n, &out, eb, sizeof eb),
                          TF_ERR_INVALID_ARG);
         assert_non_null(strstr(eb, "'vicuna' is not one of"));
+        assert_non_null(strstr(eb, "deepseek-coder"));
     }
     tf_model_close(bare);
-    /* roles out of order, and more turns than a one-turn family is formatted for */
+    /* roles out of order */
     tf_model *m = vocab_with_template(vpath, k_multi[0].tmpl);
     char *out = NULL, eb[512];
     const tf_chat_message two_users[] = {{"user", "a"}, {"user", "b"}};
@@ -131,14 +154,101 @@ static void test_multi_turn_match_jinja(void **state) {
     assert_non_null(strstr(eb, "role 'tool'"));
     assert_null(out);
     tf_model_close(m);
-    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
-        if (strcmp(k_cases[i].name, "llama2") != 0) continue;
-        m = vocab_with_template(vpath, k_cases[i].tmpl);
-        const tf_chat_message three[] = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}};
-        assert_int_equal(tf_model_chat_format(m, three, 3, &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
-        assert_non_null(strstr(eb, "one user message"));
+}
+
+/* The families recognised from templates other than those rendered above:
+ * a deepseek-coder template whose default system prompt differs (it is
+ * taken from the template), one without a default, the markers of deepseek
+ * and deepseek3 alone, and DeepSeek-R1's template refused. */
+static void test_recognition(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(vocab, "vocab/ggml-vocab-gpt-2.gguf");
+    char vpath[1024];
+    snprintf(vpath, sizeof vpath, "%s", vocab);
+    const tf_chat_message hi[] = {{"user", "hi"}};
+    static const struct {
+        const char *tmpl, *expected;
+    } cases[] = {
+        {"{{bos_token}}{%- if not ns.found -%}\n{{- \"Be \\\"brief\\\".\\n\" -}}\n{%- endif %}"
+         "{{'### Instruction:\\n' + m + '\\n'}}{{'### Response:'}}",
+         "Be \"brief\".\n### Instruction:\nhi\n### Response:\n"},
+        {"{% for m in messages %}{{'### Instruction:\\n' + m['content'] + '\\n'}}{% endfor %}{{'### Response:'}}",
+         "### Instruction:\nhi\n### Response:\n"},
+        /* an expression, not one literal: no default is guessed */
+        {"{%- if not ns.found -%}{{'A' + x}}{%- endif %}### Instruction:### Response:",
+         "### Instruction:\nhi\n### Response:\n"},
+        {"{{ bos_token }}{% for m in messages %}{{ 'User: ' + m['content'] + '\\n\\n' }}{% endfor %}{{ 'Assistant:' }}",
+         "User: hi\n\nAssistant:"},
+        {"{{'<｜User｜>' + m['content']}}{{'<｜Assistant｜>'}}", "<｜User｜>hi<｜Assistant｜>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tf_model *m = vocab_with_template(vpath, cases[i].tmpl);
+        char *out = NULL, eb[512];
+        if (tf_model_chat_format(m, hi, 1, &out, eb, sizeof eb) != TF_OK) fail_msg("case %zu: %s", i, eb);
+        if (strcmp(out, cases[i].expected) != 0) fail_msg("case %zu: got\n[%s]\nexpected\n[%s]", i, out, cases[i].expected);
+        free(out);
         tf_model_close(m);
-        break;
+    }
+    /* DeepSeek-R1's template opens <think> and cuts earlier reasoning: refused by name, not guessed */
+    tf_model *m = vocab_with_template(vpath, "{{'<｜User｜>' + content}}{% if '</think>' in content %}{% endif %}"
+                                             "{{'<｜Assistant｜><think>\\n'}}");
+    char *out = NULL, eb[512];
+    assert_int_equal(tf_model_chat_format(m, hi, 1, &out, eb, sizeof eb), TF_ERR_UNSUPPORTED);
+    assert_null(out);
+    assert_non_null(strstr(eb, "DeepSeek-R1"));
+    assert_int_equal(tf_model_chat_format_as(m, "deepseek3", hi, 1, &out, eb, sizeof eb), TF_OK);
+    assert_string_equal(out, "<｜User｜>hi<｜Assistant｜>");
+    free(out);
+    tf_model_close(m);
+}
+
+/* The markers between turns are the vocabulary's control tokens: each
+ * conversation of a family, tokenized as the server does (add_special,
+ * parse_special) with a vocabulary of that family, starts with the one BOS
+ * the tokenizer adds, has one end-of-turn token per assistant turn, and
+ * (llama2) a BOS before each later user turn. */
+static void test_turn_markers_tokenize(void **state) {
+    (void)state;
+    static const struct {
+        const char *vocab, *family, *end_of_turn;
+        bool bos_per_turn;
+    } rows[] = {
+        {"vocab/ggml-vocab-llama-spm.gguf", "llama2", "</s>", true},
+        {"vocab/ggml-vocab-llama-spm.gguf", "mistral", "</s>", false},
+        {"vocab/ggml-vocab-deepseek-llm.gguf", "deepseek", "<｜end▁of▁sentence｜>", false},
+        {"vocab/ggml-vocab-deepseek-coder.gguf", "deepseek-coder", "<|EOT|>", false},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        TU_REQUIRE_SHARED(vocab, rows[r].vocab);
+        char vpath[1024];
+        snprintf(vpath, sizeof vpath, "%s", vocab);
+        size_t n_checked = 0;
+        for (size_t i = 0; i < sizeof k_multi / sizeof k_multi[0]; i++) {
+            const chat_multi_case *c = &k_multi[i];
+            if (strcmp(c->name, rows[r].family) != 0) continue;
+            tf_model *m = vocab_with_template(vpath, c->tmpl);
+            int32_t eot[4], toks[1024];
+            size_t n_eot = 0, nt = 0;
+            assert_int_equal(tf_model_tokenize(m, rows[r].end_of_turn, strlen(rows[r].end_of_turn), false, true, eot,
+                                               4, &n_eot),
+                             TF_OK);
+            assert_int_equal(n_eot, 1);
+            char *out = NULL, eb[512];
+            if (tf_model_chat_format(m, c->msgs, c->n, &out, eb, sizeof eb) != TF_OK) fail_msg("%s: %s", c->name, eb);
+            assert_int_equal(tf_model_tokenize(m, out, strlen(out), true, true, toks, 1024, &nt), TF_OK);
+            const int32_t bos = tf_model_bos(m);
+            size_t n_asst = 0, n_bos = 0, n_end = 0;
+            for (size_t k = 0; k < c->n; k++) n_asst += strcmp(c->msgs[k].role, "assistant") == 0;
+            for (size_t k = 0; k < nt; k++) n_bos += toks[k] == bos, n_end += toks[k] == eot[0];
+            assert_true(bos >= 0 && nt > 0 && toks[0] == bos);
+            if (n_end != n_asst || n_bos != 1 + (rows[r].bos_per_turn ? n_asst : 0))
+                fail_msg("%s in %s: %zu BOS and %zu %s for %zu assistant turns", c->name, rows[r].vocab, n_bos, n_end,
+                         rows[r].end_of_turn, n_asst);
+            free(out);
+            tf_model_close(m);
+            n_checked++;
+        }
+        assert_true(n_checked >= 2);
     }
 }
 
@@ -207,6 +317,8 @@ int main(void) {
         cmocka_unit_test(test_families_match_jinja),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_multi_turn_match_jinja),
+        cmocka_unit_test(test_turn_markers_tokenize),
+        cmocka_unit_test(test_recognition),
         cmocka_unit_test(test_smollm2_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,7 +11,11 @@
 #   - a stalled client is cut off after --timeout; a full queue answers 503 with
 #     Retry-After; a client that leaves mid-stream
 #     cancels its request and the server keeps serving; SIGTERM while streaming
-#     ends the stream with an error event and the process exits 0;
+#     ends the stream with an error event and the process exits 0; every server
+#     exits 0 on SIGTERM and its log holds no sanitizer report (`make asan`);
+#   - /metrics adds up (tests/serve_metrics.py): requests completed, failed and cancelled
+#     make the total; the time-to-first-token, request-duration and decode-rate
+#     histograms count the completed requests, a cancelled one in none of them;
 #   - tests/serve_openai.py: the openai client, and 8 clients x 20 requests;
 #   - schemathesis: requests generated from docs/openapi.json never get a 5xx.
 # Needs stories260K from ../shared (skips otherwise). Reports with cmocka's markers.
@@ -31,6 +35,7 @@ if [ ! -f "$S260" ] || ! command -v curl > /dev/null; then
 fi
 rm -rf "$W"; mkdir -p "$W" || exit 1
 PIDS=""
+LOGS=""
 
 # start NAME ARGS...: a server on a free port; sets PORT and PID
 start() {
@@ -38,6 +43,7 @@ start() {
     "$TF" serve --port 0 "$@" 2> "$W/$name.log" &
     PID=$!
     PIDS="$PIDS $PID"
+    LOGS="$LOGS $W/$name.log"
     i=0
     while [ $i -lt 100 ]; do
         PORT=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$W/$name.log")
@@ -49,6 +55,9 @@ start() {
 }
 cleanup() { for p in $PIDS; do kill $p 2> /dev/null; done; }
 trap cleanup EXIT
+# stop NAME: SIGTERM to the server started last; its exit status goes to $W/exits
+# (servers_exit_cleanly checks them all, and the logs, at the end)
+stop() { kill "$PID"; wait "$PID" 2> /dev/null; echo "$? $1" >> "$W/exits"; }
 
 # post PATH BODY: response body in $W/body, status in $W/status
 post() {
@@ -149,6 +158,18 @@ if [ "$code" = 413 ]; then ok body_too_large; else echo "$code $(cat "$W/body")"
 expect_status tokenize 200 '"tokens":[1,' /tokenize "{\"content\": \"$P\", \"add_special\": true}"
 expect_status detokenize 200 "Once upon a time\"}" /detokenize "$(cat "$W/body" | python3 -c "import json,sys; print(json.dumps({'tokens': json.load(sys.stdin)['tokens'][1:]}))")"
 
+echo "[ RUN      ] metrics_add_up"
+# two more completed requests (one streamed); a refused one is not accepted, so not counted
+before=$(python3 tests/serve_metrics.py "http://127.0.0.1:$PORT" | sed -n 's/.* \([0-9]*\) completed.*/\1/p')
+post /v1/completions '{"prompt": "The cat", "max_tokens": 3, "temperature": 0}'
+post /v1/completions '{"prompt": "The cat", "temperature": 3}'
+curl -sN -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/completions" \
+    -d '{"prompt": "The dog", "max_tokens": 5, "temperature": 0, "stream": true}' > /dev/null
+if [ -n "$before" ] && python3 tests/serve_metrics.py "http://127.0.0.1:$PORT" \
+    triforce_requests_completed_total=$((before + 2)) triforce_requests_failed_total=0 \
+    triforce_requests_cancelled_total=0 > "$W/metrics.log"; then ok metrics_add_up
+else echo "completed before: [$before]"; cat "$W/metrics.log"; bad metrics_add_up; fi
+
 if [ -x "$PY" ] && "$PY" -c "import openai" 2> /dev/null; then
     echo "[ RUN      ] openai_client"
     if "$PY" tests/serve_openai.py "http://127.0.0.1:$PORT/v1" "$W/gen_greedy" > "$W/py.log" 2>&1; then ok openai_client
@@ -167,7 +188,7 @@ if [ -x .venv-test/bin/schemathesis ] && [ -f docs/openapi.json ]; then
 else
     skipped schemathesis "schemathesis is not installed in .venv-test (make test-deps)"
 fi
-kill $PID; wait $PID 2> /dev/null
+stop main
 
 # a client that leaves mid-stream: a context long enough that the generation outlasts it
 start long -m "$S260" -c 65536 || bad serve_start_long
@@ -183,8 +204,13 @@ done
 post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 4, \"temperature\": 0}"
 if [ "$cancelled" -ge 1 ] 2> /dev/null && [ "$(cat "$W/status")" = 200 ]; then ok disconnect_cancels
 else echo "cancelled=$cancelled status=$(cat "$W/status")"; bad disconnect_cancels; fi
+echo "[ RUN      ] metrics_count_the_cancelled"
+# the cancelled request is counted once, and not in the histograms of completed requests
+if python3 tests/serve_metrics.py "http://127.0.0.1:$PORT" triforce_requests_total=2 \
+    triforce_requests_cancelled_total=1 triforce_requests_completed_total=1 > "$W/metrics.log"
+then ok metrics_count_the_cancelled; else cat "$W/metrics.log"; bad metrics_count_the_cancelled; fi
 
-kill $PID; wait $PID 2> /dev/null
+stop long
 
 # the API key
 start key -m "$S260" -c 256 --api-key s3cret --chat-template chatml --timeout 1 || bad serve_start_key
@@ -220,7 +246,7 @@ HDR=
 echo "[ RUN      ] health_without_key"
 if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")" = 200 ]; then ok health_without_key
 else bad health_without_key; fi
-kill $PID; wait $PID 2> /dev/null
+stop key
 
 # one slot, no queue: a second request while the first decodes gets 503; SIGTERM mid-stream
 start busy -m "$S260" -c 2048 --parallel 1 --queue 0 || bad serve_start_busy
@@ -235,6 +261,7 @@ if [ "$code" = 503 ] && grep -qi '^Retry-After: 1' "$W/headers"; then ok queue_f
 else echo "$code"; cat "$W/headers" "$W/body"; bad queue_full_503; fi
 echo "[ RUN      ] sigterm_while_streaming"
 kill -TERM $PID; wait $PID; rc=$?
+echo "$rc busy" >> "$W/exits"
 wait $CURL
 if [ $rc -eq 0 ] && grep -q '"server is shutting down\|shutting down' "$W/long_sse" && tail -c 20 "$W/long_sse" | grep -q '\[DONE\]'
 then ok sigterm_while_streaming
@@ -258,10 +285,21 @@ if [ -f "$SMOL" ]; then
     json_field "d['choices'][0]['message']['content'], d['choices'][0]['finish_reason']" < "$W/body" > "$W/stopped"
     if cmp -s "$W/plain" "$W/stopped" && grep -q 'stop$' "$W/plain"; then ok stop_string_and_end_of_generation
     else cat "$W/plain" "$W/stopped"; bad stop_string_and_end_of_generation; fi
-    kill $PID; wait $PID 2> /dev/null
+    stop smol
 else
     skipped chat_equals_generate "$SMOL not fetched (make models)"
     skipped stop_string_and_end_of_generation "$SMOL not fetched (make models)"
+fi
+
+# every server exited 0 on SIGTERM, and none reported a sanitizer finding (under `make asan`)
+echo "[ RUN      ] servers_exit_cleanly"
+if [ -s "$W/exits" ] && ! grep -qv '^0 ' "$W/exits" &&
+    ! grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' $LOGS; then ok servers_exit_cleanly
+else
+    cat "$W/exits"
+    grep -l 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' $LOGS | while read -r f; do
+        echo "$f:"; head -60 "$f"; done
+    bad servers_exit_cleanly
 fi
 
 rm -rf "$W"

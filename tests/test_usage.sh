@@ -5,7 +5,8 @@
 #   - --gamma1/--gamma2 whose sum a target pass cannot verify exactly, an unknown
 #     --device, --device cuda in a build without CUDA: exit 2 before the model is
 #     opened (the model path given does not exist, so a late check would report
-#     that instead), for generate, bench and eval;
+#     that instead), for generate, bench and eval; so is an unknown
+#     --chat-template family, and each known one passes;
 #   - -t past the CPUs: a warning, and the CPUs there are;
 #   - --window and --sinks far past the context: memory follows the context;
 #   - -f DIR says it is a directory; -f - reads standard input;
@@ -48,6 +49,11 @@ expect bench_gamma_before_loading 2 "a target pass would verify 19 tokens" \
     "$TF" bench -m "$NOMODEL" --draft-layers 1 --mode triforce --gamma1 4 --gamma2 15
 expect the_model_error_after_the_flags 1 "$NOMODEL: cannot open" \
     "$TF" generate -m "$NOMODEL" -p hi --draft-layers 1 --gamma1 4 --gamma2 6
+expect chat_template_name_before_loading 2 "--chat-template 'vicuna': expected chatml, llama3, llama2, mistral, zephyr, deepseek, deepseek-coder or deepseek3" \
+    "$TF" generate -m "$NOMODEL" -p hi --chat --chat-template vicuna
+for fam in deepseek deepseek-coder deepseek3; do
+    expect chat_template_$fam 1 "$NOMODEL: cannot open" "$TF" serve -m "$NOMODEL" --chat-template $fam
+done
 
 mkdir -p "$W/dir"
 expect prompt_file_is_a_directory 2 "$W/dir: is a directory (expected a file)" \

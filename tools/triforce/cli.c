@@ -58,10 +58,12 @@ static const opt_def k_opts[] = {
      "cuda | cpu | auto (default auto: cuda when built with CUDA, a GPU is present and the weights are f32/f16/bf16/q8_0)",
      CMD_GENERATE, 0, 0},
     {NULL, "--chat", OPT_FLAG, O(chat), NULL,
-     "treat the prompt as one user message in the model's chat template (chatml, llama3, llama2, mistral, zephyr)",
+     "treat the prompt as one user message in the model's chat template (chatml, llama3, llama2, mistral, zephyr, "
+     "deepseek, deepseek-coder, deepseek3)",
      CMD_GENERATE, 0, 0},
     {NULL, "--chat-template", OPT_STR, O(chat_template), "NAME",
-     "format chats as this family (chatml, llama3, llama2, mistral, zephyr) instead of the model's template",
+     "format chats as this family (chatml, llama3, llama2, mistral, zephyr, deepseek, deepseek-coder, deepseek3) "
+     "instead of the model's template",
      CMD_GENERATE | CMD_SERVE, 0, 0},
     {NULL, "--system", OPT_STR, O(system), "TEXT",
      "with --chat: the system message (default: the template's own default, if any)", CMD_GENERATE, 0, 0},
@@ -303,11 +305,14 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
         o->n_threads = cpus;
     }
     if (o->chat_template) {
-        static const char *const fams[] = {"chatml", "llama3", "llama2", "mistral", "zephyr"};
+        static const char *const fams[] = {"chatml",   "llama3",         "llama2",   "mistral",
+                                           "zephyr",   "deepseek",       "deepseek-coder", "deepseek3"};
         bool known = false;
-        for (int i = 0; i < 5; i++) known |= strcmp(o->chat_template, fams[i]) == 0;
+        for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) known |= strcmp(o->chat_template, fams[i]) == 0;
         if (!known) {
-            fprintf(stderr, "triforce %s: --chat-template '%s': expected chatml, llama3, llama2, mistral or zephyr\n",
+            fprintf(stderr,
+                    "triforce %s: --chat-template '%s': expected chatml, llama3, llama2, mistral, zephyr, deepseek, "
+                    "deepseek-coder or deepseek3\n",
                     cmd_name, o->chat_template);
             return -1;
         }

@@ -58,15 +58,32 @@ typedef struct serve_job {
     const char *finish;  /* "stop", "length" or NULL */
     int http_error;      /* set when the job failed: status and message */
     char error[512];
-    double t_queued, t_first, t_done;
+    double t_queued, t_first, t_done; /* cli_now() seconds; t_first 0: no token generated */
+    double decode_s;     /* seconds from the end of the prefill to the last token */
     int refs;            /* the connection and the queue/worker */
 } serve_job;
 
+#define SERVE_HIST_BOUNDS 16 /* at most, besides +Inf */
+
+/* A Prometheus histogram: counts per bucket (not cumulative; the last one
+ * is above every bound), their sum and count. */
+typedef struct serve_hist {
+    const double *le; /* upper bounds, ascending (n_le of them) */
+    int n_le;
+    uint64_t n[SERVE_HIST_BOUNDS + 1];
+    double sum;
+    uint64_t count;
+} serve_hist;
+
+/* Every accepted request (requests) ends as exactly one of completed,
+ * requests_failed and cancelled; until then it is queued or in a busy slot.
+ * The histograms observe each completed request (ttft: those that generated
+ * a token). All under serve_ctx.mu. */
 typedef struct serve_metrics {
-    uint64_t requests, requests_failed, rejected_busy, cancelled;
+    uint64_t requests, completed, requests_failed, rejected_busy, cancelled;
     uint64_t prompt_tokens, reused_tokens, gen_tokens;
-    double ttft_sum, decode_seconds;
-    uint64_t ttft_count;
+    double decode_seconds;
+    serve_hist ttft, duration, decode_rate; /* seconds, seconds, tokens/s */
     int64_t level_verified[3], level_accepted[3];
 } serve_metrics;
 

@@ -5,6 +5,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,13 +115,17 @@ static void job_fail(serve_job *j, int status, const char *msg) {
     pthread_mutex_unlock(&j->mu);
 }
 
-static void run_job(serve_slot *s, serve_job *j) {
+/* Run j on slot s. True when it completed: a finish reason reached without
+ * an error (the client may have left at the end); false when it failed
+ * (j->http_error) or was cancelled. */
+static bool run_job(serve_slot *s, serve_job *j) {
     serve_ctx *c = s->ctx;
     char err[512];
     tf_decoder *dec = NULL;
     const tf_model *draft = c->draft;
     bool needs_draft = j->dp.mode == TF_MODE_SPEC || j->dp.mode == TF_MODE_STREAMING || j->dp.mode == TF_MODE_TRIFORCE;
     text_out t = {0};
+    bool completed = false;
     tf_detok_init(&t.d, c->model->tok);
     t.d.at_start = false; /* the text continues the prompt: no leading space is stripped */
     for (int k = 0; k < j->n_stop; k++)
@@ -169,13 +174,14 @@ static void run_job(serve_slot *s, serve_job *j) {
     double dt = cli_now() - t0;
     pthread_mutex_lock(&j->mu);
     j->finish = finish ? finish : "stop";
+    completed = finish && !j->http_error;
+    j->decode_s = dt;
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&c->mu);
     c->m.prompt_tokens += (uint64_t)j->n_prompt;
     c->m.reused_tokens += (uint64_t)reused;
     c->m.gen_tokens += (uint64_t)j->n_gen;
     c->m.decode_seconds += dt;
-    if (j->t_first > 0) c->m.ttft_sum += j->t_first - j->t_queued, c->m.ttft_count++;
     for (int l = 0; l < tf_decoder_n_levels(dec) && l < 3; l++) {
         tf_level_info li;
         tf_decoder_level(dec, l, &li);
@@ -191,6 +197,31 @@ done:
     j->t_done = cli_now();
     pthread_cond_broadcast(&j->cond);
     pthread_mutex_unlock(&j->mu);
+    return completed;
+}
+
+/* ---- metrics ---- */
+
+static void hist_observe(serve_hist *h, double v) {
+    int b = 0;
+    while (b < h->n_le && v > h->le[b]) b++;
+    h->n[b]++;
+    h->sum += v;
+    h->count++;
+}
+
+/* The end of a request, under c->mu: counted as exactly one outcome, a
+ * completed one observed by the histograms. */
+static void metrics_request_done(serve_metrics *m, const serve_job *j, bool completed, bool cancelled) {
+    if (!completed) {
+        if (cancelled) m->cancelled++;
+        else m->requests_failed++;
+        return;
+    }
+    m->completed++;
+    if (j->t_first > 0) hist_observe(&m->ttft, j->t_first - j->t_queued);
+    hist_observe(&m->duration, j->t_done - j->t_queued);
+    hist_observe(&m->decode_rate, j->decode_s > 0 ? j->n_gen / j->decode_s : 0);
 }
 
 static void *worker(void *arg) {
@@ -203,19 +234,16 @@ static void *worker(void *arg) {
         serve_job *j = s->job;
         pthread_mutex_unlock(&c->mu);
         pthread_mutex_lock(&j->mu);
-        bool skip = j->cancelled;
+        bool skip = j->cancelled, completed = false;
         if (!skip) j->state = JOB_RUNNING;
         pthread_mutex_unlock(&j->mu);
-        if (!skip) run_job(s, j);
-        else {
-            pthread_mutex_lock(&j->mu);
-            j->state = JOB_DONE;
-            pthread_cond_broadcast(&j->cond);
-            pthread_mutex_unlock(&j->mu);
-        }
+        if (!skip) completed = run_job(s, j);
+        pthread_mutex_lock(&j->mu);
+        if (skip) j->state = JOB_DONE, pthread_cond_broadcast(&j->cond);
+        bool cancelled = j->cancelled; /* a client gone, or the server stopping */
+        pthread_mutex_unlock(&j->mu);
         pthread_mutex_lock(&c->mu);
-        if (j->cancelled) c->m.cancelled++;
-        if (j->http_error) c->m.requests_failed++;
+        metrics_request_done(&c->m, j, completed, cancelled);
         s->last_used = cli_now();
         serve_job_release(j);
         s->job = NULL;
@@ -228,7 +256,17 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* Bucket bounds: seconds (time to first token, request duration) and
+ * tokens/s (decoding rate). */
+static const double k_le_seconds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+static const double k_le_rate[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+_Static_assert(sizeof k_le_seconds / sizeof k_le_seconds[0] <= SERVE_HIST_BOUNDS, "bounds fit serve_hist");
+_Static_assert(sizeof k_le_rate / sizeof k_le_rate[0] <= SERVE_HIST_BOUNDS, "bounds fit serve_hist");
+
 int serve_slots_start(serve_ctx *c) {
+    c->m.ttft = (serve_hist){.le = k_le_seconds, .n_le = (int)(sizeof k_le_seconds / sizeof k_le_seconds[0])};
+    c->m.duration = c->m.ttft;
+    c->m.decode_rate = (serve_hist){.le = k_le_rate, .n_le = (int)(sizeof k_le_rate / sizeof k_le_rate[0])};
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cond, NULL);
     c->slots = calloc((size_t)c->n_slots, sizeof *c->slots);
@@ -287,8 +325,9 @@ int serve_submit(serve_ctx *c, serve_job *j) {
 void serve_slots_stop(serve_ctx *c) {
     pthread_mutex_lock(&c->mu);
     c->stopping = true;
-    for (int i = 0; i < c->n_queue; i++) { /* waiting requests end with an error */
+    for (int i = 0; i < c->n_queue; i++) { /* waiting requests end with an error: cancelled */
         serve_job *j = c->queue[i];
+        c->m.cancelled++;
         pthread_mutex_lock(&j->mu);
         j->cancelled = true;
         j->http_error = 503;
@@ -322,53 +361,109 @@ void serve_slots_stop(serve_ctx *c) {
     c->queue = NULL;
 }
 
+/* Text that grows as it is written; oom once an allocation failed. */
+typedef struct text_buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} text_buf;
+
+static void tb_printf(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb_printf(text_buf *b, const char *fmt, ...) {
+    for (int pass = 0; pass < 2 && !b->oom; pass++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = true;
+        } else if (b->p && (size_t)k < b->cap - b->n) {
+            b->n += (size_t)k;
+            return;
+        } else {
+            size_t cap = 2 * (b->n + (size_t)k + 1) + 4096;
+            char *q = realloc(b->p, cap);
+            if (!q) b->oom = true;
+            else b->p = q, b->cap = cap;
+        }
+    }
+}
+
+static void tb_hist(text_buf *b, const char *name, const char *help, const serve_hist *h) {
+    tb_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int i = 0; i < h->n_le; i++) {
+        cum += h->n[i];
+        tb_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->le[i], (unsigned long long)cum);
+    }
+    tb_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)h->count,
+              name, h->sum, name, (unsigned long long)h->count);
+}
+
 char *serve_metrics_text(serve_ctx *c) {
     static const char *const level[3] = {"target", "middle", "draft"};
-    char *buf = malloc(8192);
-    if (!buf) return NULL;
+    text_buf b = {0};
     pthread_mutex_lock(&c->mu);
     int busy = 0;
     for (int i = 0; i < c->n_slots; i++) busy += c->slots[i].job != NULL;
     const serve_metrics *m = &c->m;
-    int n = snprintf(buf, 8192,
-                     "# HELP triforce_requests_total Completion requests accepted (queued or run).\n"
-                     "# TYPE triforce_requests_total counter\ntriforce_requests_total %llu\n"
-                     "# TYPE triforce_requests_failed_total counter\ntriforce_requests_failed_total %llu\n"
-                     "# HELP triforce_requests_rejected_total Requests refused with 503 (queue full).\n"
-                     "# TYPE triforce_requests_rejected_total counter\ntriforce_requests_rejected_total %llu\n"
-                     "# HELP triforce_requests_cancelled_total Requests whose client went away.\n"
-                     "# TYPE triforce_requests_cancelled_total counter\ntriforce_requests_cancelled_total %llu\n"
-                     "# TYPE triforce_prompt_tokens_total counter\ntriforce_prompt_tokens_total %llu\n"
-                     "# HELP triforce_prompt_tokens_reused_total Prompt positions copied from a slot's cache.\n"
-                     "# TYPE triforce_prompt_tokens_reused_total counter\ntriforce_prompt_tokens_reused_total %llu\n"
-                     "# TYPE triforce_generated_tokens_total counter\ntriforce_generated_tokens_total %llu\n"
-                     "# HELP triforce_time_to_first_token_seconds From queueing to the first generated token.\n"
-                     "# TYPE triforce_time_to_first_token_seconds summary\n"
-                     "triforce_time_to_first_token_seconds_sum %.6f\ntriforce_time_to_first_token_seconds_count %llu\n"
-                     "# TYPE triforce_decode_seconds_total counter\ntriforce_decode_seconds_total %.6f\n"
-                     "# TYPE triforce_tokens_per_second gauge\ntriforce_tokens_per_second %.3f\n"
-                     "# TYPE triforce_queue_length gauge\ntriforce_queue_length %d\n"
-                     "# TYPE triforce_slots_busy gauge\ntriforce_slots_busy %d\n"
-                     "# TYPE triforce_slots gauge\ntriforce_slots %d\n"
-                     "# HELP triforce_level_verified_total Candidates of the level below judged by this level.\n"
-                     "# TYPE triforce_level_verified_total counter\n",
-                     (unsigned long long)m->requests, (unsigned long long)m->requests_failed,
-                     (unsigned long long)m->rejected_busy, (unsigned long long)m->cancelled,
-                     (unsigned long long)m->prompt_tokens, (unsigned long long)m->reused_tokens,
-                     (unsigned long long)m->gen_tokens, m->ttft_sum, (unsigned long long)m->ttft_count,
-                     m->decode_seconds, m->decode_seconds > 0 ? (double)m->gen_tokens / m->decode_seconds : 0.0,
-                     c->n_queue, busy, c->n_slots);
+    tb_printf(&b,
+              "# HELP triforce_requests_total Completion requests accepted (queued or run); each ends completed, "
+              "failed or cancelled.\n"
+              "# TYPE triforce_requests_total counter\ntriforce_requests_total %llu\n"
+              "# HELP triforce_requests_completed_total Requests that reached a finish reason.\n"
+              "# TYPE triforce_requests_completed_total counter\ntriforce_requests_completed_total %llu\n"
+              "# HELP triforce_requests_failed_total Requests that ended with an error.\n"
+              "# TYPE triforce_requests_failed_total counter\ntriforce_requests_failed_total %llu\n"
+              "# HELP triforce_requests_cancelled_total Requests whose client went away, or that the server's "
+              "stop ended.\n"
+              "# TYPE triforce_requests_cancelled_total counter\ntriforce_requests_cancelled_total %llu\n"
+              "# HELP triforce_requests_rejected_total Requests refused with 503 (queue full).\n"
+              "# TYPE triforce_requests_rejected_total counter\ntriforce_requests_rejected_total %llu\n"
+              "# TYPE triforce_prompt_tokens_total counter\ntriforce_prompt_tokens_total %llu\n"
+              "# HELP triforce_prompt_tokens_reused_total Prompt positions copied from a slot's cache.\n"
+              "# TYPE triforce_prompt_tokens_reused_total counter\ntriforce_prompt_tokens_reused_total %llu\n"
+              "# TYPE triforce_generated_tokens_total counter\ntriforce_generated_tokens_total %llu\n"
+              "# TYPE triforce_decode_seconds_total counter\ntriforce_decode_seconds_total %.6f\n"
+              "# HELP triforce_tokens_per_second Generated tokens per decoding second, over all requests.\n"
+              "# TYPE triforce_tokens_per_second gauge\ntriforce_tokens_per_second %.3f\n"
+              "# TYPE triforce_queue_length gauge\ntriforce_queue_length %d\n"
+              "# TYPE triforce_slots_busy gauge\ntriforce_slots_busy %d\n"
+              "# TYPE triforce_slots gauge\ntriforce_slots %d\n",
+              (unsigned long long)m->requests, (unsigned long long)m->completed,
+              (unsigned long long)m->requests_failed, (unsigned long long)m->cancelled,
+              (unsigned long long)m->rejected_busy, (unsigned long long)m->prompt_tokens,
+              (unsigned long long)m->reused_tokens, (unsigned long long)m->gen_tokens, m->decode_seconds,
+              m->decode_seconds > 0 ? (double)m->gen_tokens / m->decode_seconds : 0.0, c->n_queue, busy, c->n_slots);
+    tb_hist(&b, "triforce_time_to_first_token_seconds",
+            "From queueing to the first generated token, of each completed request that generated one.", &m->ttft);
+    tb_hist(&b, "triforce_request_duration_seconds", "From queueing to the last token, of each completed request.",
+            &m->duration);
+    tb_hist(&b, "triforce_request_decode_tokens_per_second",
+            "Generated tokens per second from the end of the prefill to the last token, of each completed request.",
+            &m->decode_rate);
+    tb_printf(&b, "# HELP triforce_level_verified_total Candidates of the level below judged by this level.\n"
+                  "# TYPE triforce_level_verified_total counter\n");
     for (int l = 0; l < 3; l++)
-        n += snprintf(buf + n, 8192 - (size_t)n, "triforce_level_verified_total{level=\"%s\"} %lld\n", level[l],
-                      (long long)m->level_verified[l]);
-    n += snprintf(buf + n, 8192 - (size_t)n,
-                  "# HELP triforce_level_accepted_total Of the candidates judged, those accepted.\n"
+        tb_printf(&b, "triforce_level_verified_total{level=\"%s\"} %lld\n", level[l], (long long)m->level_verified[l]);
+    tb_printf(&b, "# HELP triforce_level_accepted_total Of the candidates judged, those accepted.\n"
                   "# TYPE triforce_level_accepted_total counter\n");
     for (int l = 0; l < 3; l++)
-        n += snprintf(buf + n, 8192 - (size_t)n, "triforce_level_accepted_total{level=\"%s\"} %lld\n", level[l],
-                      (long long)m->level_accepted[l]);
+        tb_printf(&b, "triforce_level_accepted_total{level=\"%s\"} %lld\n", level[l], (long long)m->level_accepted[l]);
+    tb_printf(&b, "# HELP triforce_level_acceptance_ratio Accepted over judged candidates (NaN: none judged yet).\n"
+                  "# TYPE triforce_level_acceptance_ratio gauge\n");
+    for (int l = 0; l < 3; l++)
+        if (m->level_verified[l] > 0)
+            tb_printf(&b, "triforce_level_acceptance_ratio{level=\"%s\"} %.6f\n", level[l],
+                      (double)m->level_accepted[l] / (double)m->level_verified[l]);
+        else
+            tb_printf(&b, "triforce_level_acceptance_ratio{level=\"%s\"} NaN\n", level[l]);
     pthread_mutex_unlock(&c->mu);
-    return buf;
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
 }
 
 char *serve_health_json(serve_ctx *c) {
