@@ -10,6 +10,10 @@
  * microseconds; whether it is worth the rows it adds to the pass that verifies
  * it is measured, not assumed (docs/BENCHMARKS.md).
  *
+ * The decoder proposes at most as many tokens as the match is long: a match of
+ * 2 tokens rarely predicts 8 more, and every wrong proposal is a row the
+ * verifying pass pays for.
+ *
  * A proposal is deterministic: as a draft distribution it is one-hot, so exact
  * verification (verify.h) accepts it with probability p(x) and otherwise draws
  * from p without x; the output is distributed as the verifying level's model.

@@ -207,16 +207,19 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
     *added_out = 0;
     if (L->kind == LEVEL_LOOKUP) {
         /* bottom level by text lookup: copy what followed the newest text's
-         * longest earlier match, as one-hot distributions; none without a match */
+         * longest earlier match, as one-hot distributions, at most as many
+         * tokens as the match is long (a short match predicts little); none
+         * without a match */
         int64_t from;
-        if (tf_lookup_match(s->seq, s->n_seq, s->cfg.lookup, TF_LOOKUP_MAX_MATCH, &from) == 0) return TF_OK;
+        int32_t len = tf_lookup_match(s->seq, s->n_seq, s->cfg.lookup, TF_LOOKUP_MAX_MATCH, &from);
+        if (len < want) want = len;
         for (; added < want && s->n_seq < s->cfg.n_ctx; added++) {
             int32_t tok = s->seq[from + added];
             tf_dist *d = dist_at(s, L, s->n_seq);
             d->n = 1, d->id[0] = tok, d->p[0] = 1.0f;
             push(s, tok);
         }
-        L->st.passes++;
+        if (added) L->st.passes++;
         L->st.rows += added;
         *added_out = added;
         return TF_OK;
