@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh — the main job on the default real model (make demo): fetch
 # SmolLM2-135M-Instruct (scripts/get-models.sh), then a TriForce generation
-# over a long prompt (about 6,500 tokens: this repository's own README and
-# design notes, so no other data is needed), greedy, with --compare: the same
-# prompt decoded autoregressively too, the speedup and whether the two outputs
+# over a long prompt (about 6,300 tokens: this repository's design notes, so
+# no other data is needed, and editing the README does not move the figures),
+# greedy, with --compare: the same prompt decoded autoregressively too, the speedup and whether the two outputs
 # are identical. Two runs: the three-level hierarchy (text lookup drafts for
 # the target over its retrieval cache, which drafts for the full cache), then
 # text lookup drafting for the target directly. Exit status non-zero if a step
@@ -19,7 +19,7 @@ bash scripts/get-models.sh
 mkdir -p build
 PROMPT=build/demo-prompt.txt
 # no pipe into head: under pipefail, cat's SIGPIPE would fail the script
-cat README.md docs/ARCHITECTURE.md docs/SPECULATIVE.md docs/RETRIEVAL.md > "$PROMPT.all"
+cat docs/ARCHITECTURE.md docs/SPECULATIVE.md docs/RETRIEVAL.md > "$PROMPT.all"
 head -c 20000 "$PROMPT.all" > "$PROMPT"
 rm -f "$PROMPT.all"
 echo "demo: $MODEL, prompt $PROMPT"
