@@ -190,6 +190,17 @@ else
 fi
 stop main
 
+# a server that drafts by text lookup: its default (triforce) and spec modes give generate's text
+start lookup -m "$S260" --draft-lookup 2 -c 2048 -b 16 || bad serve_start_lookup
+for m in triforce spec; do
+    echo "[ RUN      ] lookup_${m}_equals_generate"
+    post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 24, \"temperature\": 0, \"triforce\": {\"mode\": \"$m\"}}"
+    json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"
+    if cmp -s "$W/srv" "$W/gen_greedy"; then ok "lookup_${m}_equals_generate"
+    else echo "server: [$(cat "$W/srv")]"; cat "$W/body"; bad "lookup_${m}_equals_generate"; fi
+done
+stop lookup
+
 # a client that leaves mid-stream: a context long enough that the generation outlasts it
 start long -m "$S260" -c 65536 || bad serve_start_long
 echo "[ RUN      ] disconnect_cancels"
