@@ -255,6 +255,7 @@ tf_status tf_spec_dev_forward(tf_spec *s, int i, const int32_t *toks, int32_t n,
         }
         break;
     }
+    case LEVEL_LOOKUP: return tf_errf(&s->err, TF_ERR_INTERNAL, "a lookup level has no forward pass");
     }
     if (st == TF_OK) L->n_cached = c + n;
     return st;
@@ -283,6 +284,7 @@ tf_status tf_spec_dev_truncate(tf_spec *s, int i, int64_t n) {
     case LEVEL_STREAMING:
         TF_TRY(tf_scache_truncate(&L->sc, n, &s->err));
         break;
+    case LEVEL_LOOKUP: break; /* nothing cached (spec.c returns before calling) */
     }
     L->n_cached = n;
     return TF_OK;
