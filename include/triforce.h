@@ -112,6 +112,15 @@ TF_API tf_status tf_model_load_file(tf_model **out, const char *path, const tf_m
                                     size_t errbuf_size);
 TF_API void tf_model_close(tf_model *model);
 
+/* Extend a loaded model's context with RoPE scaling: kind "linear" or "yarn"
+ * (YaRN with its usual defaults: beta 32 / 1, attention factor 0.1 ln(factor)
+ * + 1), factor in (1, 64]. The trained context becomes the original one, and
+ * the model's context (tf_model_info.n_ctx_train) factor times it. For a model
+ * whose RoPE is not scaled yet, before any context, decoder or layer view is
+ * made from it; TF_ERR_INVALID_ARG otherwise, with the reason in errbuf. */
+TF_API tf_status tf_model_extend_context(tf_model *model, const char *kind, float factor, char *errbuf,
+                                         size_t errbuf_size);
+
 /* A model that runs only the first n_layer layers of `model`, then its output
  * norm and head: a draft that needs no second model (Draft & Verify style
  * self-speculation). It shares every weight and the tokenizer of `model`,

@@ -79,6 +79,9 @@ static void test_bad_input(void **state) {
     EXPECT("bench -m x.gguf -md y.gguf --draft-lookup 1", 2, "not several");
     EXPECT("generate -m x.gguf -p hi --draft-lookup 17", 2, "--draft-lookup '17'");
     EXPECT("generate -m x.gguf -p hi --draft-lookup 0", 2, "--draft-lookup '0'");
+    EXPECT("generate -m x.gguf -p hi --rope-scaling yarn", 2, "--rope-scaling KIND and --rope-factor F together");
+    EXPECT("bench -m x.gguf --rope-scaling ntk --rope-factor 2", 2, "--rope-scaling 'ntk': expected linear or yarn");
+    EXPECT("eval accept -m x.gguf --rope-scaling yarn --rope-factor 1", 2, "--rope-factor 1: expected more than 1");
     EXPECT("convert", 2, "usage: triforce convert");
 }
 

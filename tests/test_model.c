@@ -428,6 +428,78 @@ static void test_rope_metadata(void **state) {
     unlink(path);
 }
 
+/* A model extended with tf_model_extend_context computes, bit for bit, what
+ * the same weights do when the file itself declares that scaling (linear and
+ * yarn by 4 over the 256 trained positions), at the last of 600 positions;
+ * and the extension is refused where it cannot apply. */
+static void test_extend_context(void **state) {
+    (void)state;
+    static const tf_rope_scaling kinds[] = {TF_ROPE_SCALING_LINEAR, TF_ROPE_SCALING_YARN};
+    static const char *const names[] = {"linear", "yarn"};
+    enum { N = 600 };
+    static int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (i * 37 + 11) % 300;
+    for (int k = 0; k < 2; k++) {
+        tu_gen_case scaled = {"scaled", 64, 2, 4, 2, 128, kinds[k], 4, 256, false, TF_DTYPE_F32};
+        tu_gen_case plain = {"plain", 64, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F32};
+        char ps[512], pp[512];
+        snprintf(ps, sizeof ps, "%s", tu_gen(&scaled, 77));
+        snprintf(pp, sizeof pp, "%s", tu_gen(&plain, 77));
+        tf_model *a, *b;
+        char err[512];
+        assert_int_equal(tf_model_load_file(&a, ps, NULL, err, sizeof err), TF_OK);
+        assert_int_equal(tf_model_load_file(&b, pp, NULL, err, sizeof err), TF_OK);
+        assert_int_equal(tf_model_extend_context(b, names[k], 4.0f, err, sizeof err), TF_OK);
+        tf_model_info ib;
+        tf_model_get_info(b, &ib);
+        assert_string_equal(ib.rope_scaling, names[k]);
+        assert_int_equal(ib.n_ctx_train, 1024);
+        assert_int_equal(ib.rope_orig_ctx, 256);
+        float *la = malloc(sizeof(float) * 300), *lb = malloc(sizeof(float) * 300);
+        tf_context_params cp = tf_context_default_params();
+        cp.n_ctx = N;
+        cp.n_threads = 1;
+        tf_context *ca, *cb;
+        assert_int_equal(tf_context_init(&ca, a, &cp, err, sizeof err), TF_OK);
+        assert_int_equal(tf_context_init(&cb, b, &cp, err, sizeof err), TF_OK);
+        assert_int_equal(tf_context_eval(ca, toks, N, NULL), TF_OK);
+        assert_int_equal(tf_context_eval(cb, toks, N, NULL), TF_OK);
+        memcpy(la, tf_context_logits(ca), sizeof(float) * 300);
+        memcpy(lb, tf_context_logits(cb), sizeof(float) * 300);
+        assert_memory_equal(la, lb, sizeof(float) * 300);
+        /* and the scaling matters: the unscaled model differs at that position */
+        tf_model *c;
+        assert_int_equal(tf_model_load_file(&c, pp, NULL, err, sizeof err), TF_OK);
+        tf_context *cc;
+        assert_int_equal(tf_context_init(&cc, c, &cp, err, sizeof err), TF_OK);
+        assert_int_equal(tf_context_eval(cc, toks, N, NULL), TF_OK);
+        assert_true(memcmp(la, tf_context_logits(cc), sizeof(float) * 300) != 0);
+        tf_context_free(cc);
+        /* refused: a second extension, a factor of 1 or past 64, another kind, a layer view */
+        assert_int_equal(tf_model_extend_context(b, names[k], 2.0f, err, sizeof err), TF_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "already scales RoPE"));
+        assert_int_equal(tf_model_extend_context(c, "linear", 1.0f, err, sizeof err), TF_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "more than 1"));
+        assert_int_equal(tf_model_extend_context(c, "yarn", 65.0f, err, sizeof err), TF_ERR_INVALID_ARG);
+        assert_int_equal(tf_model_extend_context(c, "ntk", 2.0f, err, sizeof err), TF_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "expected linear or yarn"));
+        tf_model *v;
+        assert_int_equal(tf_model_layer_view(&v, c, 1, err, sizeof err), TF_OK);
+        assert_int_equal(tf_model_extend_context(v, "yarn", 2.0f, err, sizeof err), TF_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "layer view"));
+        tf_model_close(v);
+        free(la);
+        free(lb);
+        tf_context_free(ca);
+        tf_context_free(cb);
+        tf_model_close(a);
+        tf_model_close(b);
+        tf_model_close(c);
+        unlink(ps);
+        unlink(pp);
+    }
+}
+
 static void test_stories260k_greedy(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path, "models/stories260K/stories260K.gguf");
@@ -592,6 +664,7 @@ static void check_defects(const char *src, const defect *defects, size_t n) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories260k_greedy),
+        cmocka_unit_test(test_extend_context),
         cmocka_unit_test(test_rope_metadata),
         cmocka_unit_test(test_logits_vs_reference),
         cmocka_unit_test(test_qwen2_vs_reference),

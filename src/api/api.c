@@ -79,6 +79,20 @@ tf_status tf_model_layer_view(tf_model **out, const tf_model *model, int32_t n_l
     return st;
 }
 
+tf_status tf_model_extend_context(tf_model *model, const char *kind, float factor, char *errbuf,
+                                  size_t errbuf_size) {
+    tf_err err = {0};
+    tf_status st;
+    if (!model || !kind)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "model or kind is NULL");
+    else if (strcmp(kind, "linear") != 0 && strcmp(kind, "yarn") != 0)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "RoPE scaling '%.40s': expected linear or yarn", kind);
+    else
+        st = tf_model_extend_rope(model, kind[0] == 'l' ? TF_ROPE_SCALING_LINEAR : TF_ROPE_SCALING_YARN, factor, &err);
+    if (st != TF_OK) copy_err(&err, errbuf, errbuf_size);
+    return st;
+}
+
 void tf_model_get_info(const tf_model *m, tf_model_info *info) {
     static const char *const scaling[] = {"none", "linear", "yarn", "llama3"};
     const tf_hparams *hp = &m->hp;

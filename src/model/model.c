@@ -417,6 +417,33 @@ tf_status tf_model_load_vocab(tf_model **out, const char *path, tf_err *err) {
     return TF_OK;
 }
 
+tf_status tf_model_extend_rope(tf_model *m, tf_rope_scaling kind, float factor, tf_err *err) {
+    tf_hparams *hp = &m->hp;
+    if (m->vocab_only || m->view_of)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "%s: RoPE scaling applies to a loaded model with weights, not a %s",
+                       m->path, m->vocab_only ? "vocabulary" : "layer view");
+    if (kind != TF_ROPE_SCALING_LINEAR && kind != TF_ROPE_SCALING_YARN)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "RoPE scaling %d: expected linear or yarn", (int)kind);
+    if (!(factor > 1.0f && factor <= 64.0f))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "RoPE scaling factor %g: expected more than 1 and at most 64",
+                       (double)factor);
+    if (hp->rope_scaling != TF_ROPE_SCALING_NONE)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "%s already scales RoPE (%s, factor %g): expected a model without",
+                       m->path, hp->rope_scaling == TF_ROPE_SCALING_LINEAR ? "linear"
+                                : hp->rope_scaling == TF_ROPE_SCALING_YARN ? "yarn" : "per-dimension factors",
+                       (double)hp->rope_factor);
+    double ctx = (double)hp->n_ctx_train * factor;
+    if (ctx > (double)(1 << 28))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "%s: %d positions x %g is past the %d this engine takes", m->path,
+                       hp->n_ctx_train, (double)factor, 1 << 28);
+    hp->rope_scaling = kind;
+    hp->rope_factor = factor;
+    hp->rope_orig_ctx = hp->n_ctx_train;
+    hp->n_ctx_train = (int32_t)ctx;
+    tf_rope_init(hp, NULL, m->rope_freq, &m->rope_mscale);
+    return TF_OK;
+}
+
 tf_status tf_model_view_layers(tf_model **out, const tf_model *src, int32_t n_layer, tf_err *err) {
     *out = NULL;
     if (src->vocab_only || n_layer < 1 || n_layer >= src->hp.n_layer)

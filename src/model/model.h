@@ -130,6 +130,11 @@ void tf_model_free(tf_model *m);
 /* The first n_layer layers of src as a model of their own (see
  * tf_model_layer_view in triforce.h); shares all of src's memory. */
 tf_status tf_model_view_layers(tf_model **out, const tf_model *src, int32_t n_layer, tf_err *err);
+/* Extend a loaded model's context by RoPE scaling (linear or yarn) by factor
+ * (1 < factor <= 64): the original context is the trained one, which becomes
+ * factor times as long. Only for a model whose RoPE is not scaled yet, before
+ * any context, decoder or layer view is made from it. */
+tf_status tf_model_extend_rope(tf_model *m, tf_rope_scaling kind, float factor, tf_err *err);
 
 /* Fill rope_freq / rope_mscale from hp (and optional llama3 factors[n_rot/2]).
  * Exposed for tests. */

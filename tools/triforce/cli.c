@@ -92,6 +92,11 @@ static const opt_def k_opts[] = {
      "no -md: draft without a model, by finding the newest N or more tokens earlier in the prompt or output and "
      "proposing what followed them; makes triforce the default mode",
      SPEC_RUN, 1, 16},
+    {NULL, "--rope-scaling", OPT_STR, O(rope_scaling), "KIND",
+     "extend the model's context by RoPE scaling, linear or yarn, by --rope-factor (its trained context becomes the "
+     "original one)", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
+    {NULL, "--rope-factor", OPT_FLOAT, O(rope_factor), "F", "with --rope-scaling: the context extension factor, more "
+     "than 1 and at most 64", ALL_RUN | CMD_BENCH | CMD_EVAL, 1e-3, 64},
     {NULL, "--sinks", OPT_INT, O(sinks), "N", "StreamingLLM attention sinks (default 16)", SPEC_RUN, 0, 1 << 20},
     {NULL, "--window", OPT_INT, O(window), "N", "StreamingLLM window (default 240)", SPEC_RUN, 1, 1 << 24},
     {NULL, "--stats-json", OPT_STR, O(stats_json), "FILE", "write timings and per-level statistics as JSON",
@@ -304,6 +309,21 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
                 o->n_threads, cpus, cpus);
         o->n_threads = cpus;
     }
+    if (cmd != CMD_GEN_MODEL && (o->rope_scaling || o->rope_factor != 0)) { /* gen-model writes them instead */
+        if (!o->rope_scaling || o->rope_factor == 0) {
+            fprintf(stderr, "triforce %s: give --rope-scaling KIND and --rope-factor F together\n", cmd_name);
+            return -1;
+        }
+        if (strcmp(o->rope_scaling, "linear") != 0 && strcmp(o->rope_scaling, "yarn") != 0) {
+            fprintf(stderr, "triforce %s: --rope-scaling '%s': expected linear or yarn\n", cmd_name, o->rope_scaling);
+            return -1;
+        }
+        if (!(o->rope_factor > 1.0f)) {
+            fprintf(stderr, "triforce %s: --rope-factor %g: expected more than 1 (and at most 64)\n", cmd_name,
+                    (double)o->rope_factor);
+            return -1;
+        }
+    }
     if (o->chat_template) {
         static const char *const fams[] = {"chatml",   "llama3",         "llama2",   "mistral",
                                            "zephyr",   "deepseek",       "deepseek-coder", "deepseek3"};
@@ -439,6 +459,7 @@ bool cli_load_models(const cli_opts *o, const char *cmd, const tf_model_params *
         return false;
     }
     *line = cli_progress_make(NULL);
+    if (!cli_extend_context(cmd, o, *model)) return false;
     if (o->draft && tf_model_load_file(draft, o->draft, mp, err, sizeof err) != TF_OK) {
         cli_progress_break();
         fprintf(stderr, "triforce: %s\n", err);
@@ -449,6 +470,15 @@ bool cli_load_models(const cli_opts *o, const char *cmd, const tf_model_params *
         return false;
     }
     return true;
+}
+
+bool cli_extend_context(const char *cmd, const cli_opts *o, tf_model *model) {
+    if (!o->rope_scaling) return true; /* cli_parse checked the pair */
+    char err[512];
+    if (tf_model_extend_context(model, o->rope_scaling, o->rope_factor, err, sizeof err) == TF_OK) return true;
+    fprintf(stderr, "triforce %s: --rope-scaling %s --rope-factor %g: %s\n", cmd, o->rope_scaling,
+            (double)o->rope_factor, err);
+    return false;
 }
 
 bool cli_check_decoder_params(const char *cmd, const tf_decoder_params *dp) {

@@ -140,6 +140,10 @@ tf_decoder_params cli_decoder_params(const cli_opts *o);
 /* tf_decoder_params_check before any model is loaded: false (the reason
  * printed) when the options cannot work whatever the models are. */
 bool cli_check_decoder_params(const char *cmd, const tf_decoder_params *dp);
+/* --rope-scaling KIND --rope-factor F (cli_parse checked them): extend the
+ * model's context; true when not asked, false with a message when the model
+ * refuses. */
+bool cli_extend_context(const char *cmd, const cli_opts *o, tf_model *model);
 /* -md, --draft-layers and --draft-lookup each give the bottom level of the
  * hierarchy: true when at most one is given (else a message, false). */
 bool cli_check_draft(const char *cmd, const cli_opts *o);

@@ -417,6 +417,10 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "triforce: %s\n", err);
         return 1;
     }
+    if (!cli_extend_context("eval", &o, er.model)) {
+        tf_model_close(er.model);
+        return 1;
+    }
     tf_model_get_info(er.model, &er.info);
     int rc = 1;
     if (!strcmp(o.pos[0], "passkey")) {

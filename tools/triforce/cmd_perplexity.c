@@ -40,6 +40,11 @@ int cmd_perplexity(int argc, char **argv) {
         free(text);
         return 1;
     }
+    if (!cli_extend_context("perplexity", &o, m)) {
+        tf_model_close(m);
+        free(text);
+        return 1;
+    }
     int rc = 1;
     tf_context *ctx = NULL;
     float *logits = NULL;
