@@ -178,24 +178,33 @@ static void load_joint(const tf_sampling_cfg *cfg, const int32_t *prompt, joint 
     tf_model_free(t);
 }
 
+/* Print the test's figures and assert its outcome: an exact verifier passes
+ * (at least 3 degrees of freedom, nothing off the target's support), a
+ * negative control fails by a wide margin. */
+static void verdict(const char *what, const tu_gof *g, bool control) {
+    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld%s\n", what, g->chi2, g->crit, g->df,
+                  g->off_support, control ? " (negative control)" : "");
+    if (control) {
+        assert_true(g->off_support > 0 || g->chi2 > 3.0 * g->crit);
+    } else {
+        assert_true(g->df >= 3);
+        assert_true(g->off_support == 0);
+        assert_true(g->chi2 < g->crit);
+    }
+}
+
 static void check(const char *what, tf_spec_mode mode, const tf_sampling_cfg *cfg, const int32_t *prompt) {
     joint J;
     load_joint(cfg, prompt, &J);
     tu_gof g = run_mode(mode, cfg, TF_VERIFY_EXACT, &J, prompt, strstr(what, "bypass") != NULL);
-    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld\n", what, g.chi2, g.crit, g.df,
-                  g.off_support);
-    assert_true(g.df >= 3);
-    assert_true(g.off_support == 0);
-    assert_true(g.chi2 < g.crit);
+    verdict(what, &g, false);
 }
 
 static void check_broken(const char *what, tf_verify_mode vmode, const tf_sampling_cfg *cfg, const int32_t *prompt) {
     joint J;
     load_joint(cfg, prompt, &J);
     tu_gof g = run_mode(TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt, false);
-    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld (negative control)\n", what, g.chi2, g.crit,
-                  g.df, g.off_support);
-    assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
+    verdict(what, &g, true);
 }
 
 static void make_prompt(int32_t *prompt) {
@@ -270,16 +279,7 @@ static void lookup_check(const char *what, tf_spec_mode mode, const tf_sampling_
     g_lookup = 1;
     tu_gof g = run_mode(mode, cfg, vmode, &J, prompt, false);
     g_lookup = 0;
-    bool control = vmode != TF_VERIFY_EXACT;
-    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld%s\n", what, g.chi2, g.crit, g.df,
-                  g.off_support, control ? " (negative control)" : "");
-    if (control) {
-        assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
-    } else {
-        assert_true(g.df >= 3);
-        assert_true(g.off_support == 0);
-        assert_true(g.chi2 < g.crit);
-    }
+    verdict(what, &g, vmode != TF_VERIFY_EXACT);
 }
 
 static void test_distribution_lookup(void **state) {
@@ -311,16 +311,7 @@ static void real_check(const char *what, const tf_model *t, const tf_model *d, c
     assert_int_equal(tf_spec_prefill(&base, prompt, NP_REAL, NULL, NULL), TF_OK);
     tu_gof g = run_generations(t, d, TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt, NP_REAL, 32, n_runs, false, &base);
     tf_spec_free(&base);
-    bool control = vmode != TF_VERIFY_EXACT;
-    print_message("%-40s chi2 %8.2f crit %7.2f df %3d off-support %lld%s\n", what, g.chi2, g.crit, g.df,
-                  g.off_support, control ? " (negative control)" : "");
-    if (control) {
-        assert_true(g.off_support > 0 || g.chi2 > 3.0 * g.crit);
-    } else {
-        assert_true(g.df >= 3);
-        assert_true(g.off_support == 0);
-        assert_true(g.chi2 < g.crit);
-    }
+    verdict(what, &g, vmode != TF_VERIFY_EXACT);
 }
 
 static void test_distribution_smollm2(void **state) {
