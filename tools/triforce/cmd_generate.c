@@ -163,8 +163,12 @@ static void print_levels(const gen_result *r) {
     for (int i = 0; i < r->n_levels; i++) total += r->lv[i].seconds;
     for (int i = 0; i < r->n_levels; i++) {
         const tf_level_info *L = &r->lv[i];
-        fprintf(stderr, "  %-6s (%s cache): %lld passes, %lld tokens", L->name, L->cache, (long long)L->passes,
-                (long long)L->tokens);
+        if (strcmp(L->cache, "lookup") == 0) /* no model, no cache: proposals by text lookup */
+            fprintf(stderr, "  %-6s (text lookup): %lld proposals, %lld tokens", L->name, (long long)L->passes,
+                    (long long)L->tokens);
+        else
+            fprintf(stderr, "  %-6s (%s cache): %lld passes, %lld tokens", L->name, L->cache, (long long)L->passes,
+                    (long long)L->tokens);
         if (L->verified > 0)
             fprintf(stderr, ", accepted %lld of %lld candidates (%.1f%%)", (long long)L->accepted,
                     (long long)L->verified, 100.0 * (double)L->accepted / (double)L->verified);
