@@ -96,7 +96,10 @@ int main(int argc, char **argv) {
     cp.n_ctx = n_prompt + n_gen + 1;
     cp.n_threads = threads;
     cp.n_batch = 256;
-    cp.kv_type = strcmp(kv, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    if (!tf_kv_type_parse(kv, &cp.kv_type)) {
+        fprintf(stderr, "tfbench: --kv '%s': expected f16, f32, q8_0 or q4_0\n", kv);
+        return 1;
+    }
     tf_context *ctx;
     if (tf_context_init(&ctx, m, &cp, err, sizeof err) != TF_OK) {
         fprintf(stderr, "tfbench: %s\n", err);
@@ -122,7 +125,7 @@ int main(int argc, char **argv) {
     }
     double t_decode = bench_now() - t1;
     /* floors */
-    double kv_tok = (double)tf_model_kv_bytes_per_token(m, cp.kv_type == TF_KV_F16 ? 2 : 4);
+    double kv_tok = (double)tf_model_kv_type_bytes_per_token(m, cp.kv_type);
     double mean_ctx = n_prompt + n_gen / 2.0;
     double w_bytes = (double)in.weight_bytes;
     if (!in.tied_output) /* untied: embedding rows are gathered, not streamed */

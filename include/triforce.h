@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 0
+#define TF_VERSION_MINOR 1
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "1.0.0"
+#define TF_VERSION_STRING "1.1.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -234,7 +234,19 @@ TF_API tf_status tf_model_chat_format_as(const tf_model *model, const char *fami
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                 */
 
-typedef enum tf_kv_type { TF_KV_F32 = 0, TF_KV_F16 = 1 } tf_kv_type;
+/* KV cache element types. q8_0 and q4_0 store a scale per 32 values of a key
+ * or value (ggml's Q8_0 / Q4_0 rules): 1.06 and 0.56 bytes per value against
+ * f16's 2, read by attention directly; they need head_dim a multiple of 32 and
+ * the CPU. Every decoding mode stays exact against ar with the same KV type. */
+typedef enum tf_kv_type { TF_KV_F32 = 0, TF_KV_F16 = 1, TF_KV_Q8_0 = 2, TF_KV_Q4_0 = 3 } tf_kv_type;
+
+/* "f32", "f16", "q8_0", "q4_0"; "?" for other values. */
+TF_API const char *tf_kv_type_name(tf_kv_type type);
+/* The type named name (as tf_kv_type_name writes it); false if none. */
+TF_API bool tf_kv_type_parse(const char *name, tf_kv_type *out);
+/* KV-cache bytes per token for a cache of this type (0 for an unknown type;
+ * q8_0 / q4_0 are meaningful only where head_dim is a multiple of 32). */
+TF_API uint64_t tf_model_kv_type_bytes_per_token(const tf_model *model, tf_kv_type type);
 
 typedef struct tf_context_params {
     int32_t n_ctx;      /* tokens of KV cache to reserve (0: the trained context) */

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "backend/cpu/attn.h"
+#include "backend/cpu/quant.h"
 #include "core/mem.h"
 
 #include <math.h>
@@ -20,8 +21,10 @@ typedef struct shape { int n_head, n_head_kv, hd, n_slots, n_q; int causal; } sh
  * weights, and the scores through q and K), so its relative RMS error is a few
  * times 1e-3 and the NMSE of order 1e-5. 1e-4 leaves room for the worst shapes
  * and still fails on any real mistake (a wrong key, a lost tile: NMSE >= 1e-2).
+ * q8_0 / q4_0 caches take the same path: a key or value is d * q (exact in
+ * f32, which is what the reference reads back) rounded once to bf16.
  * f32 caches and other head sizes run in f32: accumulation error only. */
-static int bf16_path(int hd, tf_dtype type) { return hd % 16 == 0 && type == TF_DTYPE_F16; }
+static int bf16_path(int hd, tf_dtype type) { return hd % 16 == 0 && type != TF_DTYPE_F32; }
 static double nmse_tolerance(int hd, tf_dtype type) { return bf16_path(hd, type) ? 1e-4 : 1e-9; }
 
 static double worst_nmse[2]; /* [bf16 path] */
@@ -99,6 +102,10 @@ static void test_attn_vs_reference(void **state) {
             for (int t = 0; t < 2; t++) {
                 run_case(&shapes[s], TF_DTYPE_F32, kern, pools[t], &rng);
                 run_case(&shapes[s], TF_DTYPE_F16, kern, pools[t], &rng);
+                if (shapes[s].hd % 32 == 0) {
+                    run_case(&shapes[s], TF_DTYPE_Q8_0, kern, pools[t], &rng);
+                    run_case(&shapes[s], TF_DTYPE_Q4_0, kern, pools[t], &rng);
+                }
             }
     }
     print_message("worst nmse: bf16 path %.3g (tolerance %g), f32 path %.3g (tolerance %g)\n", worst_nmse[1],
@@ -135,6 +142,104 @@ static void test_kv_store_read(void **state) {
     }
 }
 
+/* A q8_0 / q4_0 cache holds exactly what ggml's row quantizer (tested in
+ * test_quant against its own reference) makes of each 32-value block, within
+ * the quantizer's error bound of the original; tf_kv_k_block_f32 gives the
+ * same values, and tf_kv_copy moves K and V bit for bit. */
+static void test_kv_quantized(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() + 3);
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
+    for (int t = 0; t < 2; t++)
+        for (int hd = 32; hd <= 128; hd += 32) {
+            const tf_dtype type = types[t];
+            const int nh = 2, n = 37, ld = nh * hd + 3;
+            tf_kv_cache kv, kv2;
+            tf_err err = {0};
+            assert_int_equal(tf_kv_init(&kv, 2, nh, hd, 64, type, &err), TF_OK);
+            assert_int_equal(tf_kv_init(&kv2, 2, nh, hd, 80, type, &err), TF_OK);
+            assert_int_equal(kv.v_row_bytes, tf_dtype_row_size(type, hd));
+            float *k = malloc(sizeof(float) * (size_t)n * ld), *v = malloc(sizeof(float) * (size_t)n * ld);
+            tu_fill_uniform(&rng, k, (size_t)n * ld, -3, 3);
+            tu_fill_uniform(&rng, v, (size_t)n * ld, -1, 1);
+            for (int i = 0; i < n; i++) k[(size_t)i * ld + (i % hd)] = (i & 1) ? 40.0f : -40.0f; /* outliers */
+            tf_kv_store(&kv, 1, 5, n, k, v, ld);
+            uint8_t qb[4 * 34]; /* the q8_0 row of 128 values, the largest here */
+            float expect_k[128], expect_v[128], ko[128], vo[128], blk[128 * TF_KV_BLK];
+            for (int i = 0; i < n; i++)
+                for (int h = 0; h < nh; h++) {
+                    const float *ks = k + (size_t)i * ld + (size_t)h * hd, *vs = v + (size_t)i * ld + (size_t)h * hd;
+                    tf_ref_quantize_row(type, ks, qb, hd);
+                    tf_ref_dequantize_row(type, qb, expect_k, hd);
+                    tf_ref_quantize_row(type, vs, qb, hd);
+                    tf_ref_dequantize_row(type, qb, expect_v, hd);
+                    tf_kv_read(&kv, 1, h, 5 + i, ko, vo);
+                    for (int d = 0; d < hd; d++)
+                        if (ko[d] != expect_k[d] || vo[d] != expect_v[d])
+                            fail_msg("%s hd %d slot %d head %d dim %d: K %g V %g, the quantizer gives %g %g",
+                                     tf_dtype_name(type), hd, i, h, d, ko[d], vo[d], expect_k[d], expect_v[d]);
+                    for (int b = 0; b < hd; b += 32) {
+                        float amk = 0, amv = 0;
+                        for (int d = b; d < b + 32; d++) {
+                            amk = fmaxf(amk, fabsf(ks[d]));
+                            amv = fmaxf(amv, fabsf(vs[d]));
+                        }
+                        /* q8_0: half a step of amax/127; q4_0: a whole step of amax/8 (the
+                         * clamp at +7); plus the f16 rounding of the scale (2^-11 relative) */
+                        const float rk = (t ? amk / 8 : amk / 254) + amk / 1024,
+                                    rv = (t ? amv / 8 : amv / 254) + amv / 1024;
+                        for (int d = b; d < b + 32; d++) {
+                            assert_true(isfinite(ko[d]) && isfinite(vo[d]));
+                            if (fabsf(ko[d] - ks[d]) > rk || fabsf(vo[d] - vs[d]) > rv)
+                                fail_msg("%s hd %d slot %d dim %d: %g/%g stored as %g/%g", tf_dtype_name(type), hd, i,
+                                         d, ks[d], vs[d], ko[d], vo[d]);
+                        }
+                    }
+                }
+            /* K blocks as floats: the values tf_kv_read gives, lane by lane */
+            for (int32_t b = 0; b < 3; b++)
+                for (int h = 0; h < nh; h++) {
+                    tf_kv_k_block_f32(&kv, 1, h, b, blk);
+                    for (int j = 0; j < TF_KV_BLK; j++) {
+                        tf_kv_read(&kv, 1, h, b * TF_KV_BLK + j, ko, NULL);
+                        for (int d = 0; d < hd; d++) assert_true(blk[(size_t)d * TF_KV_BLK + j] == ko[d]);
+                    }
+                }
+            /* copy slots [7, 7+29) of head 1 to slot 50 of another cache (unaligned on both sides) */
+            tf_kv_copy(&kv2, 50, &kv, 7, 29, 1, 1);
+            for (int i = 0; i < 29; i++) {
+                float k2[128], v2[128];
+                tf_kv_read(&kv, 1, 1, 7 + i, ko, vo);
+                tf_kv_read(&kv2, 1, 1, 50 + i, k2, v2);
+                assert_memory_equal(ko, k2, sizeof(float) * hd);
+                assert_memory_equal(vo, v2, sizeof(float) * hd);
+                tf_kv_read(&kv2, 1, 0, 50 + i, k2, v2); /* the other head untouched */
+                for (int d = 0; d < hd; d++) assert_true(k2[d] == 0.0f && v2[d] == 0.0f);
+            }
+            free(k);
+            free(v);
+            tf_kv_free(&kv);
+            tf_kv_free(&kv2);
+        }
+    /* head sizes that are not a multiple of 32 are refused by name */
+    static const int bad_hd[] = {8, 48, 80};
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 3; i++) {
+            tf_kv_cache kv;
+            tf_err err = {0};
+            assert_int_equal(tf_kv_init(&kv, 1, 1, bad_hd[i], 16, types[t], &err), TF_ERR_UNSUPPORTED);
+            char want[32];
+            snprintf(want, sizeof want, "head_dim is %d", bad_hd[i]);
+            assert_non_null(strstr(err.msg, want));
+            assert_non_null(strstr(err.msg, tf_dtype_name(types[t])));
+        }
+    tf_kv_cache kv;
+    tf_err err = {0};
+    assert_int_equal(tf_kv_init(&kv, 1, 1, 32, 16, TF_DTYPE_Q4_K, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "expected f32, f16, q8_0 or q4_0"));
+}
+
 /* Rows of a batch of up to 16 give bitwise the results they give alone, on any
  * thread count, and every kernel variant (bf16 instructions or their emulation,
  * AVX2, generic) gives the same bits as the generic one. */
@@ -150,12 +255,15 @@ static void test_batch_invariance(void **state) {
         {8, 8, 4}, {64, 4, 4}, {128, 2, 2}, {128, 4, 2}, {128, 8, 2}, {32, 2, 1}, {64, 9, 3}, {16, 4, 2}, {24, 2, 1},
     };
     const int n_slots = 3000, n_q = 11;
+    static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
-        for (int t = 0; t < 2; t++) {
+        for (int t = 0; t < 4; t++) {
             const int hd = shapes[sh].hd, n_head = shapes[sh].n_head, n_head_kv = shapes[sh].n_head_kv;
+            if (t >= 2 && hd % 32 != 0) continue;
+            const char *tname = tf_dtype_name(types[t]);
             const int qd = n_head * hd;
             tf_kv_cache kv;
-            assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, t ? TF_DTYPE_F16 : TF_DTYPE_F32, &err), TF_OK);
+            assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, types[t], &err), TF_OK);
             size_t nkv = (size_t)n_slots * n_head_kv * hd;
             float *k = malloc(sizeof(float) * nkv), *v = malloc(sizeof(float) * nkv);
             float *q = malloc(sizeof(float) * n_q * qd), *out_b = malloc(sizeof(float) * n_q * qd),
@@ -187,7 +295,7 @@ static void test_batch_invariance(void **state) {
                         have_golden = 1;
                     } else if (memcmp(golden, out_b, sizeof(float) * n_q * qd) != 0)
                         fail_msg("kernel %s differs from %s: hd %d heads %d/%d %s", tf_attn_kernel_name(kern),
-                                 tf_attn_kernel_name(TF_ATTN_GENERIC), hd, n_head, n_head_kv, t ? "f16" : "f32");
+                                 tf_attn_kernel_name(TF_ATTN_GENERIC), hd, n_head, n_head_kv, tname);
                     for (int i = 0; i < n_q; i++) {
                         tf_attn_args a1 = a;
                         a1.q = q + (size_t)i * qd;
@@ -197,7 +305,7 @@ static void test_batch_invariance(void **state) {
                         tf_cpu_attn_kernel(pools[1 - pi], kern, &a1, scratch);
                         if (memcmp(out_1, out_b + (size_t)i * qd, sizeof(float) * qd) != 0)
                             fail_msg("row %d differs alone and in the batch: hd %d heads %d/%d %s kernel %s", i, hd,
-                                     n_head, n_head_kv, t ? "f16" : "f32", tf_attn_kernel_name(kern));
+                                     n_head, n_head_kv, tname, tf_attn_kernel_name(kern));
                     }
                 }
             }
@@ -303,6 +411,7 @@ static void test_bf16_primitives_exact(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kv_store_read),
+        cmocka_unit_test(test_kv_quantized),
         cmocka_unit_test(test_attn_vs_reference),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_bf16_primitives_exact),

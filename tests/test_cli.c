@@ -190,6 +190,10 @@ static void test_with_stories(void **state) {
     EXPECT(args, 0, "wrote");
     snprintf(args, sizeof args, "generate -m %s -md %s -p hello -n 4", model, other);
     EXPECT(args, 1, "vocabularies must be the same");
+    /* quantized KV needs head_dim a multiple of 32 (stories260K: 8) */
+    snprintf(args, sizeof args, "generate -m %s -p hello -n 4 --kv-type q4_0", model);
+    EXPECT(args, 1, "KV cache type q4_0 needs head_dim a multiple of 32");
+    assert_non_null(strstr(g_out, "head_dim is 8"));
     unlink(other);
     unlink(q8);
 }
@@ -332,6 +336,22 @@ static void test_gen_model_cli(void **state) {
     snprintf(args, sizeof args, "generate -m %s -p \"a b c d e f g\" --temp 0 -n 40 --mode triforce --draft-layers 1 "
              "--budget 64 --window 16 --compare", out);
     EXPECT(args, 0, "outputs identical");
+    /* quantized KV caches: sizes in info, every level lossless over them */
+    snprintf(args, sizeof args, "gen-model %s --n-embd 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 "
+             "--n-vocab 300", out);
+    EXPECT(args, 0, "wrote");
+    snprintf(args, sizeof args, "info %s", out);
+    /* 2 layers x 2 KV heads x (K + V) x 34 bytes (a q8_0 block of 32) or 18 (q4_0) */
+    EXPECT(args, 0, "KV bytes/token:  512 (f16), 1024 (f32), 272 (q8_0), 144 (q4_0)");
+    static const char *const qtypes[] = {"q8_0", "q4_0"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "generate -m %s -p \"a b c d e f g h i j\" --temp 0 -n 40 --draft-layers 1 "
+                 "--budget 32 --chunk 4 --window 16 --sinks 4 --kv-type %s --compare", out, qtypes[i]);
+        EXPECT(args, 0, "outputs identical");
+        char want[32];
+        snprintf(want, sizeof want, "kv %s", qtypes[i]);
+        assert_non_null(strstr(g_out, want));
+    }
     snprintf(args, sizeof args, "gen-model %s --arch gpt2", out);
     EXPECT(args, 2, "expected llama, qwen2");
     unlink(out);

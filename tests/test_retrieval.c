@@ -8,6 +8,9 @@
  * are frequent on a lattice). One test uses continuous data, where the f32 and
  * double scores differ by rounding: there a difference is accepted only
  * between chunks whose reference scores are within 1e-5 of the boundary.
+ * In q8_0 / q4_0 caches the lattice keys get one value per 32-value block
+ * that fixes the block's scale at 1/16 (127/16 or -8/16), so that they are
+ * stored exactly and the same exact checks apply.
  */
 #include "testutil.h"
 
@@ -28,6 +31,12 @@ static const shape shapes[] = {
     {1, 4, 1, 64}, /* GQA 4, one KV head */
 };
 
+/* The element types a cache of head_dim hd can have, the i-th of them in turn. */
+static tf_dtype kv_type_at(int i, int hd) {
+    static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
+    return types[i % (hd % 32 == 0 ? 4 : 2)];
+}
+
 /* Uniform multiples of 1/16 in [-lim, lim). */
 static void fill_lattice(tf_rng *rng, float *x, size_t n, int lim) {
     for (size_t i = 0; i < n; i++) x[i] = (float)((int)(tf_rng_next(rng) % (uint64_t)(32 * lim)) - 16 * lim) / 16.0f;
@@ -42,6 +51,13 @@ static void store_random(tf_kv_cache *kv, tf_rng *rng, int32_t slot0, int32_t n,
     for (int il = 0; il < kv->n_layer; il++) {
         if (continuous) tu_fill_uniform(rng, k, n * kvd, -2.0f, 2.0f);
         else fill_lattice(rng, k, n * kvd, 2);
+        if (!continuous && (kv->type == TF_DTYPE_Q8_0 || kv->type == TF_DTYPE_Q4_0))
+            for (size_t b = 0; b < n * kvd; b += 32) {
+                /* q4_0: keys in [-8, 7]/16 with a -8/16; q8_0: a 127/16 (scale 1/16 either way) */
+                if (kv->type == TF_DTYPE_Q4_0)
+                    for (size_t i = b; i < b + 32; i++) k[i] = (float)((int)(tf_rng_next(rng) % 16) - 8) / 16.0f;
+                k[b + tf_rng_next(rng) % 32] = kv->type == TF_DTYPE_Q4_0 ? -0.5f : 127.0f / 16.0f;
+            }
         tu_fill_uniform(rng, v, n * kvd, -3.0f, 3.0f);
         tf_kv_store(kv, il, slot0, n, k, v, (int64_t)kvd);
     }
@@ -306,7 +322,7 @@ static void test_selection_vs_reference(void **state) {
                     int32_t budgets[4] = {min_b, min_b + 2 * c + 3, n_tok, n_tok + 5};
                     for (int bi = 0; bi < 4; bi++) {
                         if (budgets[bi] < min_b) continue;
-                        rcase rcs = {.sh = &shapes[si], .type = (bi + li + ri) % 2 ? TF_DTYPE_F16 : TF_DTYPE_F32,
+                        rcase rcs = {.sh = &shapes[si], .type = kv_type_at(bi + li + ri + (int)ci, shapes[si].hd),
                                      .chunk = c, .budget = budgets[bi], .recent = recent, .n_tok = n_tok,
                                      .pieces = 1 + (int)(tf_rng_next(&rng) % 5), .pool = (bi & 1) ? pool : NULL};
                         run_case(&rcs, &rng);
@@ -337,8 +353,8 @@ static void test_large_threaded(void **state) {
     tf_pool *pool;
     assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
     static const shape big = {2, 8, 4, 64};
-    for (int t = 0; t < 2; t++) {
-        rcase rcs = {.sh = &big, .type = t ? TF_DTYPE_F16 : TF_DTYPE_F32, .chunk = 8, .budget = 300, .recent = 16,
+    for (int t = 0; t < 4; t++) {
+        rcase rcs = {.sh = &big, .type = kv_type_at(t, big.hd), .chunk = 8, .budget = 300, .recent = 16,
                      .n_tok = 3001, .pieces = 3, .pool = pool};
         run_case(&rcs, &rng);
     }
@@ -360,12 +376,13 @@ static void test_continuous_data(void **state) {
     tf_err err = {0};
     int tolerated = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        for (int t = 0; t < 2; t++) {
+        for (int t = 0; t < 4; t++) {
             const shape *sh = &shapes[si];
+            if (t >= 2 && sh->hd % 32) continue;
             tf_kv_cache full;
             tf_rcache rc;
             int32_t n_tok = 2000 + (int32_t)si * 37;
-            tf_dtype type = t ? TF_DTYPE_F16 : TF_DTYPE_F32;
+            tf_dtype type = kv_type_at(t, sh->hd);
             assert_int_equal(tf_kv_init(&full, sh->n_layer, sh->n_head_kv, sh->hd, n_tok, type, &err), TF_OK);
             tf_rcache_params p = {.chunk = 8, .budget = 500, .recent = 24};
             assert_int_equal(tf_rcache_init(&rc, &full, &p, NULL, &err), TF_OK);
@@ -396,7 +413,7 @@ static void test_rollback(void **state) {
                 const shape *sh = &shapes[si];
                 int32_t c = chunks[ci], n0 = 40 * c + 3, cut = 17 * c + (c > 1 ? c / 2 : 0), n_new = 5 * c + 1;
                 if (mode) cut = 17 * c; /* a chunk boundary */
-                tf_dtype type = (si + ci) % 2 ? TF_DTYPE_F16 : TF_DTYPE_F32;
+                tf_dtype type = kv_type_at((int)(si + ci) + 2 * mode, sh->hd);
                 tf_rcache_params p = {.chunk = c, .budget = 6 * c + 16, .recent = 16};
                 tf_kv_cache a, b, va, vb;
                 tf_rcache ra, rb;
@@ -467,11 +484,11 @@ static void test_sums_bit_exact(void **state) {
     static const int32_t chunks[] = {1, 3, 8, 12, 16, 64};
     const shape *sh = &shapes[1];
     for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++)
-        for (int t = 0; t < 2; t++) {
+        for (int t = 0; t < 4; t++) {
             const int32_t cap = 700;
             tf_kv_cache a, b;
             tf_rcache ra, rb;
-            tf_dtype type = t ? TF_DTYPE_F16 : TF_DTYPE_F32;
+            tf_dtype type = kv_type_at(t, sh->hd);
             tf_rcache_params p = {.chunk = chunks[ci], .budget = 4096, .recent = 16};
             assert_int_equal(tf_kv_init(&a, sh->n_layer, sh->n_head_kv, sh->hd, cap, type, &err), TF_OK);
             assert_int_equal(tf_kv_init(&b, sh->n_layer, sh->n_head_kv, sh->hd, cap, type, &err), TF_OK);
@@ -645,11 +662,12 @@ static void test_copy_slots(void **state) {
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() + 5);
     tf_err err = {0};
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 4; t++) {
         tf_kv_cache a, b;
-        tf_dtype type = t ? TF_DTYPE_F16 : TF_DTYPE_F32;
-        assert_int_equal(tf_kv_init(&a, 2, 3, 8, 200, type, &err), TF_OK);
-        assert_int_equal(tf_kv_init(&b, 2, 3, 8, 100, type, &err), TF_OK);
+        const int hd = t < 2 ? 8 : 32;
+        tf_dtype type = kv_type_at(t, hd);
+        assert_int_equal(tf_kv_init(&a, 2, 3, hd, 200, type, &err), TF_OK);
+        assert_int_equal(tf_kv_init(&b, 2, 3, hd, 100, type, &err), TF_OK);
         store_random(&a, &rng, 0, 200, 1);
         store_random(&b, &rng, 0, 100, 1);
         b.n_used = 20;
@@ -658,19 +676,19 @@ static void test_copy_slots(void **state) {
             int32_t dst = cases[ci][0], src = cases[ci][1], n = cases[ci][2];
             float *snap = view_snapshot(&b);
             tf_rcache_copy_slots(&b, dst, &a, src, n);
-            float ka[8], va[8], kb[8], vb[8];
+            float ka[32], va[32], kb[32], vb[32];
             for (int il = 0; il < 2; il++)
                 for (int h = 0; h < 3; h++)
                     for (int32_t s = 0; s < b.n_slots; s++) {
                         tf_kv_read(&b, il, h, s, kb, vb);
                         if (s >= dst && s < dst + n) tf_kv_read(&a, il, h, src + s - dst, ka, va);
                         else {
-                            const float *p = snap + ((size_t)il * 3 + h) * b.n_slots * 16 + (size_t)s * 16;
-                            memcpy(ka, p, sizeof ka);
-                            memcpy(va, p + 8, sizeof va);
+                            const float *p = snap + ((size_t)il * 3 + h) * b.n_slots * 2 * hd + (size_t)s * 2 * hd;
+                            memcpy(ka, p, sizeof(float) * hd);
+                            memcpy(va, p + hd, sizeof(float) * hd);
                         }
-                        assert_memory_equal(ka, kb, sizeof ka);
-                        assert_memory_equal(va, vb, sizeof va);
+                        assert_memory_equal(ka, kb, sizeof(float) * hd);
+                        assert_memory_equal(va, vb, sizeof(float) * hd);
                     }
             for (int32_t s = 0; s < n; s++) assert_int_equal(b.pos[dst + s], a.pos[src + s]);
             assert_true(b.n_used >= dst + n);

@@ -11,7 +11,9 @@
  * controller against simulated passes; and a step's cap, which holds tokens
  * back rather than changing the sequence. The bottom level by text lookup
  * (no draft model) in every mode that has a bottom level, and its matching
- * against a brute-force reference.
+ * against a brute-force reference. Quantized KV caches (q8_0, q4_0) in
+ * every level, on a generated model and on SmolLM2, and their refusal where
+ * head_dim is not a multiple of 32.
  */
 #include "testutil.h"
 
@@ -39,6 +41,9 @@ static float g_bypass;
 static int g_lookup;
 
 static tf_pool *g_pool;
+
+/* The KV cache type of the runs (every level's caches) */
+static tf_dtype g_kv_type = TF_DTYPE_F32;
 
 /* Runs take their prompt from a separately prefilled decoder
  * (tf_spec_prefill_from) instead of prefilling it themselves. */
@@ -84,7 +89,7 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
         .mode = rc->mode, .gamma1 = rc->g1, .gamma2 = rc->g2, .budget = rc->budget, .chunk = rc->chunk,
         .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .bypass_accept = g_bypass,
         .bypass_probe = 3, .sinks = rc->sinks, .lookup = g_lookup,
-        .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
+        .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = g_kv_type, .isa = TF_ISA_BEST,
         .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
     };
     tf_spec s;
@@ -327,6 +332,77 @@ static void test_greedy_equality_generated(void **state) {
     tf_model_free(d);
     unlink(tpath);
     unlink(pd);
+}
+
+/* q8_0 / q4_0 KV caches in every level (full, retrieval gather, streaming
+ * ring): each mode equals autoregressive greedy decoding over the same cache
+ * type, prefilled directly and from another decoder; a model whose head_dim
+ * is not a multiple of 32 (stories260K: 8) is refused by name. */
+static void test_greedy_equality_quantized_kv(void **state) {
+    (void)state;
+    const char *pg = gen_model(128, 4, 2, NULL, 21); /* head_dim 32, GQA 2 */
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pg);
+    const char *pd = gen_model(64, 2, 1, NULL, 22); /* head_dim 32 */
+    tf_model *t = load(tpath), *d = load(pd);
+    int32_t prompt[500];
+    random_prompt(prompt, 500);
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
+    for (int i = 0; i < 2; i++) {
+        g_kv_type = types[i];
+        sweep(t, d, prompt, 500, 50, tf_dtype_name(types[i]));
+        g_prefill_from = true;
+        sweep(t, d, prompt, 300, 30, tf_dtype_name(types[i]));
+        g_prefill_from = false;
+        g_lookup = 1;
+        sweep(t, NULL, prompt, 300, 40, tf_dtype_name(types[i]));
+        g_lookup = 0;
+    }
+    g_kv_type = TF_DTYPE_F32;
+    /* head_dim 8 */
+    const char *ps = gen_model(32, 4, 2, NULL, 23);
+    tf_model *small = load(ps);
+    tf_spec_cfg c = {.mode = TF_SPEC_AR, .gamma1 = 1, .gamma2 = 4, .budget = 64, .chunk = 8, .recent = 8,
+                     .rebuild_stride = 4, .sinks = 4, .window = 32, .n_ctx = 200, .n_batch = 64,
+                     .kv_type = TF_DTYPE_Q8_0, .isa = TF_ISA_BEST, .sampling = {.temp = 0.0f, .top_p = 1.0f}};
+    tf_spec s;
+    tf_err err = {0};
+    assert_int_equal(tf_spec_init(&s, small, NULL, &c, g_pool, &err), TF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "q8_0"));
+    assert_non_null(strstr(err.msg, "head_dim is 8"));
+    /* a head_dim-32 target with a head_dim-8 draft: the draft is refused */
+    c.mode = TF_SPEC_TRIFORCE;
+    c.kv_type = TF_DTYPE_Q4_0;
+    tf_err_clear(&err);
+    assert_int_equal(tf_spec_init(&s, t, small, &c, g_pool, &err), TF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "head_dim is 8"));
+    tf_model_free(small);
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(ps);
+    unlink(tpath);
+    unlink(pd);
+}
+
+/* The same on SmolLM2 (when fetched): q8_0 and q4_0 caches, its first 6
+ * layers as the draft. */
+static void test_greedy_equality_smollm2_quantized_kv(void **state) {
+    (void)state;
+    TU_REQUIRE_MODEL(path, TU_SMOLLM2);
+    TU_REQUIRE_SHARED(tp, "text/pride_and_prejudice.txt");
+    (void)tp;
+    tf_model *t = load(path), *d;
+    tf_err err = {0};
+    assert_int_equal(tf_model_view_layers(&d, t, 6, &err), TF_OK);
+    static int32_t prompt[2048];
+    int np = prompt_from_text(t, "text/pride_and_prejudice.txt", 150, prompt);
+    g_kv_type = TF_DTYPE_Q8_0;
+    sweep(t, d, prompt, np, 30, "smollm2, q8_0 KV, 150-token prompt");
+    g_kv_type = TF_DTYPE_Q4_0;
+    sweep(t, d, prompt, np, 30, "smollm2, q4_0 KV, 150-token prompt");
+    g_kv_type = TF_DTYPE_F32;
+    tf_model_free(d);
+    tf_model_free(t);
 }
 
 /* The longest match (newest among equals) by brute force: every j, every length. */
@@ -862,6 +938,8 @@ int main(void) {
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
         cmocka_unit_test(test_greedy_equality_smollm2),
+        cmocka_unit_test(test_greedy_equality_quantized_kv),
+        cmocka_unit_test(test_greedy_equality_smollm2_quantized_kv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

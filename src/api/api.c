@@ -4,6 +4,7 @@
  */
 #include "triforce.h"
 
+#include "api/kv_type.h"
 #include "core/mem.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -108,6 +109,26 @@ void tf_model_get_info(const tf_model *m, tf_model_info *info) {
     };
 }
 
+const char *tf_kv_type_name(tf_kv_type type) {
+    return tf_kv_type_valid(type) ? tf_dtype_name(tf_kv_type_dtype(type)) : "?";
+}
+
+bool tf_kv_type_parse(const char *name, tf_kv_type *out) {
+    static const tf_kv_type all[] = {TF_KV_F32, TF_KV_F16, TF_KV_Q8_0, TF_KV_Q4_0};
+    for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(name, tf_kv_type_name(all[i])) == 0) {
+            *out = all[i];
+            return true;
+        }
+    return false;
+}
+
+uint64_t tf_model_kv_type_bytes_per_token(const tf_model *m, tf_kv_type type) {
+    if (!tf_kv_type_valid(type)) return 0;
+    return (uint64_t)m->hp.n_layer * 2u * (uint64_t)m->hp.n_head_kv *
+           (uint64_t)tf_kv_head_bytes(tf_kv_type_dtype(type), m->hp.head_dim);
+}
+
 uint64_t tf_model_kv_bytes_per_token(const tf_model *m, int elem_size) {
     return tf_hparams_kv_bytes_per_token(&m->hp, elem_size);
 }
@@ -176,8 +197,8 @@ tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "batch size %d: expected 1..65536", p->n_batch);
     else if (p->n_threads < 1 || p->n_threads > 1024)
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "thread count %d: expected 1..1024", p->n_threads);
-    else if (p->kv_type != TF_KV_F32 && p->kv_type != TF_KV_F16)
-        st = tf_errf(&err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32 or f16", (int)p->kv_type);
+    else if (!tf_kv_type_valid(p->kv_type))
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
     else if (p->isa < 0 || p->isa > 3)
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
     if (st == TF_OK && p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
@@ -185,7 +206,7 @@ tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_
     if (st == TF_OK) st = tf_pool_create(&c->pool, p->n_threads, &err);
     if (st == TF_OK)
         st = tf_kv_init(&c->kv, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
-                        p->kv_type == TF_KV_F16 ? TF_DTYPE_F16 : TF_DTYPE_F32, &err);
+                        tf_kv_type_dtype(p->kv_type), &err);
     if (st == TF_OK)
         st = tf_fwd_init(&c->fwd, m, p->n_batch, p->logits_all ? p->n_batch : 1, c->kv.n_slots, c->pool, isa, &err);
     if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))

@@ -1,6 +1,7 @@
 /* api_decoder.c — the public speculative-decoding API over src/spec. */
 #include "triforce.h"
 
+#include "api/kv_type.h"
 #include "core/threads.h"
 #include "model/model.h"
 #include "spec/spec.h"
@@ -63,11 +64,13 @@ int tf_cuda_devices(void) {
 
 /* AUTO: CUDA if there is a device, it runs both models' architecture (llama
  * only: qwen2's biases and rotate-half RoPE have no device kernels) and it
- * computes with every weight type of both models. */
-static tf_device resolve_device(tf_device dev, const tf_model *target, const tf_model *draft) {
+ * computes with every weight type of both models and the KV cache type (f16 or
+ * f32). */
+static tf_device resolve_device(tf_device dev, tf_kv_type kv_type, const tf_model *target, const tf_model *draft) {
     if (dev != TF_DEVICE_AUTO) return dev;
 #ifdef TF_HAVE_CUDA
     if (tf_cuda_device_count() < 1) return TF_DEVICE_CPU;
+    if (kv_type != TF_KV_F16 && kv_type != TF_KV_F32) return TF_DEVICE_CPU; /* quantized KV: CPU kernels only */
     const tf_model *ms[2] = {target, draft};
     for (int i = 0; i < 2; i++) {
         const tf_model *m = ms[i];
@@ -83,7 +86,7 @@ static tf_device resolve_device(tf_device dev, const tf_model *target, const tf_
     }
     return TF_DEVICE_CUDA;
 #else
-    (void)target, (void)draft;
+    (void)kv_type, (void)target, (void)draft;
     return TF_DEVICE_CPU;
 #endif
 }
@@ -95,7 +98,7 @@ static tf_spec_cfg spec_cfg(const tf_decoder_params *p, tf_device dev) {
         .rebuild_accept = p->rebuild_accept, .bypass_accept = p->bypass_accept, .bypass_probe = p->bypass_probe,
         
         .sinks = p->sinks, .window = p->window, .lookup = p->lookup, .n_ctx = p->n_ctx, .n_batch = p->n_batch,
-        .kv_type = p->kv_type == TF_KV_F32 ? TF_DTYPE_F32 : TF_DTYPE_F16,
+        .kv_type = tf_kv_type_dtype(p->kv_type),
         .isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1),
         .sampling = {.temp = p->sampling.temp, .top_k = p->sampling.top_k, .top_p = p->sampling.top_p,
                      .min_p = p->sampling.min_p, .seed = p->sampling.seed},
@@ -114,6 +117,8 @@ static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
         return tf_errf(err, TF_ERR_INVALID_ARG, "threads %d: expected 0 (all CPUs) or 1..%d", p->n_threads,
                        TF_MAX_THREADS);
     if (p->isa < 0 || p->isa > 3) return tf_errf(err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
+    if (!tf_kv_type_valid(p->kv_type))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
     if ((unsigned)p->device > TF_DEVICE_CUDA)
         return tf_errf(err, TF_ERR_INVALID_ARG, "device %d: expected auto, cpu or cuda", (int)p->device);
 #ifndef TF_HAVE_CUDA
@@ -150,7 +155,7 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
         st = tf_pool_create(&d->pool, p.n_threads, &err);
     }
     if (st == TF_OK) {
-        tf_spec_cfg c = spec_cfg(&p, resolve_device(p.device, target, draft));
+        tf_spec_cfg c = spec_cfg(&p, resolve_device(p.device, p.kv_type, target, draft));
         st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
     }
     if (st != TF_OK) {

@@ -5,7 +5,16 @@
  *   K: blocks of TF_KV_BLK slots, each block transposed to [head_dim][TF_KV_BLK]
  *      so attention scores vectorize over keys for any head_dim;
  *   V: [slot][head_dim], row-major.
- * Element type f32 or f16. pos[slot] is the token position the slot holds;
+ * Element type f32, f16, q8_0 or q4_0. The quantized types keep a scale per
+ * 32 dimensions of one key or value (ggml's Q8_0 / Q4_0 rules: x = d * q with
+ * d in f16, q in -127..127 / -8..7), laid out so that attention reads them the
+ * way it reads f16 (head_dim must be a multiple of 32):
+ *   q8_0 K block: int8 [head_dim][BLK], then f16 d [head_dim/32][BLK];
+ *   q4_0 K block: uint8 [head_dim/2][BLK] (lane j of row i: dims 2i and 2i+1
+ *                 of slot j, q + 8 in the low and high nibble), then f16 d
+ *                 [head_dim/32][BLK];
+ *   V slot: head_dim/32 blocks of ggml's block_q8_0 / block_q4_0 layout.
+ * pos[slot] is the token position the slot holds;
  * within a cache, slots are in increasing position order, so "visible to a
  * query at position p" is always a prefix of the slots.
  *
@@ -26,16 +35,25 @@
 typedef struct tf_kv_cache {
     int32_t n_layer, n_head_kv, head_dim;
     int32_t n_slots;  /* capacity (multiple of TF_KV_BLK) */
-    uint32_t type;    /* TF_DTYPE_F32 or TF_DTYPE_F16 */
-    int32_t elem;     /* bytes per element */
+    uint32_t type;    /* TF_DTYPE_F32, F16, Q8_0 or Q4_0 */
+    int32_t elem;     /* bytes per element: 4 or 2 (f32, f16); 0 for the quantized types */
+    size_t k_blk_bytes; /* bytes of one K block (TF_KV_BLK slots of one KV head) */
+    size_t v_row_bytes; /* bytes of one V slot of one KV head */
     size_t head_stride; /* bytes between consecutive KV heads, K and V alike */
     size_t layer_stride;/* bytes between layers */
     size_t bytes;       /* bytes of K (and of V) */
-    uint8_t *k;       /* [n_layer][n_head_kv][n_slots/BLK][head_dim][BLK] */
-    uint8_t *v;       /* [n_layer][n_head_kv][n_slots][head_dim] */
+    uint8_t *k;       /* [n_layer][n_head_kv][n_slots/BLK] blocks of k_blk_bytes */
+    uint8_t *v;       /* [n_layer][n_head_kv][n_slots] rows of v_row_bytes */
     int32_t *pos;     /* [n_slots] */
     int32_t n_used;   /* slots filled: [0, n_used) */
 } tf_kv_cache;
+
+/* Whether the cache can hold type for heads of head_dim (f32 and f16 always;
+ * q8_0 and q4_0 when head_dim is a multiple of 32); else an error naming both. */
+tf_status tf_kv_check_type(tf_dtype type, int32_t head_dim, tf_err *err);
+
+/* Bytes of one token's K and V for one layer and KV head of this type. */
+size_t tf_kv_head_bytes(tf_dtype type, int32_t head_dim);
 
 /* Reserve a cache for n_slots tokens (rounded up to TF_KV_BLK). */
 tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_slots,
@@ -56,6 +74,14 @@ void tf_kv_store(tf_kv_cache *kv, int il, int32_t slot0, int32_t n, const float 
 
 /* Read back the key / value of one slot (f32), for tests and gathers. */
 void tf_kv_read(const tf_kv_cache *kv, int il, int h, int32_t slot, float *k_out, float *v_out);
+
+/* K block blk of layer il, KV head h as floats, out[head_dim][TF_KV_BLK],
+ * exactly as stored (quantized values are d * q, exact in f32). */
+void tf_kv_k_block_f32(const tf_kv_cache *kv, int il, int h, int32_t blk, float *out);
+
+/* Copy n slots of layer il, KV head h (K and V) from slot s of src to slot o
+ * of dst, bit for bit; both caches of the same shape and type. */
+void tf_kv_copy(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, int32_t n, int il, int h);
 
 /* Forget slots [n, n_used) — rollback copies nothing. */
 static inline void tf_kv_truncate(tf_kv_cache *kv, int32_t n) {

@@ -85,7 +85,7 @@ void tf_rcache_free(tf_rcache *rc) {
 
 static tf_status rc_check_full(const tf_kv_cache *full, tf_err *err) {
     if (!full || !full->k || full->n_layer < 1 || full->n_head_kv < 1 || full->head_dim < 1 || full->n_slots < 1 ||
-        (full->type != TF_DTYPE_F32 && full->type != TF_DTYPE_F16))
+        tf_kv_check_type((tf_dtype)full->type, full->head_dim, NULL) != TF_OK)
         return tf_errf(err, TF_ERR_INVALID_ARG, "retrieval cache: the full KV cache is not initialized");
     return TF_OK;
 }
@@ -177,21 +177,27 @@ static void rc_f16_row(const tf_f16 *x, float *y) {
         for (int i = 0; i < TF_KV_BLK; i++) y[i] = tf_f16_to_f32(x[i]);
 }
 
-/* Add slots [s, e) of one (layer, head) K store kb to the chunk sums of that
- * pair (sum: [n_chunk_cap][head_dim]), zeroing a chunk when its first slot
- * comes. Each sum element gets one addition per slot, in slot order. f16 keys
- * are converted a block at a time into tmp (head_dim * TF_KV_BLK floats) when
- * at least half a block is added, else element by element. */
-static void rc_sum_slots(float *sum, const uint8_t *kb, uint32_t type, int hd, int32_t c, int32_t s, int32_t e,
+/* Add slots [s, e) of K store (il, h) of kv to the chunk sums of that pair
+ * (sum: [n_chunk_cap][head_dim]), zeroing a chunk when its first slot comes.
+ * Each sum element gets one addition per slot, in slot order, of the key as
+ * stored. f16 and quantized keys are converted a block at a time into tmp
+ * (head_dim * TF_KV_BLK floats); f16 ones only when at least half a block is
+ * added, else element by element. */
+static void rc_sum_slots(float *sum, const tf_kv_cache *kv, int il, int h, int32_t c, int32_t s, int32_t e,
                          float *tmp) {
+    const int hd = kv->head_dim;
+    const uint8_t *kb = tf_kv_k(kv, il, h);
     const size_t blk_elems = (size_t)hd * TF_KV_BLK;
     while (s < e) {
         int32_t blk = s / TF_KV_BLK, bend = (blk + 1) * TF_KV_BLK;
         if (bend > e) bend = e;
         const float *kf = NULL; /* the block as floats, when at hand */
         const tf_f16 *kh = (const tf_f16 *)kb + (size_t)blk * blk_elems;
-        if (type == TF_DTYPE_F32) kf = (const float *)kb + (size_t)blk * blk_elems;
-        else if (bend - s >= TF_KV_BLK / 2) {
+        if (kv->type == TF_DTYPE_F32) kf = (const float *)kb + (size_t)blk * blk_elems;
+        else if (kv->type != TF_DTYPE_F16) {
+            tf_kv_k_block_f32(kv, il, h, blk, tmp);
+            kf = tmp;
+        } else if (bend - s >= TF_KV_BLK / 2) {
             for (int d = 0; d < hd; d++) rc_f16_row(kh + (size_t)d * TF_KV_BLK, tmp + (size_t)d * TF_KV_BLK);
             kf = tmp;
         }
@@ -225,8 +231,7 @@ static void rc_sums_task(void *arg, int ith, int nth) {
     rc_pair_range(rc, ith, nth, &lo, &hi);
     for (long pr = lo; pr < hi; pr++) {
         int il = (int)(pr / rc->n_head_kv), h = (int)(pr % rc->n_head_kv);
-        rc_sum_slots(rc_pair_sums(rc, il, h), tf_kv_k(job->full, il, h), job->full->type, rc->head_dim, rc->p.chunk,
-                     job->s0, job->s1, tmp);
+        rc_sum_slots(rc_pair_sums(rc, il, h), job->full, il, h, rc->p.chunk, job->s0, job->s1, tmp);
     }
 }
 
@@ -472,46 +477,6 @@ tf_status tf_rcache_select(tf_rcache *rc, const tf_kv_cache *full, const float *
 
 /* ---- gather --------------------------------------------------------------------- */
 
-/* Copy n slots of one (layer, head) K store from slot s of src to slot o of
- * dst (blocked layout): whole blocks at once where both are block-aligned,
- * otherwise row pieces that stay inside one block on both sides. */
-static void rc_copy_k(uint8_t *dst, const uint8_t *src, int hd, int elem, int32_t s, int32_t o, int32_t n) {
-    const size_t blk_bytes = (size_t)hd * TF_KV_BLK * elem;
-    while (n > 0) {
-        int32_t is = s % TF_KV_BLK, io = o % TF_KV_BLK;
-        if (is == 0 && io == 0 && n >= TF_KV_BLK) {
-            int32_t nb = n / TF_KV_BLK;
-            memcpy(dst + (size_t)(o / TF_KV_BLK) * blk_bytes, src + (size_t)(s / TF_KV_BLK) * blk_bytes,
-                   (size_t)nb * blk_bytes);
-            s += nb * TF_KV_BLK;
-            o += nb * TF_KV_BLK;
-            n -= nb * TF_KV_BLK;
-            continue;
-        }
-        int32_t len = n;
-        if (len > TF_KV_BLK - is) len = TF_KV_BLK - is;
-        if (len > TF_KV_BLK - io) len = TF_KV_BLK - io;
-        const uint8_t *sp = src + (size_t)(s / TF_KV_BLK) * blk_bytes + (size_t)is * elem;
-        uint8_t *dp = dst + (size_t)(o / TF_KV_BLK) * blk_bytes + (size_t)io * elem;
-        const size_t row = (size_t)TF_KV_BLK * elem, bytes = (size_t)len * elem;
-        if (bytes == 32) /* a chunk of 8 f32 or 16 f16: fixed-size copies inline */
-            for (int d = 0; d < hd; d++) memcpy(dp + (size_t)d * row, sp + (size_t)d * row, 32);
-        else if (bytes == 16)
-            for (int d = 0; d < hd; d++) memcpy(dp + (size_t)d * row, sp + (size_t)d * row, 16);
-        else
-            for (int d = 0; d < hd; d++) memcpy(dp + (size_t)d * row, sp + (size_t)d * row, bytes);
-        s += len;
-        o += len;
-        n -= len;
-    }
-}
-
-static void rc_copy_pair(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, int32_t n, int il, int h) {
-    const size_t row = (size_t)src->head_dim * src->elem;
-    rc_copy_k(tf_kv_k(dst, il, h), tf_kv_k(src, il, h), src->head_dim, src->elem, s, o, n);
-    memcpy(tf_kv_v(dst, il, h) + (size_t)o * row, tf_kv_v(src, il, h) + (size_t)s * row, (size_t)n * row);
-}
-
 /* Iterator over the runs of consecutive selected chunks of one selection:
  * starting with *t = 0, each call returns the next run's first source slot
  * *s and length *n (runs are stored back to back in the view, so the caller
@@ -537,7 +502,7 @@ static void rc_gather_task(void *arg, int ith, int nth) {
         const int32_t *sel = rc->sel + (size_t)pr * rc->max_sel;
         int32_t t = 0, s, n, o = 0;
         while (rc_next_run(rc, sel, &t, &s, &n)) {
-            rc_copy_pair(job->view, o, job->full, s, n, il, h);
+            tf_kv_copy(job->view, o, job->full, s, n, il, h);
             o += n;
         }
         TF_ASSERT(o == rc->n_sel);
@@ -592,7 +557,7 @@ void tf_rcache_copy_slots(tf_kv_cache *dst, int32_t dst_slot, const tf_kv_cache 
               (int64_t)dst_slot + n <= dst->n_slots);
     if (n == 0) return;
     for (int il = 0; il < src->n_layer; il++)
-        for (int h = 0; h < src->n_head_kv; h++) rc_copy_pair(dst, dst_slot, src, src_slot, n, il, h);
+        for (int h = 0; h < src->n_head_kv; h++) tf_kv_copy(dst, dst_slot, src, src_slot, n, il, h);
     memcpy(dst->pos + dst_slot, src->pos + src_slot, sizeof(int32_t) * (size_t)n);
     if (dst->n_used < dst_slot + n) dst->n_used = dst_slot + n;
 }

@@ -390,6 +390,11 @@ static tf_status check_cfg(const tf_spec_cfg *c, const tf_model *target, const t
                                    draft->path, target->path, t, tf_token_text(draft->tok, t),
                                    tf_token_text(target->tok, t));
     }
+    if (c->kv_type != TF_DTYPE_F32 && c->kv_type != TF_DTYPE_F16 && c->device == TF_SPEC_DEVICE_CUDA)
+        return tf_errf(err, TF_ERR_UNSUPPORTED, "KV cache type %s runs on the CPU only: use f16 or f32 with cuda",
+                       tf_dtype_name(c->kv_type));
+    TF_TRY(tf_kv_check_type(c->kv_type, target->hp.head_dim, err));
+    if (draft && needs_draft) TF_TRY(tf_kv_check_type(c->kv_type, draft->hp.head_dim, err));
     return TF_OK;
 }
 

@@ -41,10 +41,9 @@ static int tokenize_prefix(const tf_model *m, const char *text, size_t len, int6
         size_t take = bytes < len ? bytes : len;
         while (take < len && take > 0 && text[take] != ' ' && text[take] != '\n') take--; /* whole words */
         if (take == 0) take = bytes < len ? bytes : len;
-        size_t n = 0, cap = take + 16;
+        size_t n = 0;
         free(t->ids);
-        t->ids = malloc(sizeof(int32_t) * cap);
-        if (!t->ids || tf_model_tokenize(m, text, take, true, false, t->ids, cap, &n) != TF_OK) {
+        if (!(t->ids = cli_tokenize(m, text, take, true, false, &n))) {
             fprintf(stderr, "triforce bench: cannot tokenize %s\n", what);
             return 1;
         }

@@ -53,7 +53,7 @@ static const opt_def k_opts[] = {
      1},
     {NULL, "--min-p", OPT_FLOAT, O(min_p), "P", "drop tokens below P x the top probability, 0 = off (default 0.05)",
      CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 1},
-    {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default) or f32", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
+    {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default), f32, q8_0 or q4_0 (8 / 4 bits with a scale per 32 values; CPU, head_dim a multiple of 32)", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
     {NULL, "--device", OPT_STR, O(device), "DEV",
      "cuda | cpu | auto (default auto: cuda when built with CUDA, a GPU is present and the weights are f32/f16/bf16/q8_0)",
      CMD_GENERATE, 0, 0},
@@ -337,11 +337,28 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
             return -1;
         }
     }
-    if (strcmp(o->kv_type, "f16") != 0 && strcmp(o->kv_type, "f32") != 0) {
-        fprintf(stderr, "triforce %s: --kv-type '%s': expected f16 or f32\n", cmd_name, o->kv_type);
+    tf_kv_type kt;
+    if (!tf_kv_type_parse(o->kv_type, &kt)) {
+        fprintf(stderr, "triforce %s: --kv-type '%s': expected f16, f32, q8_0 or q4_0\n", cmd_name, o->kv_type);
         return -1;
     }
     return 0;
+}
+
+int32_t *cli_tokenize(const tf_model *m, const char *text, size_t len, bool add_special, bool parse_special, size_t *n) {
+    size_t cap = len + 16;
+    *n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int32_t *ids = malloc(sizeof(int32_t) * cap);
+        if (!ids) return NULL;
+        tf_status st = tf_model_tokenize(m, text, len, add_special, parse_special, ids, cap, n);
+        if (st == TF_OK) return ids;
+        free(ids);
+        if (st != TF_ERR_RANGE || *n <= cap) break;
+        cap = *n;
+    }
+    *n = 0;
+    return NULL;
 }
 
 char *cli_read_text(const char *path, size_t *len) {
@@ -488,6 +505,12 @@ bool cli_check_decoder_params(const char *cmd, const tf_decoder_params *dp) {
     return false;
 }
 
+tf_kv_type cli_kv_type(const cli_opts *o) {
+    tf_kv_type t = TF_KV_F16;
+    tf_kv_type_parse(o->kv_type, &t);
+    return t;
+}
+
 bool cli_has_draft(const cli_opts *o) { return o->draft || o->draft_layers || o->draft_lookup; }
 
 const char *cli_draft_name(const cli_opts *o) {
@@ -532,7 +555,7 @@ tf_decoder_params cli_decoder_params(const cli_opts *o) {
     dp.window = o->window;
     dp.n_threads = o->n_threads;
     dp.n_batch = o->n_batch;
-    dp.kv_type = strcmp(o->kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    dp.kv_type = cli_kv_type(o);
     dp.isa = o->isa;
     dp.sampling = (tf_sampler_params){.temp = o->temp, .top_k = o->top_k, .top_p = o->top_p, .min_p = o->min_p,
                                       .seed = 1};

@@ -88,6 +88,11 @@ void cli_print_help(unsigned cmd, const char *cmd_name, const char *usage);
 
 /* Read a whole text file or die with a message (tools only). Returns NULL on failure (message printed). */
 char *cli_read_text(const char *path, size_t *len);
+/* All the token ids of a text (malloc'd, *n of them; NULL when it cannot be
+ * tokenized or memory runs out). Sizes the buffer from the text, and again
+ * from the count the tokenizer reports when the text needs more ids than
+ * bytes (byte fallback can give several ids per byte). */
+int32_t *cli_tokenize(const tf_model *m, const char *text, size_t len, bool add_special, bool parse_special, size_t *n);
 /* Prompt text from -p or -f; NULL with a message if neither/both. */
 char *cli_prompt_text(const cli_opts *o, size_t *len);
 
@@ -150,6 +155,8 @@ bool cli_check_draft(const char *cmd, const cli_opts *o);
 bool cli_has_draft(const cli_opts *o);
 /* What drafts, for a run's header line: the -md path, "(the target's first layers)", "(text lookup)" or "". */
 const char *cli_draft_name(const cli_opts *o);
+/* The --kv-type value (checked by cli_parse). */
+tf_kv_type cli_kv_type(const cli_opts *o);
 /* Whether mode needs a bottom level; when it does and none was given, prints
  * what to add and returns false. */
 bool cli_mode_has_draft(const char *cmd, const cli_opts *o, tf_decode_mode mode);

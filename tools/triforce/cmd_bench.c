@@ -74,7 +74,7 @@ static tf_context_params context_params(const cli_opts *o) {
     tf_context_params cp = tf_context_default_params();
     cp.n_threads = o->n_threads;
     cp.n_batch = o->n_batch;
-    cp.kv_type = strcmp(o->kv_type, "f32") == 0 ? TF_KV_F32 : TF_KV_F16;
+    cp.kv_type = cli_kv_type(o);
     cp.isa = o->isa;
     return cp;
 }
@@ -452,8 +452,7 @@ int cmd_bench(int argc, char **argv) {
     if (!cli_load_models(&o, "bench", &mp, &load_line, &model, &draft)) goto done;
     bench_model bm = {.m = model, .draft = draft};
     tf_model_get_info(model, &bm.info);
-    const int elem = strcmp(o.kv_type, "f32") == 0 ? 4 : 2;
-    bm.kv_per_tok = (double)tf_model_kv_bytes_per_token(model, elem);
+    bm.kv_per_tok = (double)tf_model_kv_type_bytes_per_token(model, cli_kv_type(&o));
     bm.w_bytes = (double)bm.info.weight_bytes;
     if (!bm.info.tied_output) /* untied: the embedding table is gathered one row per token, not read */
         for (int64_t i = 0; i < tf_model_n_tensors(model); i++) {

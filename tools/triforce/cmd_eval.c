@@ -428,8 +428,8 @@ int cmd_eval(int argc, char **argv) {
     } else {
         size_t len = 0, n = 0;
         char *text = o.file ? cli_read_text(o.file, &len) : NULL;
-        int32_t *toks = text ? malloc(sizeof(int32_t) * (len + 16)) : NULL;
-        if (o.file && (!toks || tf_model_tokenize(er.model, text, len, true, false, toks, len + 16, &n) != TF_OK))
+        int32_t *toks = text ? cli_tokenize(er.model, text, len, true, false, &n) : NULL;
+        if (o.file && !toks)
             fprintf(stderr, "triforce eval: cannot read or tokenize %s\n", o.file);
         else
             rc = eval_accept(&er, &l, toks, n);

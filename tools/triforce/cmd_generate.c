@@ -282,9 +282,8 @@ int cmd_generate(int argc, char **argv) {
         text = formatted;
         text_len = strlen(text);
     }
-    size_t n_tok = 0, cap = text_len + 16;
-    toks = malloc(sizeof(int32_t) * cap);
-    if (!toks || tf_model_tokenize(model, text, text_len, !o.no_bos, true, toks, cap, &n_tok) != TF_OK) {
+    size_t n_tok = 0;
+    if (!(toks = cli_tokenize(model, text, text_len, !o.no_bos, true, &n_tok))) {
         fprintf(stderr, "triforce: cannot tokenize the prompt\n");
         goto done;
     }

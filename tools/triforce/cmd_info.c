@@ -57,9 +57,11 @@ int cmd_info(int argc, char **argv) {
         if (in.qkv_bias) printf("attention bias:  q, k and v projections\n");
         printf("output:          %s\n", in.tied_output ? "tied to token_embd" : "separate matrix");
         uint64_t kv16 = tf_model_kv_bytes_per_token(m, 2), kv32 = tf_model_kv_bytes_per_token(m, 4);
-        printf("KV bytes/token:  %llu (f16), %llu (f32); %.2f GiB (f16) at the trained context\n",
-               (unsigned long long)kv16, (unsigned long long)kv32,
-               (double)kv16 * in.n_ctx_train / (1024.0 * 1024 * 1024));
+        printf("KV bytes/token:  %llu (f16), %llu (f32)", (unsigned long long)kv16, (unsigned long long)kv32);
+        if (in.head_dim % 32 == 0)
+            printf(", %llu (q8_0), %llu (q4_0)", (unsigned long long)tf_model_kv_type_bytes_per_token(m, TF_KV_Q8_0),
+                   (unsigned long long)tf_model_kv_type_bytes_per_token(m, TF_KV_Q4_0));
+        printf("; %.2f GiB (f16) at the trained context\n", (double)kv16 * in.n_ctx_train / (1024.0 * 1024 * 1024));
     }
     printf("tokenizer:       %s\n", in.has_tokenizer ? in.tokenizer : "(none)");
     if (in.has_tokenizer) printf("bos / eos:       %d / %d\n", tf_model_bos(m), tf_model_eos(m));

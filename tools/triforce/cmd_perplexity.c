@@ -48,11 +48,11 @@ int cmd_perplexity(int argc, char **argv) {
     int rc = 1;
     tf_context *ctx = NULL;
     float *logits = NULL;
-    size_t cap = len + 16, n = 0;
-    int32_t *toks = malloc(sizeof(int32_t) * cap);
+    size_t n = 0;
+    int32_t *toks = cli_tokenize(m, text, len, true, false, &n);
     tf_model_info info;
     tf_model_get_info(m, &info);
-    if (!toks || tf_model_tokenize(m, text, len, true, false, toks, cap, &n) != TF_OK) {
+    if (!toks) {
         fprintf(stderr, "triforce: cannot tokenize %s\n", o.file);
         goto done;
     }
@@ -65,7 +65,7 @@ int cmd_perplexity(int argc, char **argv) {
     cp.n_ctx = n_ctx;
     cp.n_batch = o.n_batch < n_ctx ? o.n_batch : n_ctx;
     cp.n_threads = o.n_threads;
-    cp.kv_type = o.kv_type[1] == '3' ? TF_KV_F32 : TF_KV_F16;
+    cp.kv_type = cli_kv_type(&o);
     cp.logits_all = true;
     cp.isa = o.isa;
     if (tf_context_init(&ctx, m, &cp, err, sizeof err) != TF_OK) {

@@ -24,10 +24,10 @@ int cmd_tokenize(int argc, char **argv) {
         free(text);
         return 1;
     }
-    size_t cap = len + 16, n = 0;
-    int32_t *ids = malloc(sizeof(int32_t) * cap);
+    size_t n = 0;
+    int32_t *ids = cli_tokenize(m, text, len, !o.no_bos, true, &n);
     int rc = 0;
-    if (!ids || tf_model_tokenize(m, text, len, !o.no_bos, true, ids, cap, &n) != TF_OK) {
+    if (!ids) {
         fprintf(stderr, "triforce: cannot tokenize the text\n");
         rc = 1;
     } else if (o.ids) {

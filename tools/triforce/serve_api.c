@@ -150,10 +150,8 @@ static int completion_prompt(serve_ctx *c, const cJSON *o, serve_job *j, char *e
         return 0;
     }
     if (!cJSON_IsString(p)) return bad(err, errsz, "'prompt' is %s (expected a string or token ids)", jtype(p));
-    size_t len = strlen(p->valuestring), cap = len + 16, n = 0;
-    j->prompt = malloc(sizeof(int32_t) * cap);
-    if (!j->prompt) return 500;
-    if (tf_model_tokenize(c->model, p->valuestring, len, true, true, j->prompt, cap, &n) != TF_OK)
+    size_t n = 0;
+    if (!(j->prompt = cli_tokenize(c->model, p->valuestring, strlen(p->valuestring), true, true, &n)))
         return bad(err, errsz, "'prompt' cannot be tokenized");
     j->n_prompt = (int32_t)n;
     return 0;
@@ -211,9 +209,8 @@ static int chat_prompt(serve_ctx *c, const cJSON *o, serve_job *j, char *err, si
     free(owned);
     free(msgs);
     if (st) return st;
-    size_t len = strlen(text), cap = len + 16, nt = 0;
-    j->prompt = malloc(sizeof(int32_t) * cap);
-    if (!j->prompt || tf_model_tokenize(c->model, text, len, true, true, j->prompt, cap, &nt) != TF_OK) {
+    size_t nt = 0;
+    if (!(j->prompt = cli_tokenize(c->model, text, strlen(text), true, true, &nt))) {
         free(text);
         return bad(err, errsz, "'messages' cannot be tokenized");
     }
@@ -401,9 +398,8 @@ char *serve_tokenize(serve_ctx *c, const char *body, size_t len, bool detok, int
         if (!cJSON_IsString(content)) *status = bad(err, errsz, "'content' is missing or not a string");
         else *status = get_bool(o, "add_special", &add_special, err, errsz);
         size_t n = 0, tl = content && cJSON_IsString(content) ? strlen(content->valuestring) : 0;
-        int32_t *toks = *status ? NULL : malloc(sizeof(int32_t) * (tl + 16));
-        if (!*status && (!toks || tf_model_tokenize(c->model, content->valuestring, tl, add_special, true, toks,
-                                                    tl + 16, &n) != TF_OK))
+        int32_t *toks = *status ? NULL : cli_tokenize(c->model, content->valuestring, tl, add_special, true, &n);
+        if (!*status && !toks)
             *status = bad(err, errsz, "'content' cannot be tokenized");
         if (!*status) {
             r = cJSON_CreateObject();

@@ -66,6 +66,8 @@ static void run_items(void *arg, int ith, int nth) {
             .kbase = tf_kv_k(kv, a->layer, h),
             .vbase = tf_kv_v(kv, a->layer, h),
             .kv_type = kv->type,
+            .k_blk_bytes = kv->k_blk_bytes,
+            .v_row_bytes = kv->v_row_bytes,
             .hd = hd,
             .g = g,
             .n_qpos = nq,

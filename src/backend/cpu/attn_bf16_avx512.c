@@ -14,5 +14,7 @@
         _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, \
                          20, 4, 19, 3, 18, 2, 17, 1, 16, 0),                                          \
         (__m512i)_mm512_cvtne2ps_pbh((__m512)(hi), (__m512)(lo))))
+#define CVT_I8V(c) ((v16f)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32((__m128i)(c))))
+#define CVT_F16_1(h) _cvtsh_ss(h)
 #define ATTN_ISA(name) ATTN_CAT_(name, _bf16_avx512)
 #include "backend/cpu/attn_kernel.inc"

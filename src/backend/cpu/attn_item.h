@@ -10,6 +10,8 @@ typedef struct attn_item {
     const uint8_t *kbase;   /* K storage of the KV head (blocked) */
     const uint8_t *vbase;   /* V storage of the KV head */
     uint32_t kv_type;
+    size_t k_blk_bytes;     /* bytes of a K block (TF_KV_BLK slots) and of a V slot (kv.h) */
+    size_t v_row_bytes;
     int hd;                 /* head_dim */
     int g;                  /* query heads per KV head */
     int n_qpos;             /* query positions in the item */
