@@ -3,7 +3,7 @@
 # GGUF files, the same prompt token ids and the same thread count, taking turns, with prefill
 # tok/s, decode ms/token, their ratio and each decode figure's floor at the measured bandwidth.
 #
-#   sh bench/peer.sh                  everything (about 3 hours on 2 cores, estimated; docs/BENCHMARKS.md)
+#   sh bench/peer.sh                  everything (2 to 2.5 hours on 2 cores, estimated; docs/BENCHMARKS.md)
 #   MODELS=smollm2 CTXS=512 REPS=1 NGEN=16 sh bench/peer.sh     a smoke run (about 2 minutes)
 #
 # Results: bench/results/peer.md (header with the machine and versions, one table) and
@@ -18,7 +18,7 @@
 #   llama3.1-8b  the first 4 of Llama-3.1-8B's 32 layers (all widths, untied 128256 vocabulary);
 #                contexts CTXS_8B (default CTXS; 16384 is opt-in: CTXS_8B=512,4096,16384)
 # Generated models go to bench/results/tmp/peer-*.gguf (git-ignored) and are reused; they take
-# about 15 GB and 20 minutes to write on 2 cores the first time.
+# about 15 GB and 10 minutes to write on 2 cores the first time (Q4_K most of it).
 #
 # For each model, weight type and context P (CTXS, default 512,4096), REPS times (default 3),
 # each repetition starting with the other engine:
@@ -118,7 +118,7 @@ START=$(date +%s)
         echo "warning: this CPU has AVX-512 and this llama.cpp was built without it (not -march=native), so it is" \
             "slower than it can be here; rebuild it: rm -rf $B/venv-llamacpp and run without PEER_PYTHON"
     fi
-    echo "settings: $T threads, batch $BATCH (llama.cpp n_batch = n_ubatch), f16 KV cache, llama.cpp flash attention $FA, $NGEN decoded tokens, $REPS repetitions, triforce decode after $([ "$FILL" = random ] && echo 'a cache filled with random K/V' || echo 'a prefill of the text')"
+    echo "settings: $T threads, batch $BATCH (llama.cpp n_batch = n_ubatch), f16 KV cache, llama.cpp flash attention $FA, $NGEN decoded tokens, repetitions: $REPS, triforce decode after $([ "$FILL" = random ] && echo 'a cache filled with random K/V' || echo 'a prefill of the text')"
     echo "text: $TEXT"
     [ -z "${PEER_NOTE:-}" ] || echo "note: $PEER_NOTE"
 } > "$W/info.txt"
