@@ -2,7 +2,8 @@
 # test_bench.sh — `triforce bench`: bad flags fail with a message naming the flag and a
 # non-zero exit; on stories260K (from $TF_SHARED_DIR or ../shared; skipped where absent)
 # tiny runs in every output format parse (json with python3's json module, csv column
-# counts, md tables) and carry positive, finite numbers, and speculative output equals ar's.
+# counts, md tables) and carry positive, finite numbers, and speculative output equals ar's;
+# --fill random decodes over random K/V in mode ar only, labelled so in every format.
 # Reports with cmocka's markers, which tests/run.sh counts. Runs from the repository root.
 B=${BUILD:-build}
 TF=$B/triforce
@@ -37,13 +38,15 @@ expect_fail bench_bad_reps "--repetitions '0': expected an integer in [1, 1000]"
 expect_fail bench_unknown_flag "unknown option '--temp'" -m x.gguf --temp 0.5
 expect_fail bench_missing_value "option --n-gen needs a value" -m x.gguf -n
 expect_fail bench_missing_model "x-missing.gguf" -m "$W/x-missing.gguf" -p 16
+expect_fail bench_bad_fill "--fill 'zeros': expected text or random" -m x.gguf --fill zeros
+expect_fail bench_fill_random_ar_only "--fill random decodes in mode ar only (--mode ar)" -m x.gguf --fill random --mode ar,retrieval
 
 SH=${TF_SHARED_DIR:-../shared}
 S260=$SH/models/stories260K/stories260K.gguf
 if [ ! -f "$S260" ]; then
-    for t in bench_md bench_json bench_csv bench_text bench_text_short; do skipped "$t" "$S260 not found"; done
+    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_text_short; do skipped "$t" "$S260 not found"; done
 elif ! command -v python3 > /dev/null 2>&1; then
-    for t in bench_md bench_json bench_csv bench_text bench_text_short; do skipped "$t" "python3 not found"; done
+    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_text_short; do skipped "$t" "python3 not found"; done
 else
     # 1 membw + 2 prefill + 2 depths x 2 row counts + 2 depths x 3 modes = 13 rows
     ARGS="-m $S260 -p 16,32 -n 8 -d 0,64 --rows 1,3 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 -r 2 -t 2 --bw-mib 16"
@@ -126,6 +129,25 @@ PY
     if $TF bench -m "$S260" -f README.md -p 32 -n 4 -d 32 --rows 1 --mode ar -r 1 --bw-mib 16 -t 2 -o csv \
         > "$W/t.csv" 2> "$W/err" && [ "$(grep -c ',text$' "$W/t.csv")" -eq 2 ] && grep -q ',random$' "$W/t.csv"
     then ok bench_text; else cat "$W/err" "$W/t.csv"; bad bench_text; fi
+
+    # --fill random: ar's decode tests over a cache of random K/V, labelled so in every format
+    # (json/csv: fill "random K/V"; md: the test name and a note); no text is needed up to the depth
+    echo "[ RUN      ] bench_fill_random"
+    FR="-m $S260 -p 0 -n 4 -d 0,3000 --rows 0 --fill random -r 2 -t 2 --bw-mib 16"
+    if $TF bench $FR -o json > "$W/f.jsonl" 2> "$W/err" && grep -q 'decode ctx filled with random K/V' "$W/err" &&
+        python3 - "$W/f.jsonl" <<'PY' &&
+import json, math, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+dec = [r for r in rows if r["test"] == "decode"]
+assert [r["depth"] for r in dec] == [0, 3000], rows
+for r in dec:
+    assert r["mode"] == "ar" and r["fill"] == "random K/V" and r["n"] == 4, r
+    assert math.isfinite(r["median"]) and r["median"] > 0 and r["bound"] > 0 and r["tok_per_target_pass"] == 1, r
+PY
+        $TF bench $FR -o csv 2> /dev/null | grep -c ',random K/V$' | grep -qx 2 &&
+        $TF bench $FR 2> /dev/null > "$W/f.md" && [ "$(grep -c '| tg4 @ d[0-9]*, ctx filled with random K/V |' "$W/f.md")" -eq 2 ] &&
+        grep -q '^ctx filled with random K/V (--fill random)' "$W/f.md"
+    then ok bench_fill_random; else cat "$W/err" "$W/f.jsonl" "$W/f.md"; bad bench_fill_random; fi
 
     printf 'Once upon a time.\n' > "$W/short.txt"
     expect_fail bench_text_short "gives" -m "$S260" -f "$W/short.txt" -p 512 -n 4 -r 1 --bw-mib 16

@@ -58,7 +58,7 @@ static void test_presets(void **state) {
     (void)state;
     size_t n;
     const tf_gen_preset *ps = tf_gen_presets(&n);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 7);
     const tf_gen_preset *p7 = tf_gen_preset_find("llama2-7b-128k");
     assert_non_null(p7);
     assert_int_equal(p7->n_embd, 4096);
@@ -75,8 +75,13 @@ static void test_presets(void **state) {
         {"llama-68m", 68030208ull},
         {"tiny-24m", 23728640ull},
         {"qwen2.5-0.5b", 494032768ull}, /* Qwen2.5-0.5B's published count (biases included) */
+        {"tinyllama-1.1b", 1100048384ull}, /* TinyLlama-1.1B's published count */
+        /* Llama 3.2 1B's and 3.1 8B's published counts plus the head_dim / 2 = 32 and 64 RoPE
+         * frequency divisors of rope_freqs.weight, which the published counts leave out */
+        {"llama3.2-1b", 1235814400ull + 32},
+        {"llama3.1-8b", 8030261248ull + 64},
     };
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_string_equal(ps[i].name, want[i].name);
         tf_gen_params_apply_preset(&p, &ps[i]);
         assert_int_equal(tf_gen_param_count(&p), want[i].params);

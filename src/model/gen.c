@@ -47,6 +47,23 @@ static const tf_gen_preset k_presets[] = {
      .arch = TF_ARCH_QWEN2, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .n_ff = 4864,
      .n_ctx_train = 32768, .n_vocab = 151936, .rms_eps = 1e-6f, .rope_base = 1000000.0f,
      .rope_scaling = TF_ROPE_SCALING_NONE, .rope_factor = 1.0f, .rope_orig_ctx = 0, .tied_output = true},
+    {.name = "tinyllama-1.1b",
+     .desc = "TinyLlama-1.1B shape: n_embd 2048, 22 layers, 32 heads / 4 KV heads, n_ff 5632, 32000 vocab: 1.1B params",
+     .n_embd = 2048, .n_layer = 22, .n_head = 32, .n_head_kv = 4, .n_ff = 5632, .n_ctx_train = 2048,
+     .n_vocab = 32000, .rms_eps = 1e-5f, .rope_base = 10000.0f, .rope_scaling = TF_ROPE_SCALING_NONE,
+     .rope_factor = 1.0f, .rope_orig_ctx = 0, .tied_output = false},
+    {.name = "llama3.2-1b",
+     .desc = "Llama-3.2-1B shape: n_embd 2048, 16 layers, 32 heads / 8 KV heads, n_ff 8192, tied output, 128256 "
+             "vocab (a padded byte vocabulary without --vocab-from), llama3 RoPE scaling x32: 1.24B params",
+     .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8, .n_ff = 8192, .n_ctx_train = 131072,
+     .n_vocab = 128256, .rms_eps = 1e-5f, .rope_base = 500000.0f, .rope_scaling = TF_ROPE_SCALING_LLAMA3,
+     .rope_factor = 32.0f, .rope_orig_ctx = 8192, .tied_output = true},
+    {.name = "llama3.1-8b",
+     .desc = "Llama-3.1-8B shape: n_embd 4096, 32 layers, 32 heads / 8 KV heads, n_ff 14336, 128256 vocab (a padded "
+             "byte vocabulary without --vocab-from), llama3 RoPE scaling x8: 8.03B params (--n-layer K for fewer)",
+     .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8, .n_ff = 14336, .n_ctx_train = 131072,
+     .n_vocab = 128256, .rms_eps = 1e-5f, .rope_base = 500000.0f, .rope_scaling = TF_ROPE_SCALING_LLAMA3,
+     .rope_factor = 8.0f, .rope_orig_ctx = 8192, .tied_output = false},
 };
 
 const tf_gen_preset *tf_gen_presets(size_t *n) {

@@ -97,7 +97,8 @@ typedef struct tf_gen_preset {
     bool tied_output;
 } tf_gen_preset;
 
-/* The preset table: "llama2-7b-128k", "llama-68m", "tiny-24m", "qwen2.5-0.5b". */
+/* The preset table: "llama2-7b-128k", "llama-68m", "tiny-24m", "qwen2.5-0.5b", "tinyllama-1.1b",
+ * "llama3.2-1b", "llama3.1-8b". */
 const tf_gen_preset *tf_gen_presets(size_t *n);
 /* Preset by name (case-sensitive), or NULL. */
 const tf_gen_preset *tf_gen_preset_find(const char *name);

@@ -34,7 +34,10 @@ static void test_name(const bench_row *row, char *buf, size_t cap) {
     case BENCH_MEMBW: snprintf(buf, cap, "membw %d MiB", row->n); break;
     case BENCH_PREFILL: snprintf(buf, cap, "pp%d", row->n); break;
     case BENCH_PASS: snprintf(buf, cap, "pass%d @ d%d", row->n, row->depth); break;
-    case BENCH_DECODE: snprintf(buf, cap, "tg%d @ d%d", row->n, row->depth); break;
+    case BENCH_DECODE:
+        snprintf(buf, cap, "tg%d @ d%d%s", row->n, row->depth,
+                 strcmp(row->fill, BENCH_FILL_RANDOM_KV) == 0 ? ", ctx filled with random K/V" : "");
+        break;
     }
 }
 
@@ -117,6 +120,7 @@ void bench_report_begin(bench_report *r, FILE *out, bench_format fmt, const benc
     r->fmt = fmt;
     r->h = *h;
     r->last_kind = -1;
+    r->random_kv = 0;
     if (fmt == BENCH_CSV) fprintf(out, "%s\n", k_csv_header);
     if (fmt == BENCH_MD) {
         fprintf(out, "model: %s (%.1fM parameters, %.1f MiB of weights)%s%s; %d threads; KV cache %s\n\n",
@@ -167,6 +171,7 @@ static void md_row(bench_report *r, const bench_row *row) {
                 num(row->bound, a, sizeof a), num(row->pct_of_bound, b, sizeof b), row->fill);
         break;
     case BENCH_DECODE:
+        if (strcmp(row->fill, BENCH_FILL_RANDOM_KV) == 0) r->random_kv = 1;
         level_list(row, true, ", ", acc, sizeof acc);
         level_list(row, false, ", ", lms, sizeof lms);
         fprintf(f, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->h.model, r->h.threads,
@@ -259,5 +264,9 @@ void bench_report_end(bench_report *r) {
             "candidate of the level below, accepted / (accepted + rejections) (a candidate is judged only while all "
             "before it were accepted). = ar: the greedy output equals ar's. "
             "Decoding at depth 0 prefills one token. Spread: median [min, max] over the repetitions.\n");
+    if (r->random_kv)
+        fprintf(r->out, "\nctx filled with random K/V (--fill random): the decode tests so marked ran after the "
+                        "cache was filled with random keys and values up to the depth instead of a prefill of the "
+                        "text; a token costs the same whatever the cache holds, but its output means nothing.\n");
     fflush(r->out);
 }

@@ -52,8 +52,12 @@ typedef struct bench_row {
     int n_levels;
     bench_level lv[BENCH_MAX_LEVELS];
     int same_as_ar;        /* decode: 1 the greedy output equals ar's, 0 it differs, -1 not compared */
-    const char *fill;      /* what the cache / prompt holds: "text", "filler", "random" (pass tests) */
+    const char *fill;      /* what the cache / prompt holds: "text", "filler", "random" (pass tests),
+                              BENCH_FILL_RANDOM_KV (decode tests of --fill random) */
 } bench_row;
+
+/* The fill of decode rows over a cache of random keys and values; md names it in the test column. */
+#define BENCH_FILL_RANDOM_KV "random K/V"
 
 /* What every row shares. */
 typedef struct bench_header {
@@ -72,6 +76,7 @@ typedef struct bench_report {
     bench_format fmt;
     bench_header h;
     int last_kind;          /* md: the kind whose table is open (-1: none) */
+    int random_kv;          /* md: a decode row over random K/V was printed (the notes explain it) */
 } bench_report;
 
 /* Starts a report on `out` (csv: its header line; md: a description of the run). */

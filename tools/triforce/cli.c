@@ -126,6 +126,9 @@ static const opt_def k_opts[] = {
     {NULL, "--bw-mib", OPT_INT, O(bw_mib), "N",
      "buffer of the read-bandwidth probe in MiB (default 1024; several times the last-level cache)", CMD_BENCH, 1,
      1 << 20},
+    {NULL, "--fill", OPT_STR, O(bench_fill), "KIND",
+     "decode tests: the cache up to each depth holds a prefill of the text (text, default) or random keys and values "
+     "(random: no prefill, so deep contexts are quick; --mode ar only)", CMD_BENCH, 0, 0},
     /* eval */
     {NULL, "--contexts", OPT_INTS, O(eval_contexts), "L,..", "context lengths in tokens (default 2048,4096,8000)",
      CMD_EVAL, 64, 1 << 24},
@@ -255,6 +258,7 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->reps = 3;
     o->output = "md";
     o->bw_mib = 1024;
+    o->bench_fill = "text";
     o->host = "127.0.0.1";
     o->port = 8080;
     o->parallel = 2;

@@ -63,6 +63,7 @@ typedef struct cli_opts {
     int reps;              /* -r */
     const char *output;    /* -o md|json|csv */
     int bw_mib;            /* --bw-mib: bandwidth probe buffer */
+    const char *bench_fill; /* --fill text|random: what the cache holds before each decode test */
     /* eval */
     cli_ints eval_contexts, eval_budgets, eval_chunks;
     const char *eval_caches, *eval_depths; /* comma-separated names / fractions */

@@ -13,7 +13,10 @@
  *            generated greedily; speculative modes add their
  *            speedup over ar (same run, modes interleaved over the -r
  *            repetitions), acceptance and time per pass at each level, tokens
- *            per target pass, and whether the output equals ar's.
+ *            per target pass, and whether the output equals ar's. With
+ *            --fill random (mode ar only) the cache is filled with random
+ *            keys and values up to each depth instead (as for the pass
+ *            tests), and the rows say so ("random K/V").
  *
  * Rows go to stdout as they finish (bench_report.c); the configuration and
  * progress go to stderr. Everything runs on the CPU, whose bandwidth the
@@ -37,7 +40,8 @@ static const char *k_usage =
     "of k rows for each --rows at each depth -d, over a cache of random keys and values; decode ms/token for each\n"
     "--mode at each depth (the first max(depth, 1) tokens of the text prefilled, then -n tokens generated greedily,\n"
     "the modes interleaved over the -r repetitions), with the speedup over ar, acceptance and time per pass of\n"
-    "each level and whether the output equals ar's. Each value comes with its bound at the measured bandwidth.\n"
+    "each level and whether the output equals ar's; --fill random: ar only, after a cache of random keys and values\n"
+    "instead of a prefill. Each value comes with its bound at the measured bandwidth.\n"
     "Results on stdout (-o), progress on stderr; everything runs on the CPU.";
 
 /* Prefill progress lines for prompts of this many tokens or more. */
@@ -361,6 +365,78 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
     return rc;
 }
 
+/* ---- decoding over a cache of random keys and values (--fill random) ---- */
+
+/* The greedy token: the first index of the largest logit. */
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* ar's decode tests with each depth filled by tf_context_fill_random instead
+ * of a prefill (a token's cost does not depend on what the cache holds, and a
+ * prefill of 100K tokens takes hours on a CPU): -n greedy tokens, one forward
+ * pass of one row each, as ar decodes. The rows carry fill "random K/V". */
+static int run_decode_random(const cli_opts *o, const bench_model *bm, const bench_tokens *t, bench_report *rep) {
+    const int n_gen = o->n_predict, reps = o->reps;
+    if (n_gen == 0) return 0;
+    int max_depth = 16; /* the warm-up's */
+    for (int i = 0; i < o->depths.n; i++) max_depth = o->depths.v[i] > max_depth ? o->depths.v[i] : max_depth;
+    char err[1024];
+    tf_context_params cp = context_params(o);
+    cp.n_ctx = max_depth + n_gen;
+    tf_context *ctx;
+    if (tf_context_init(&ctx, bm->m, &cp, err, sizeof err) != TF_OK) {
+        fprintf(stderr, "triforce bench: --fill random: %s\n", err);
+        return 1;
+    }
+    double *ms = malloc(sizeof(double) * (size_t)reps);
+    int rc = ms ? 0 : 1;
+    if (!ms) fprintf(stderr, "triforce bench: out of memory\n");
+    /* di == -1: a warm-up of 8 tokens at depth 16 (first-use costs stay out); then every depth's repetitions */
+    for (int di = -1; di < o->depths.n && rc == 0; di++) {
+        const int d = di < 0 ? 16 : o->depths.v[di];
+        if (di >= 0) fprintf(stderr, "bench: tg%d @ d%d, ar, ctx filled with random K/V\n", n_gen, d);
+        if (tf_context_fill_random(ctx, d, 1) != TF_OK) {
+            fprintf(stderr, "triforce bench: -d %d: %s\n", d, tf_context_error(ctx));
+            rc = 1;
+            break;
+        }
+        for (int r = 0; r < (di < 0 ? 1 : reps) && rc == 0; r++) {
+            tf_context_truncate(ctx, d);
+            int32_t tok = t->ids[d < t->n ? d : t->n - 1];
+            const int n = di < 0 ? (n_gen < 8 ? n_gen : 8) : n_gen;
+            double t0 = cli_now();
+            for (int i = 0; i < n; i++) {
+                if (tf_context_eval(ctx, &tok, 1, NULL) != TF_OK) {
+                    fprintf(stderr, "triforce bench: tg%d @ d%d: %s\n", n_gen, d, tf_context_error(ctx));
+                    rc = 1;
+                    break;
+                }
+                tok = argmax(tf_context_logits(ctx), bm->info.n_vocab);
+            }
+            if (di >= 0) ms[r] = 1e3 * (cli_now() - t0) / n;
+        }
+        if (rc || di < 0) continue;
+        bench_row row = bench_row_make(BENCH_DECODE, "ar", d, n_gen, reps, "ms/tok");
+        row.value = bench_spread_of(ms, reps);
+        row.tok_s = 1e3 / row.value.med;
+        row.bound = 1e3 * (bm->w_bytes + bm->kv_per_tok * ((d > 0 ? d : 1) + n_gen / 2.0)) / bm->bw;
+        row.pct_of_bound = 100.0 * row.bound / row.value.med;
+        row.fill = BENCH_FILL_RANDOM_KV;
+        row.tok_per_pass = 1;
+        row.n_levels = 1;
+        row.lv[0] = (bench_level){.name = "target", .cache = "full", .accept = NAN, .ms_per_pass = row.value.med,
+                                  .passes_per_tok = 1};
+        bench_report_row(rep, &row);
+    }
+    free(ms);
+    tf_context_free(ctx);
+    return rc;
+}
+
 /* ---- options ---- */
 
 /* "ar,retrieval" into modes (no repeats). The count, or -1 with a message. */
@@ -419,11 +495,22 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "triforce bench: -o '%s': expected md, json or csv\n", o.output);
         return 2;
     }
+    const bool fill_random = strcmp(o.bench_fill, "random") == 0;
+    if (!fill_random && strcmp(o.bench_fill, "text") != 0) {
+        fprintf(stderr, "triforce bench: --fill '%s': expected text or random\n", o.bench_fill);
+        return 2;
+    }
     if (!cli_check_draft("bench", &o)) return 2;
     const bool has_draft = cli_has_draft(&o);
     tf_decode_mode modes[5];
-    int n_modes = parse_modes(o.mode ? o.mode : has_draft ? "ar,retrieval,triforce" : "ar,retrieval", modes, 5);
+    int n_modes = parse_modes(o.mode ? o.mode : fill_random ? "ar" : has_draft ? "ar,retrieval,triforce" : "ar,retrieval",
+                              modes, 5);
     if (n_modes < 0) return 2;
+    if (fill_random && (n_modes != 1 || modes[0] != TF_MODE_AR)) {
+        fprintf(stderr, "triforce bench: --fill random decodes in mode ar only (--mode ar): what a speculative mode "
+                        "accepts depends on a real context; use --fill text for --mode %s\n", o.mode);
+        return 2;
+    }
     for (int i = 0; i < n_modes; i++)
         if (!cli_mode_has_draft("bench", &o, modes[i])) return 2;
     for (int i = 0; i < n_modes; i++) {
@@ -437,7 +524,8 @@ int cmd_bench(int argc, char **argv) {
     if (o.rows.n == 0) o.rows = (cli_ints){4, {1, 2, 4, 8}};
     int64_t need = 1;
     for (int i = 0; i < o.bench_prompt.n; i++) need = o.bench_prompt.v[i] > need ? o.bench_prompt.v[i] : need;
-    for (int i = 0; i < o.depths.n; i++) need = o.depths.v[i] > need ? o.depths.v[i] : need;
+    if (!fill_random) /* with random K/V, no depth needs text */
+        for (int i = 0; i < o.depths.n; i++) need = o.depths.v[i] > need ? o.depths.v[i] : need;
     for (int i = 0; i < o.rows.n; i++) need = o.rows.v[i] > need ? o.rows.v[i] : need;
 
     tf_model_params mp = tf_model_default_params();
@@ -470,10 +558,10 @@ int cmd_bench(int argc, char **argv) {
         snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "%s%s", i ? "," : "", tf_decode_mode_name(modes[i]));
     fprintf(stderr,
             "triforce bench: model %s (%s, %.1fM params)%s%s, threads %d, kv %s, -p %s, -n %d, -d %s, --rows %s, "
-            "--mode %s, -r %d, context %s",
+            "--mode %s, -r %d, context %s%s",
             o.model, bm.info.name, (double)bm.info.n_params / 1e6, cli_has_draft(&o) ? ", draft " : "",
             cli_draft_name(&o), threads, o.kv_type, ps, o.n_predict, ds,
-            rs, ms, o.reps, o.file ? o.file : toks.fill);
+            rs, ms, o.reps, o.file ? o.file : toks.fill, fill_random ? ", decode ctx filled with random K/V" : "");
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
                         "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks,
@@ -503,7 +591,7 @@ int cmd_bench(int argc, char **argv) {
     bwrow.value = (bench_spread){gbs, NAN, NAN}; /* the best of 5 passes: the ceiling itself */
     bench_report_row(&rep, &bwrow);
     if (run_prefill(&o, &bm, &toks, &rep) != 0 || run_passes(&o, &bm, &toks, &rep) != 0 ||
-        run_decode(&o, &bm, modes, n_modes, &toks, &rep) != 0)
+        (fill_random ? run_decode_random(&o, &bm, &toks, &rep) : run_decode(&o, &bm, modes, n_modes, &toks, &rep)) != 0)
         goto done;
     bench_report_end(&rep);
     rc = 0;
