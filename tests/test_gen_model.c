@@ -216,7 +216,7 @@ static void test_every_dtype_loads(void **state) {
     (void)state;
     const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,
                               TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q2_K, TF_DTYPE_Q3_K,
-                              TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
+                              TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K, TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
         log_capture lc = {{0}, 0};
@@ -247,7 +247,7 @@ static void test_every_dtype_loads(void **state) {
 
 static void test_kquants_and_tied(void **state) {
     (void)state;
-    const tf_dtype types[] = {TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
+    const tf_dtype types[] = {TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K, TF_DTYPE_IQ4_XS};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
         char *path = tmp_path();

@@ -98,6 +98,8 @@ static void test_logits_vs_reference(void **state) {
         {"q2_k", 256, 1, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q2_K},
         {"q3_k", 256, 1, 4, 4, 256, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_Q3_K},
         {"q5_k", 256, 1, 4, 2, 256, TF_ROPE_SCALING_LINEAR, 2, 0, false, TF_DTYPE_Q5_K},
+        {"iq4_nl", 128, 2, 4, 2, 128, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_IQ4_NL},
+        {"iq4_xs", 256, 1, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_IQ4_XS},
         {"bf16", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_BF16},
     };
     tf_rng rng;
@@ -368,8 +370,8 @@ static void test_fill_random(void **state) {
  * speculative decoding to be lossless. The prompt crosses a 1024-slot split. */
 static void test_batch_invariant_logits(void **state) {
     (void)state;
-    static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_1,
-                                     TF_DTYPE_Q4_K, TF_DTYPE_F16};
+    static const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,
+                                     TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_IQ4_XS, TF_DTYPE_F16};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         tu_gen_case c = {"inv", 256, 2, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, types[ti]};
         /* the last: a qwen2 model (biases, rotate-half RoPE) */

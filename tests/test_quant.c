@@ -16,9 +16,9 @@
 #define GUARD_BYTE 0xA5
 #define CANARY 12345.678f /* value of the unused floats of Y */
 
-static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,
-                                   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q2_K, TF_DTYPE_Q3_K,
-                                   TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
+static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16,   TF_DTYPE_Q8_0,  TF_DTYPE_Q4_0,
+                                   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1,   TF_DTYPE_Q2_K,  TF_DTYPE_Q3_K,
+                                   TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
 #define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
 
 static const tf_cpu_kernels *g_tables[8];
@@ -112,6 +112,17 @@ static void test_tables(void **state) {
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q8_0, 64), 68);
     assert_int_equal(tf_act_row_size(TF_DTYPE_Q4_K, 512), 2 * sizeof(tf_block_q8_k));
     assert_int_equal(sizeof(tf_block_q8_k), 292);
+    /* IQ4: blocks of 18 and 136 bytes (ggml ids 20 and 23), Q8_0 activations per 32 */
+    assert_int_equal(TF_DTYPE_IQ4_NL, 20);
+    assert_int_equal(TF_DTYPE_IQ4_XS, 23);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_IQ4_NL, 64), 2 * 18);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_IQ4_XS, 512), 2 * 136);
+    assert_int_equal(tf_dtype_row_size(TF_DTYPE_IQ4_XS, 480), 0);
+    assert_int_equal(tf_act_type(TF_DTYPE_IQ4_NL), TF_DTYPE_Q8_0);
+    assert_int_equal(tf_act_type(TF_DTYPE_IQ4_XS), TF_DTYPE_Q8_0);
+    assert_int_equal(tf_act_row_size(TF_DTYPE_IQ4_XS, 512), 16 * 34);
+    assert_string_equal(tf_dtype_name(TF_DTYPE_IQ4_NL), "iq4_nl");
+    assert_string_equal(tf_dtype_name(TF_DTYPE_IQ4_XS), "iq4_xs");
 }
 
 /* ---- hand-computed values ---------------------------------------------------------- */
@@ -373,6 +384,44 @@ static void q5_k_block_to_float(const void *vb, float *out, double *mag) {
     }
 }
 
+/* IQ4_NL / IQ4_XS index values (ggml's kvalues_iq4nl), written out here
+ * independently of dtype.c. */
+static const int k_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* IQ4_NL, from its bytes: f16 d at bytes 0..1, then 16 bytes of indices:
+ * element j (< 16) is the low nibble of byte 2 + j, element j + 16 its high
+ * nibble; x = d * V[index]. */
+static void iq4_nl_block_to_float(const void *vb, float *out, double *mag) {
+    const uint8_t *p = vb;
+    float d = tf_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+    for (int j = 0; j < 16; j++) {
+        out[j] = d * (float)k_iq4_values[p[2 + j] & 15];
+        out[j + 16] = d * (float)k_iq4_values[p[2 + j] >> 4];
+        mag[j] = mag[j + 16] = fabs(d) * 127;
+    }
+}
+
+/* IQ4_XS, from its bytes: f16 d at 0..1, 16-bit scales_h at 2..3 (little
+ * endian), scales_l at 4..7, indices at 8..135. Sub-block ib (of 32) has the
+ * 6-bit scale ls = (nibble ib % 2 of scales_l[ib / 2]) | (bits 2 ib, 2 ib + 1
+ * of scales_h) << 4 and, as an IQ4_NL block, the 16 index bytes from
+ * 8 + 16 ib with scale d * (ls - 32). */
+static void iq4_xs_block_to_float(const void *vb, float *out, double *mag) {
+    const uint8_t *p = vb;
+    float d = tf_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+    unsigned sh = (unsigned)(p[2] | p[3] << 8);
+    for (int ib = 0; ib < 8; ib++) {
+        int ls = ((p[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (int)((sh >> (2 * ib)) & 3) << 4;
+        float dl = d * (float)(ls - 32);
+        for (int j = 0; j < 16; j++) {
+            uint8_t q = p[8 + 16 * ib + j];
+            out[32 * ib + j] = dl * (float)k_iq4_values[q & 15];
+            out[32 * ib + j + 16] = dl * (float)k_iq4_values[q >> 4];
+            mag[32 * ib + j] = mag[32 * ib + j + 16] = fabs(dl) * 127;
+        }
+    }
+}
+
 typedef struct {
     tf_dtype t;
     void (*to_float)(const void *b, float *out, double *mag);
@@ -382,10 +431,11 @@ typedef struct {
 static const fmt_def k_fmt_defs[] = {
     {TF_DTYPE_Q5_0, q5_0_block_to_float, {0, -1}},  {TF_DTYPE_Q5_1, q5_1_block_to_float, {0, 2}},
     {TF_DTYPE_Q2_K, q2_k_block_to_float, {80, 82}}, {TF_DTYPE_Q3_K, q3_k_block_to_float, {108, -1}},
-    {TF_DTYPE_Q5_K, q5_k_block_to_float, {0, 2}},
+    {TF_DTYPE_Q5_K, q5_k_block_to_float, {0, 2}},  {TF_DTYPE_IQ4_NL, iq4_nl_block_to_float, {0, -1}},
+    {TF_DTYPE_IQ4_XS, iq4_xs_block_to_float, {0, -1}},
 };
 
-/* Every table's dequantization of Q5_0, Q5_1, Q2_K, Q3_K and Q5_K against the
+/* Every table's dequantization of Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS against the
  * definitions above, on fresh random blocks: random bytes everywhere, then
  * random finite f16 scales (both signs, magnitudes 1e-3 .. 1e2) over the f16
  * fields. The reference must agree bitwise; the SIMD tables within a fused
@@ -438,7 +488,7 @@ static void test_dequant_random_blocks(void **state) {
     }
 }
 
-/* The quantizers of Q5_0 / Q5_1 / Q2_K / Q3_K / Q5_K put values where the
+/* The quantizers of Q5_0 / Q5_1 / Q2_K / Q3_K / Q5_K / IQ4_NL / IQ4_XS put values where the
  * definitions above read them: a block quantized from x dequantizes (by the
  * definition) to within the type's step of x. */
 static void test_quantize_layout(void **state) {
@@ -453,8 +503,11 @@ static void test_quantize_layout(void **state) {
         const int bs = (int)tf_dtype_block_size(f->t);
         /* largest error / block magnitude seen over 20 blocks: q5_0 0.052, q5_1
          * 0.032, q2_k 0.35 (4 levels, and the lowest level is <= 0 even for
-         * positive data), q3_k 0.21, q5_k 0.042; a misplaced bit gives O(1) */
-        const double rel = f->t == TF_DTYPE_Q2_K ? 0.5 : f->t == TF_DTYPE_Q3_K ? 0.3 : 0.08;
+         * positive data), q3_k 0.21, q5_k 0.042, iq4_nl 0.084, iq4_xs 0.083
+         * (five seeds; IQ4's largest gap between table values is 24 steps of
+         * d, and values beyond 113 d clip); a misplaced bit gives O(1) */
+        bool iq4 = f->t == TF_DTYPE_IQ4_NL || f->t == TF_DTYPE_IQ4_XS;
+        const double rel = f->t == TF_DTYPE_Q2_K ? 0.5 : f->t == TF_DTYPE_Q3_K ? 0.3 : iq4 ? 0.12 : 0.08;
         for (int rep = 0; rep < 20; rep++) {
             double scale = pow(10.0, -2.0 + 4.0 * tf_rng_uniform(&rng)), off = rep % 2 ? 0.0 : scale * gauss(&rng);
             for (int i = 0; i < bs; i++) x[i] = (float)(off + scale * gauss(&rng));
@@ -554,6 +607,72 @@ static void test_known_q6_k(void **state) {
     }
 }
 
+/* IQ4_NL: index of element j is j % 16 in the low nibbles and 15 - j in the
+ * high ones, d = 0.5; IQ4_XS: sub-block ib has ls = {5, 13, 21, 0, 37, 45,
+ * 53, 61}[ib] (every pair of high bits; ls - 32 = -32 in sub-block 3) and
+ * element e of it index (7 e + ib) % 16, d = 0.25. Values, dot products with
+ * small activations (exact in every kernel: multiples of 1/4 below 2^20) and
+ * the quantizers, which give these blocks back from their values (each
+ * sub-block holds -127 times its scale, the scale search's first candidate). */
+static void test_known_iq4(void **state) {
+    (void)state;
+    tf_block_iq4_nl w = {.d = tf_f32_to_f16(0.5f)};
+    for (int j = 0; j < 16; j++) w.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+    float y[256], z[256], x[256];
+    tf_ref_dequantize_row(TF_DTYPE_IQ4_NL, &w, y, 32);
+    for (int j = 0; j < 16; j++) {
+        assert_true(y[j] == 0.5f * (float)k_iq4_values[j]);
+        assert_true(y[j + 16] == 0.5f * (float)k_iq4_values[15 - j]);
+    }
+    tf_block_q8_0 a[8];
+    for (int b = 0; b < 8; b++) {
+        a[b].d = tf_f32_to_f16(b % 2 ? 2.0f : 1.0f);
+        for (int i = 0; i < 32; i++) a[b].qs[i] = (int8_t)((i + b) % 5 - 2);
+    }
+    double expect = 0;
+    for (int i = 0; i < 32; i++) expect += (double)y[i] * a[0].qs[i];
+    assert_true(tf_ref_vec_dot(TF_DTYPE_IQ4_NL, 32, &w, a) == (float)expect);
+    for (int k = 0; k < g_n_tables; k++) {
+        assert_true(g_tables[k]->vec_dot[TF_DTYPE_IQ4_NL](32, &w, a) == (float)expect);
+        g_tables[k]->dequantize[TF_DTYPE_IQ4_NL](&w, z, 32);
+        assert_memory_equal(z, y, sizeof(float) * 32);
+    }
+    tf_block_iq4_nl wq;
+    tf_ref_quantize_row(TF_DTYPE_IQ4_NL, y, &wq, 32);
+    assert_memory_equal(&wq, &w, sizeof w);
+
+    static const int ls[8] = {5, 13, 21, 0, 37, 45, 53, 61};
+    tf_block_iq4_xs v;
+    memset(&v, 0, sizeof v);
+    v.d = tf_f32_to_f16(0.25f);
+    for (int ib = 0; ib < 8; ib++) {
+        v.scales_l[ib / 2] |= (uint8_t)((ls[ib] & 15) << (4 * (ib % 2)));
+        v.scales_h |= (uint16_t)((ls[ib] >> 4) << (2 * ib));
+        for (int e = 0; e < 32; e++) {
+            int q = (7 * e + ib) % 16;
+            v.qs[16 * ib + e % 16] |= (uint8_t)(q << (e < 16 ? 0 : 4));
+            x[32 * ib + e] = 0.25f * (float)(ls[ib] - 32) * (float)k_iq4_values[q];
+        }
+    }
+    tf_ref_dequantize_row(TF_DTYPE_IQ4_XS, &v, y, 256);
+    for (int e = 0; e < 256; e++)
+        if (y[e] != x[e]) {
+            print_error("iq4_xs element %d: %g, expected %g\n", e, y[e], x[e]);
+            fail();
+        }
+    expect = 0;
+    for (int e = 0; e < 256; e++) expect += (double)x[e] * tf_f16_to_f32(a[e / 32].d) * a[e / 32].qs[e % 32];
+    assert_true(tf_ref_vec_dot(TF_DTYPE_IQ4_XS, 256, &v, a) == (float)expect);
+    for (int k = 0; k < g_n_tables; k++) {
+        assert_true(g_tables[k]->vec_dot[TF_DTYPE_IQ4_XS](256, &v, a) == (float)expect);
+        g_tables[k]->dequantize[TF_DTYPE_IQ4_XS](&v, z, 256);
+        assert_memory_equal(z, y, sizeof z);
+    }
+    tf_block_iq4_xs vq;
+    tf_ref_quantize_row(TF_DTYPE_IQ4_XS, x, &vq, 256);
+    assert_memory_equal(&vq, &v, sizeof v);
+}
+
 /* ---- quantize round trip ------------------------------------------------------------- */
 
 /* Relative RMS error of dequantize(quantize(x)) at several magnitudes, for
@@ -561,8 +680,8 @@ static void test_known_q6_k(void **state) {
  * Measured (plain / outliers): f16 2.0e-4 / 2.0e-4, bf16 1.6e-3 / 1.6e-3,
  * q8_0 5.3e-3 / 9.3e-3, q4_0 8.5e-2 / 0.146, q4_1 7.8e-2 / 0.101, q4_k 7.2e-2 / 0.095,
  * q6_k 1.9e-2 / 2.8e-2, q5_0 4.3e-2 / 7.3e-2, q5_1 3.8e-2 / 4.9e-2,
- * q2_k 0.267 / 0.292, q3_k 0.155 / 0.199, q5_k 3.7e-2 / 4.8e-2; the bounds
- * add about 20 %. */
+ * q2_k 0.267 / 0.292, q3_k 0.155 / 0.199, q5_k 3.7e-2 / 4.8e-2, iq4_nl
+ * 7.4e-2 / 0.109, iq4_xs 7.5e-2 / 0.110; the bounds add about 20 %. */
 static void test_roundtrip(void **state) {
     (void)state;
     static const struct { tf_dtype t; double plain, outliers; } bounds[] = {
@@ -571,6 +690,7 @@ static void test_roundtrip(void **state) {
         {TF_DTYPE_Q4_K, 0.085, 0.115},  {TF_DTYPE_Q6_K, 0.023, 0.033},
         {TF_DTYPE_Q5_0, 0.051, 0.087},  {TF_DTYPE_Q5_1, 0.045, 0.058},   {TF_DTYPE_Q2_K, 0.32, 0.35},
         {TF_DTYPE_Q3_K, 0.19, 0.24},    {TF_DTYPE_Q5_K, 0.044, 0.058},
+        {TF_DTYPE_IQ4_NL, 0.089, 0.13}, {TF_DTYPE_IQ4_XS, 0.09, 0.132},
     };
     static const double scales[] = {1e-2, 1.0, 300.0};
     tf_rng rng;
@@ -608,9 +728,12 @@ static void test_roundtrip(void **state) {
         tf_ref_dequantize_row(bounds[bi].t, q, y, n);
         assert_false(tu_has_nonfinite(y, n));
         assert_true(fabsf(y[300] + 3.0f) < 0.02f);
+        /* IQ4's table has no 0: the nearest value is d * 1, with |d| about 3 / 127 */
+        bool iq4 = bounds[bi].t == TF_DTYPE_IQ4_NL || bounds[bi].t == TF_DTYPE_IQ4_XS;
+        float near0 = iq4 ? 3.0f / 100.0f : 0.02f;
         for (int64_t i = 0; i < n; i++) { /* other blocks exactly zero; its own block near zero */
             if (i / 256 != 300 / 256) assert_true(y[i] == 0.0f);
-            else if (i != 300) assert_true(fabsf(y[i]) < 0.02f);
+            else if (i != 300) assert_true(fabsf(y[i]) < near0);
         }
     }
     free(x);
@@ -746,20 +869,23 @@ static void test_kernels_vs_ref(void **state) {
  * to rounding; every table's act_pack is bitwise tf_ref_act_pack; every
  * packed tile shape is bitwise tf_ref_packed_dot (the property batch
  * invariance rests on), finite, and writes nothing outside its tile. Row
- * lengths cover tails only (1, 2, 7 blocks), one group plus a pair (576
- * columns, SmolLM2's), groups plus an odd tail and whole groups. */
+ * lengths cover tails only (1, 2, 7, 8 blocks), one group plus a pair (576
+ * columns, SmolLM2's), one group plus 8 blocks (768: IQ4_XS's one tail
+ * shape), groups plus an odd tail and whole groups. */
 static void test_packed_vs_ref(void **state) {
     (void)state;
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x66);
     enum { NR = TF_TILE_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
-    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1};
-    static const int64_t lens[] = {32, 64, 224, 576, 1056, 4096};
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1,  TF_DTYPE_Q5_0,
+                                     TF_DTYPE_Q5_1, TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
+    static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096};
     static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             tf_dtype t = types[ti];
             int64_t n = lens[li];
+            if (n % block_of(t)) continue; /* IQ4_XS: multiples of 256 only */
             size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(t, n), ps = tf_act_packed_row_size(t, n);
             assert_true(ps > 0 && ps <= tf_act_scratch_row_size(t, n));
             float *x = malloc(sizeof(float) * n * (NR > NT ? NR : NT));
@@ -1075,6 +1201,7 @@ int main(void) {
         cmocka_unit_test(test_quantize_layout),
         cmocka_unit_test(test_known_q4_k),
         cmocka_unit_test(test_known_q6_k),
+        cmocka_unit_test(test_known_iq4),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_kernels_vs_ref),
         cmocka_unit_test(test_nonfinite_propagates),

@@ -78,6 +78,11 @@ static double elem_bound(tf_dtype t, double x, double amax) {
     /* Q5_0 / Q5_1: as Q4_0 / Q4_1 with twice the levels */
     case TF_DTYPE_Q5_0: return amax / 16.0 * 1.01 + amax * 0x1p-9;
     case TF_DTYPE_Q5_1: return amax / 31.0 * 1.01 + amax * 0x1p-8;
+    /* IQ4: half the widest gap of the table (24 steps of d, d about amax /
+     * 127) or the clipping of an extreme value by the least-squares scale
+     * (the quantizer minimizes the block's squared error, not its largest
+     * one): up to 0.153 amax measured on these uniform weights */
+    case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS: return amax * 0.2;
     default: return INFINITY; /* K-quants: checked by NMSE below */
     }
 }
@@ -89,6 +94,7 @@ static double nmse_bound(tf_dtype t) {
     case TF_DTYPE_Q2_K: return 0.07; /* measured ~0.048 */
     case TF_DTYPE_Q3_K: return 0.03; /* measured ~0.018 */
     case TF_DTYPE_Q5_K: return 1.5e-3; /* measured ~7.8e-4 */
+    case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS: return 6e-3; /* measured ~3.9e-3 / 4.0e-3 (q4_0 ~4.2e-3) */
     default: return INFINITY;
     }
 }
@@ -182,7 +188,7 @@ static void test_every_type(void **state) {
     (void)state;
     const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,
                               TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q2_K, TF_DTYPE_Q3_K,
-                              TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
+                              TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K, TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
     char *src = make_source(TF_DTYPE_F32, true);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         tf_err err = {0};
@@ -282,8 +288,8 @@ static void test_errors(void **state) {
 }
 
 /* tests/data/quant_vectors.gguf (written by tests/data/gen_quant_vectors.py
- * with llama.cpp's `gguf` Python package): for Q5_0, Q5_1, Q2_K, Q3_K and
- * Q5_K, blocks of random bytes with random finite f16 scales ("<t>.rand")
+ * with llama.cpp's `gguf` Python package): for Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,
+ * IQ4_NL and IQ4_XS, blocks of random bytes with random finite f16 scales ("<t>.rand")
  * and, for the two types the package can quantize, its quantization of
  * Gaussian values ("<t>.quant"), each next to the f32 values the package
  * dequantizes them to ("<name>.f32"). The reference dequantization must give
@@ -292,10 +298,10 @@ static void test_errors(void **state) {
 static void test_gguf_package_vectors(void **state) {
     (void)state;
     const char *path = "tests/data/quant_vectors.gguf";
-    static const char *const names[] = {"q5_0.rand", "q5_0.quant", "q5_1.rand", "q5_1.quant",
-                                        "q2_k.rand", "q3_k.rand",  "q5_k.rand"};
-    static const tf_dtype types[] = {TF_DTYPE_Q5_0, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1, TF_DTYPE_Q5_1,
-                                     TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q5_K};
+    static const char *const names[] = {"q5_0.rand", "q5_0.quant", "q5_1.rand",   "q5_1.quant",  "q2_k.rand",
+                                        "q3_k.rand", "q5_k.rand",  "iq4_nl.rand", "iq4_xs.rand"};
+    static const tf_dtype types[] = {TF_DTYPE_Q5_0, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1,   TF_DTYPE_Q5_1,  TF_DTYPE_Q2_K,
+                                     TF_DTYPE_Q3_K, TF_DTYPE_Q5_K, TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
     tf_err err = {0};
     tf_gguf g;
     OK(tf_gguf_open(&g, path, &err));

@@ -3,6 +3,8 @@
 
 #include <strings.h>
 
+const int8_t tf_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 bool tf_dtype_supported(uint32_t type) { return tf_dtype_block_size(type) != 0; }
 
 uint32_t tf_dtype_block_size(uint32_t type) {
@@ -13,7 +15,9 @@ uint32_t tf_dtype_block_size(uint32_t type) {
     case TF_DTYPE_Q4_1: return TF_QK4_1;
     case TF_DTYPE_Q5_0: return TF_QK5_0;
     case TF_DTYPE_Q5_1: return TF_QK5_1;
+    case TF_DTYPE_IQ4_NL: return TF_QK4_NL;
     case TF_DTYPE_Q2_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: case TF_DTYPE_Q6_K:
+    case TF_DTYPE_IQ4_XS:
         return TF_QK_K;
     default: return 0;
     }
@@ -33,6 +37,8 @@ uint32_t tf_dtype_type_size(uint32_t type) {
     case TF_DTYPE_Q4_K: return sizeof(tf_block_q4_k);
     case TF_DTYPE_Q5_K: return sizeof(tf_block_q5_k);
     case TF_DTYPE_Q6_K: return sizeof(tf_block_q6_k);
+    case TF_DTYPE_IQ4_NL: return sizeof(tf_block_iq4_nl);
+    case TF_DTYPE_IQ4_XS: return sizeof(tf_block_iq4_xs);
     default: return 0;
     }
 }
@@ -55,7 +61,8 @@ const char *tf_dtype_name(uint32_t type) {
 bool tf_dtype_from_name(const char *name, tf_dtype *out) {
     static const tf_dtype ok[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16, TF_DTYPE_Q8_0,
                                   TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1,
-                                  TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K};
+                                  TF_DTYPE_Q2_K, TF_DTYPE_Q3_K, TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K,
+                                  TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcasecmp(name, k_names[ok[i]]) == 0) { *out = ok[i]; return true; }
     return false;

@@ -22,6 +22,8 @@ typedef enum tf_dtype {
     TF_DTYPE_Q4_K = 12,
     TF_DTYPE_Q5_K = 13,
     TF_DTYPE_Q6_K = 14,
+    TF_DTYPE_IQ4_NL = 20,
+    TF_DTYPE_IQ4_XS = 23,
     TF_DTYPE_BF16 = 30,
     TF_DTYPE_COUNT = 40, /* upper bound of ids this build knows a name for */
 } tf_dtype;
@@ -31,6 +33,7 @@ typedef enum tf_dtype {
 #define TF_QK4_1 32
 #define TF_QK5_0 32
 #define TF_QK5_1 32
+#define TF_QK4_NL 32
 #define TF_QK_K 256
 
 /* Block layouts, byte-compatible with the GGUF files in the wild. */
@@ -71,6 +74,20 @@ typedef struct {
     uint16_t d;                  /* f16 super-block scale */
 } tf_block_q6_k;                                                           /* 210 bytes */
 
+/* IQ4_NL: 4-bit indices into the non-linear table tf_iq4_values (element j
+ * in the low nibble of qs[j], element j + 16 in its high nibble, as Q4_0);
+ * x = d * tf_iq4_values[index]. */
+typedef struct { uint16_t d; uint8_t qs[TF_QK4_NL / 2]; } tf_block_iq4_nl;  /* 18 bytes */
+/* IQ4_XS: 8 sub-blocks of 32, each an IQ4_NL block whose scale is
+ * d * (ls - 32) with a 6-bit ls (tf_iq4_xs_scale); sub-block ib's indices are
+ * qs[16 ib .. 16 ib + 15], laid out as IQ4_NL's. */
+typedef struct {
+    uint16_t d;                     /* f16 super-block scale */
+    uint16_t scales_h;              /* bits 4..5 of ls of sub-block ib at bits 2 ib .. 2 ib + 1 */
+    uint8_t scales_l[TF_QK_K / 64]; /* bits 0..3 of ls of sub-block ib in nibble ib % 2 of byte ib / 2 */
+    uint8_t qs[TF_QK_K / 2];
+} tf_block_iq4_xs;                                                         /* 136 bytes */
+
 _Static_assert(sizeof(tf_block_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(tf_block_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(tf_block_q4_1) == 20, "q4_1 block");
@@ -81,6 +98,17 @@ _Static_assert(sizeof(tf_block_q3_k) == 110, "q3_k block");
 _Static_assert(sizeof(tf_block_q4_k) == 144, "q4_k block");
 _Static_assert(sizeof(tf_block_q5_k) == 176, "q5_k block");
 _Static_assert(sizeof(tf_block_q6_k) == 210, "q6_k block");
+_Static_assert(sizeof(tf_block_iq4_nl) == 18, "iq4_nl block");
+_Static_assert(sizeof(tf_block_iq4_xs) == 136, "iq4_xs block");
+
+/* The 16 values of IQ4_NL / IQ4_XS indices (ggml's kvalues_iq4nl), ascending. */
+extern const int8_t tf_iq4_values[16];
+
+/* IQ4_XS: the 6-bit scale ls (0..63; the sub-block's scale is d * (ls - 32))
+ * of sub-block ib (0..7). */
+static inline int tf_iq4_xs_scale(const tf_block_iq4_xs *b, int ib) {
+    return ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b->scales_h >> (2 * ib)) & 3) << 4);
+}
 
 /* True for the types this engine can compute with. */
 bool tf_dtype_supported(uint32_t type);

@@ -35,6 +35,8 @@ int32_t tf_gguf_file_type(tf_dtype type) {
     case TF_DTYPE_Q4_K: return 14; /* LLAMA_FTYPE_MOSTLY_Q4_K_S */
     case TF_DTYPE_Q5_K: return 16; /* LLAMA_FTYPE_MOSTLY_Q5_K_S */
     case TF_DTYPE_Q6_K: return 18;
+    case TF_DTYPE_IQ4_NL: return 25; /* LLAMA_FTYPE_MOSTLY_IQ4_NL */
+    case TF_DTYPE_IQ4_XS: return 30; /* LLAMA_FTYPE_MOSTLY_IQ4_XS */
     case TF_DTYPE_BF16: return 32;
     default: return -1;
     }
@@ -164,7 +166,7 @@ tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, in
     if (tf_gguf_file_type(type) < 0)
         return tf_errf(err, TF_ERR_INVALID_ARG,
                        "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
-                       "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k)",
+                       "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs)",
                        tf_dtype_name(type));
     const tf_gguf g = *gp;
     const char *in = g.path;

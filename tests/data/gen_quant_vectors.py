@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/data/quant_vectors.gguf: blocks of Q5_0, Q5_1, Q2_K, Q3_K and
-Q5_K next to the f32 values that the `gguf` package (llama.cpp's Python GGUF
+"""Writes tests/data/quant_vectors.gguf: blocks of Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,
+IQ4_NL and IQ4_XS next to the f32 values that the `gguf` package (llama.cpp's Python GGUF
 library) dequantizes them to. test_quantize.c checks that the engine reads the
 same values.
 
@@ -8,12 +8,16 @@ Per type T (lower-case name t):
   t.rand      random bytes for every block (finite random f16 scales written
               over the scale fields), shape [4, 256]
   t.rand.f32  gguf.quants.dequantize of t.rand
-and for the types gguf can quantize (Q5_0, Q5_1):
+and for the types gguf can quantize (Q5_0, Q5_1; gguf 0.19.0 has no IQ4
+quantizer, only the dequantizers):
   t.quant     gguf.quants.quantize of Gaussian values, shape [4, 256]
   t.quant.f32 gguf.quants.dequantize of t.quant
 
     python3 -m venv /tmp/venv-gguf && /tmp/venv-gguf/bin/pip install gguf numpy
     /tmp/venv-gguf/bin/python tests/data/gen_quant_vectors.py
+
+The types are written in the order of F16_FIELDS from one seeded generator,
+so adding a type at the end leaves the earlier tensors as they were.
 """
 import os
 import numpy as np
@@ -31,6 +35,8 @@ F16_FIELDS = {
     Q.Q2_K: [80, 82],   # scales[16], qs[64], d, dmin
     Q.Q3_K: [108],      # hmask[32], qs[64], scales[12], d
     Q.Q5_K: [0, 2],     # d, dmin, scales[12], qh[32], qs[128]
+    Q.IQ4_NL: [0],      # d, qs[16]
+    Q.IQ4_XS: [0],      # d, scales_h (u16), scales_l[4], qs[128]
 }
 
 

@@ -4,7 +4,8 @@
  *
  * Every weight type W has an activation format act(W) that its dot product
  * consumes: F32 for F32/F16/BF16 weights, Q8_0 blocks for Q8_0/Q4_0/Q5_0
- * weights, Q8_1 blocks (Q8_0 plus the sum of the quants) for Q4_1/Q5_1
+ * weights and for IQ4_NL/IQ4_XS (whose sub-blocks of 32 carry their own
+ * scales), Q8_1 blocks (Q8_0 plus the sum of the quants) for Q4_1/Q5_1
  * weights, Q8_K blocks for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
  * Activations are converted once per matrix product (tf_act_quantize), never
  * weights per token.
@@ -55,7 +56,8 @@ tf_dtype tf_act_type(tf_dtype type);
 size_t tf_act_row_size(tf_dtype type, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
- * Q4_0, Q4_1, Q5_0 and Q5_1 weights: one token's quantized row (the same
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS weights (an IQ4_XS sub-block of
+ * 32 counts as a block): one token's quantized row (the same
  * quants and f16 scales as its Q8_0 / Q8_1 blocks) rearranged so that a
  * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the
  * per-block terms a kernel needs are already float / int32 vectors. Layout of
@@ -70,8 +72,8 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
  *       of the block of quants 4 l .. 4 l + 3; ex[16] likewise per lane.
  * ex is the part of the dot product that depends only on the activations'
  * sum s over the lane's block (group) or the lane's 4 quants (tail): int32
- * -128 s (Q8_0: the weights enter the u8 x s8 product as w + 128), -8 s
- * (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1: the weight's offset m
+ * -128 s (Q8_0, IQ4_NL, IQ4_XS: the weights enter the u8 x s8 product as
+ * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1: the weight's offset m
  * multiplies it; exact, 11 x 12 significant bits). Only the matrix product
  * uses this format; tests reach it through tf_ref_act_pack. */
 #define TF_PACK_GROUP_BLOCKS 16

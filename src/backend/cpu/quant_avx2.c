@@ -11,6 +11,9 @@
  *   Q4_1 / Q5_1: q in 0..15 (0..31) against a (Q8_1 blocks); the offset m
  *        times the activation's stored quant sum is spread over the 8 lanes
  *        (1/8 each).
+ *   IQ4_NL / IQ4_XS: the nibbles looked up in the value table (pshufb) give
+ *        s8 weights, then as Q8_0; an IQ4_XS sub-block is a block of 32 with
+ *        scale d (ls - 32).
  *   K-quants (Q2_K .. Q6_K): each row's super-block unpacked once into u8
  *        quants and one float scale vector per 32 elements; mins and offsets
  *        (Q2_K/Q4_K/Q5_K mins, Q3_K's -4, Q6_K's -32) through the
@@ -154,12 +157,14 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
     return s;
 }
 
-/* ---- Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights against Q8_0 / Q8_1 activations -- */
+/* ---- Q8_0 / Q4_x / Q5_x / IQ4 weights against Q8_0 / Q8_1 activations ------ */
 
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1 };
+enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1, K0_IQ4_NL, K0_IQ4_XS };
 
 /* Formats x = d q + m, whose activations are Q8_1 blocks. */
 #define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
+/* Formats whose weights are s8 values (Q8_0's quants, IQ4's table values). */
+#define K0_SIGNED(kind) ((kind) == K0_Q8_0 || (kind) == K0_IQ4_NL || (kind) == K0_IQ4_XS)
 
 /* Nibbles of 16 bytes of a Q4_0 / Q4_1 block as u8 [elements 0..15 | elements 16..31]. */
 TF_AI __m256i load_nibbles(const uint8_t *qs) {
@@ -167,6 +172,20 @@ TF_AI __m256i load_nibbles(const uint8_t *qs) {
     const __m128i low4 = _mm_set1_epi8(0x0F);
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, low4)),
                                    _mm_and_si128(_mm_srli_epi16(v, 4), low4), 1);
+}
+
+/* IQ4 indices (16 bytes of nibbles) as their s8 table values in element order. */
+TF_AI __m256i load_iq4(const uint8_t *qs) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tf_iq4_values));
+    return _mm256_shuffle_epi8(table, load_nibbles(qs));
+}
+
+/* IQ4_XS: block ib of a row counted in sub-blocks of 32: its indices and its
+ * scale d (ls - 32) (exact). */
+TF_AI const uint8_t *iq4xs_sub(const char *row, int64_t ib, float *scale) {
+    const tf_block_iq4_xs *b = (const tf_block_iq4_xs *)row + ib / 8;
+    *scale = f16(b->d) * (float)(tf_iq4_xs_scale(b, (int)(ib % 8)) - 32);
+    return b->qs + 16 * (ib % 8);
 }
 
 /* Quants of a Q5_0 / Q5_1 block as u8 in element order: the nibbles plus bit
@@ -193,8 +212,13 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
             if (kind == K0_Q8_0) {
                 const tf_block_q8_0 *b = (const tf_block_q8_0 *)row + ib;
                 wq[r] = _mm256_loadu_si256((const __m256i *)b->qs);
-                wabs[r] = _mm256_sign_epi8(wq[r], wq[r]);
                 wd[r] = f16(b->d);
+            } else if (kind == K0_IQ4_NL) {
+                const tf_block_iq4_nl *b = (const tf_block_iq4_nl *)row + ib;
+                wq[r] = load_iq4(b->qs);
+                wd[r] = f16(b->d);
+            } else if (kind == K0_IQ4_XS) {
+                wq[r] = load_iq4(iq4xs_sub(row, ib, &wd[r]));
             } else if (kind == K0_Q4_0) {
                 const tf_block_q4_0 *b = (const tf_block_q4_0 *)row + ib;
                 wq[r] = load_nibbles(b->qs);
@@ -214,6 +238,7 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
                 wd[r] = f16(b->d);
                 wm[r] = f16(b->m);
             }
+            if (K0_SIGNED(kind)) wabs[r] = _mm256_sign_epi8(wq[r], wq[r]);
         }
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
@@ -236,7 +261,7 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 __m256i s;
-                if (kind == K0_Q8_0) s = dot_u8s8(wabs[r], _mm256_sign_epi8(aq, wq[r]));
+                if (K0_SIGNED(kind)) s = dot_u8s8(wabs[r], _mm256_sign_epi8(aq, wq[r]));
                 else if (K0_HAS_MIN(kind)) s = dot_u8s8(wq[r], aq);
                 else s = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], aq), bias),
                                            _mm256_set1_epi16(1));
@@ -513,6 +538,14 @@ void tf_avx2_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *
                        int64_t ldo) {
     tile_dispatch(1, K0_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx2_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(1, K0_IQ4_NL, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx2_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
+                         int64_t ldo) {
+    tile_dispatch(1, K0_IQ4_XS, n, w, ws, nr, a, as, nt, out, ldo);
+}
 void tf_avx2_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
                        int64_t ldo) {
     tile_dispatch(2, KK_Q2_K, n, w, ws, nr, a, as, nt, out, ldo);
@@ -565,6 +598,16 @@ float tf_avx2_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
 float tf_avx2_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
     float r;
     q0_kernel(K0_Q5_1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_iq4_nl(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_IQ4_NL, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx2_vec_dot_iq4_xs(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_IQ4_XS, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
 float tf_avx2_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
@@ -815,5 +858,28 @@ void tf_avx2_dequantize_q2_k(const void *vx, float *y, int64_t n) {
             off[g] = dmin * (float)(x[i].scales[g] >> 4);
         }
         kq_dequant_groups(k.q, mul, off, 0, y);
+    }
+}
+
+/* 32 s8 values at v times scale d into y[0..31]. */
+TF_AI void dequant_s8x32(__m256i v, float d, float *y) {
+    __m256 vd = _mm256_set1_ps(d);
+    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), vd));
+    _mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), vd));
+    _mm256_storeu_ps(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), vd));
+    _mm256_storeu_ps(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), vd));
+}
+
+void tf_avx2_dequantize_iq4_nl(const void *vx, float *y, int64_t n) {
+    const tf_block_iq4_nl *x = vx;
+    for (int64_t i = 0; i < n / TF_QK4_NL; i++, y += TF_QK4_NL) dequant_s8x32(load_iq4(x[i].qs), f16(x[i].d), y);
+}
+
+void tf_avx2_dequantize_iq4_xs(const void *vx, float *y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 32; ib++, y += 32) {
+        float d;
+        const uint8_t *qs = iq4xs_sub(vx, ib, &d);
+        dequant_s8x32(load_iq4(qs), d, y);
     }
 }

@@ -21,6 +21,11 @@
  *   Q4_1 / Q5_1 (d q + m with q in 0..15 / 0..31, Q8_1 activations): q
  *        against a; the offset term m * d_a * sum(a), from the activation's
  *        stored sum, is spread over the block's 8 lanes (1/8 each).
+ *   IQ4_NL / IQ4_XS (d V[q], V the s8 value table; an IQ4_XS sub-block of
+ *        32 is a block with scale d (ls - 32)): the nibbles are looked up
+ *        with vpshufb. VNNI looks up V + 128 (u8) and starts the
+ *        accumulator at -128 * sum(a), as Q4_0 with offset 128; plain looks
+ *        up V and goes on as Q8_0.
  *   K-quants (Q2_K .. Q6_K): each row's super-block is unpacked once into u8
  *        quants plus float scale vectors; the mins (Q2_K, Q4_K, Q5_K) and the
  *        offsets (Q3_K's -4, Q6_K's -32) are one int16 madd with the
@@ -28,7 +33,7 @@
  * Activations from tf_*_quantize_* lie in [-127, 127], which the plain Q8_0
  * path needs (it negates them).
  *
- * The VNNI table's matrix products for Q8_0 / Q4_x / Q5_x use the packed path
+ * The VNNI table's matrix products for Q8_0 / Q4_x / Q5_x / IQ4 use the packed path
  * instead (pk_*, below the Q8_0 family): whole-block int32 sums over packed
  * activations, tiles of one weight row by up to 16 tokens. The q0_* tiles
  * remain the vec_dot / vec_dot_tile kernels of both tables and the matrix
@@ -37,6 +42,7 @@
 #include "backend/cpu/quant_impl.h"
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/fp16.h"
@@ -157,12 +163,29 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-/* ---- Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights against Q8_0 / Q8_1 activations -- */
+/* ---- Q8_0 / Q4_x / Q5_x / IQ4 weights against Q8_0 / Q8_1 activations ------ */
 
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1 };
+enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1, K0_IQ4_NL, K0_IQ4_XS };
 
 /* Formats x = d q + m, whose activations are Q8_1 blocks. */
 #define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
+#define K0_IS_IQ4(kind) ((kind) == K0_IQ4_NL || (kind) == K0_IQ4_XS)
+
+/* IQ4's value table V in every 128-bit lane, as s8 (offset 0) or as the u8
+ * V + 128 (offset 128), for vpshufb lookups. */
+TF_AI __m512i iq4_table(int offset) {
+    __m128i v = _mm_loadu_si128((const __m128i *)tf_iq4_values);
+    if (offset) v = _mm_xor_si128(v, _mm_set1_epi8((char)0x80));
+    return _mm512_broadcast_i32x4(v);
+}
+
+/* IQ4_XS: block ib of a row counted in sub-blocks of 32: its indices and its
+ * scale d (ls - 32) (exact). */
+TF_AI const uint8_t *iq4xs_sub(const char *row, int64_t ib, float *scale) {
+    const tf_block_iq4_xs *b = (const tf_block_iq4_xs *)row + ib / 8;
+    *scale = f16(b->d) * (float)(tf_iq4_xs_scale(b, (int)(ib % 8)) - 32);
+    return b->qs + 16 * (ib % 8);
+}
 
 /* Lane -> block maps of the int32 lanes: Q8_0 vectors hold [block0 | block1]
  * in 256-bit halves; Q4_x / Q5_x vectors hold [lo0 | lo1 | hi0 | hi1] in
@@ -172,11 +195,15 @@ TF_AI __m512i block_lane_map(int kind) {
     return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
 }
 
-/* The f16 scales of blocks ib and ib+1 (0 for a missing second block) spread
- * over the lanes of their blocks. */
-TF_AI __m512 block_scales(int kind, uint16_t d0, uint16_t d1) {
-    __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)d0 | (uint32_t)d1 << 16)));
+/* The scales of blocks ib and ib+1 (elements 0 and 1 of f) spread over the
+ * lanes of their blocks. */
+TF_AI __m512 block_scales_f32(int kind, __m128 f) {
     return _mm512_permutexvar_ps(block_lane_map(kind), _mm512_castps128_ps512(f));
+}
+
+/* As block_scales_f32 from f16 scales (0 for a missing second block). */
+TF_AI __m512 block_scales(int kind, uint16_t d0, uint16_t d1) {
+    return block_scales_f32(kind, _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)d0 | (uint32_t)d1 << 16))));
 }
 
 /* 32 int8 quants at q0 and at q1 (q1 only if two) as [q0 | q1]. */
@@ -228,10 +255,20 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
             if (vnni) /* accumulator start: -128 * sum(w) per lane */
                 wx[r] = _mm512_sub_epi32(zero, dpbusd_vnni(zero, _mm512_set1_epi8((char)0x80), wq[r]));
-            else {
-                wx[r] = _mm512_abs_epi8(wq[r]);
-                wneg[r] = _mm512_movepi8_mask(wq[r]);
+        } else if (K0_IS_IQ4(kind)) {
+            /* VNNI: u8 V + 128; plain: s8 V, then as Q8_0 */
+            if (kind == K0_IQ4_NL) {
+                const tf_block_iq4_nl *b = (const tf_block_iq4_nl *)row + ib;
+                wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
+                wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
+            } else { /* ib even: both sub-blocks in one super-block, the second 16 bytes on */
+                float d0, d1;
+                const uint8_t *qs = iq4xs_sub(row, ib, &d0);
+                iq4xs_sub(row, ib + 1, &d1);
+                wq[r] = load_nibble_pair(qs, qs + 16, 1);
+                wd[r] = block_scales_f32(kind, _mm_setr_ps(d0, d1, 0.0f, 0.0f));
             }
+            wq[r] = _mm512_shuffle_epi8(iq4_table(vnni ? 128 : 0), wq[r]);
         } else if (kind == K0_Q4_0) {
             const tf_block_q4_0 *b = (const tf_block_q4_0 *)row + ib;
             wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
@@ -250,6 +287,10 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             wq[r] = load_q5_pair(b[0].qh, b[0].qs, b[1].qh, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
             wm[r] = block_scales(kind, b[0].m, two ? b[1].m : 0);
+        }
+        if (!vnni && (kind == K0_Q8_0 || K0_IS_IQ4(kind))) { /* s8 weights: |w| and the sign */
+            wx[r] = _mm512_abs_epi8(wq[r]);
+            wneg[r] = _mm512_movepi8_mask(wq[r]);
         }
     }
 #pragma GCC unroll 4
@@ -271,8 +312,8 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
         }
         __m512i abias = zero, au = zero;
         if (kind != K0_Q8_0) aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
-        if (kind == K0_Q4_0 || kind == K0_Q5_0) {
-            const __m512i off = _mm512_set1_epi8(kind == K0_Q4_0 ? 8 : 16);
+        if (kind == K0_Q4_0 || kind == K0_Q5_0 || (K0_IS_IQ4(kind) && vnni)) {
+            const __m512i off = _mm512_set1_epi8((char)(kind == K0_Q4_0 ? 8 : kind == K0_Q5_0 ? 16 : 128));
             if (vnni) abias = _mm512_sub_epi32(zero, dpbusd_vnni(zero, off, aq));
             else abias = _mm512_maddubs_epi16(off, aq); /* int16 pair sums of 8 a (16 a) */
         } else if (kind == K0_Q8_0 && vnni) {
@@ -281,10 +322,10 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             __m512i s;
-            if (kind == K0_Q8_0) {
+            if (kind == K0_Q8_0 || (K0_IS_IQ4(kind) && !vnni)) {
                 if (vnni) s = dpbusd_vnni(wx[r], au, wq[r]);
                 else s = dpbusd_plain(wx[r], _mm512_mask_sub_epi8(aq, wneg[r], zero, aq));
-            } else if (kind == K0_Q4_0 || kind == K0_Q5_0) {
+            } else if (kind == K0_Q4_0 || kind == K0_Q5_0 || K0_IS_IQ4(kind)) {
                 if (vnni) s = dpbusd_vnni(abias, wq[r], aq);
                 else s = _mm512_madd_epi16(_mm512_sub_epi16(_mm512_maddubs_epi16(wq[r], aq), abias),
                                            _mm512_set1_epi16(1));
@@ -322,19 +363,27 @@ TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
  * vectors read straight from memory. Tail blocks (n / 32 not a multiple of
  * 16) go two at a time in natural order. */
 
-/* Bytes per block and offsets of qs / qh within it; kinds as K0_*. */
+/* Bytes per block and offsets of qs / qh within it; kinds as K0_*. IQ4_XS
+ * has no blocks of 32 of its own: its sub-blocks are addressed through
+ * iq4xs_sub, and its "qs offset" is that of the indices iq4xs_sub returns. */
 TF_AI int pk_block_bytes(int kind) {
     switch (kind) {
     case K0_Q8_0: return sizeof(tf_block_q8_0);
     case K0_Q4_0: return sizeof(tf_block_q4_0);
     case K0_Q4_1: return sizeof(tf_block_q4_1);
     case K0_Q5_0: return sizeof(tf_block_q5_0);
+    case K0_IQ4_NL: return sizeof(tf_block_iq4_nl);
     default: return sizeof(tf_block_q5_1);
     }
 }
+/* Bytes of a group of 16 blocks (IQ4_XS: two super-blocks). */
+TF_AI int pk_group_bytes(int kind) {
+    return kind == K0_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
+}
 TF_AI int pk_qs_offset(int kind) {
     switch (kind) {
-    case K0_Q8_0: case K0_Q4_0: return 2;
+    case K0_IQ4_XS: return 0;
+    case K0_Q8_0: case K0_Q4_0: case K0_IQ4_NL: return 2;
     case K0_Q4_1: return 4;
     case K0_Q5_0: return 6;
     default: return 8;
@@ -343,7 +392,7 @@ TF_AI int pk_qs_offset(int kind) {
 TF_AI int pk_qh_offset(int kind) { return kind == K0_Q5_0 ? 2 : 4; }
 #define PK_IS_Q5(kind) ((kind) == K0_Q5_0 || (kind) == K0_Q5_1)
 /* Formats whose ex term is the int32 start value of the block sums. */
-#define PK_INT_EX(kind) ((kind) == K0_Q8_0 || (kind) == K0_Q4_0 || (kind) == K0_Q5_0)
+#define PK_INT_EX(kind) ((kind) == K0_Q8_0 || (kind) == K0_Q4_0 || (kind) == K0_Q5_0 || K0_IS_IQ4(kind))
 
 /* 16 bytes at p, p + stride, p + 2 stride, p + 3 stride as the four 128-bit
  * chunks of a vector. */
@@ -404,6 +453,25 @@ TF_AI __m256i pk_group_words(int kind, const char *blocks, int off) {
     return _mm512_castsi512_si256(r);
 }
 
+/* IQ4_XS: the scales d (ls - 32) of the 16 sub-blocks of two super-blocks,
+ * in lane order (lane L: sub-block tf_pack_lane_block(L)). */
+TF_AI __m512 pk_iq4xs_group_scales(const char *blocks) {
+    const tf_block_iq4_xs *b = (const tf_block_iq4_xs *)blocks;
+    uint32_t l0, l1;
+    memcpy(&l0, b[0].scales_l, 4);
+    memcpy(&l1, b[1].scales_l, 4);
+    /* lanes 0..7: sub-blocks 0..7 of b[0], lanes 8..15: of b[1] */
+    const __m512i sub = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i lo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)l0), _mm512_set1_epi32((int)l1));
+    __m512i hi = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(b[0].scales_h), _mm512_set1_epi32(b[1].scales_h));
+    lo = _mm512_and_si512(_mm512_srlv_epi32(lo, _mm512_slli_epi32(sub, 2)), _mm512_set1_epi32(0xF));
+    hi = _mm512_and_si512(_mm512_srlv_epi32(hi, _mm512_slli_epi32(sub, 1)), _mm512_set1_epi32(3));
+    __m512i ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+    __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f16(b[0].d)), _mm512_set1_ps(f16(b[1].d)));
+    const __m512i lane_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(lane_block, _mm512_mul_ps(_mm512_cvtepi32_ps(ls), d));
+}
+
 /* One weight row's group (or tail pair), ready for the tokens. */
 typedef struct {
     __m512i q[8];
@@ -434,14 +502,23 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
         for (int v = 0; v < 8; v++) wg->q[v] = _mm512_xor_si512(wg->q[v], _mm512_set1_epi8((char)0x80));
     } else {
         __m512i y[4];
+        /* IQ4_XS: blocks 4 k .. 4 k + 3 are sub-blocks 4 (k % 2) .. of super-block k / 2, 16 bytes apart */
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) x[k] = load_4x16(blocks + 4 * k * bs + qs, bs);
+        for (int k = 0; k < 4; k++)
+            x[k] = kind == K0_IQ4_XS ? load_4x16(blocks + (k / 2) * (int)sizeof(tf_block_iq4_xs) +
+                                                     (int)offsetof(tf_block_iq4_xs, qs) + 64 * (k % 2), 16)
+                                     : load_4x16(blocks + 4 * k * bs + qs, bs);
         transpose_4x4_dwords(x, y);
         const __m512i low4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             wg->q[j] = _mm512_and_si512(y[j], low4);
             wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y[j], 4), low4);
+        }
+        if (K0_IS_IQ4(kind)) {
+            const __m512i table = iq4_table(128);
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) wg->q[v] = _mm512_shuffle_epi8(table, wg->q[v]);
         }
         if (PK_IS_Q5(kind)) {
             /* bit 4 of quant 4 v + i (bit 4 v + i of the block's qh) to bit
@@ -457,12 +534,12 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
         }
     }
     /* d (and m) of each block: the f16 words at the block's start */
-    wg->d = _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
+    wg->d = kind == K0_IQ4_XS ? pk_iq4xs_group_scales(blocks) : _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
     wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
 }
 
 /* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
- * (Q8_0 as w + 128). */
+ * (Q8_0 as w + 128, IQ4 as V + 128). */
 TF_AI __m256i pk_block_quants(int kind, const char *block) {
     if (!block) return kind == K0_Q8_0 ? _mm256_set1_epi8((char)0x80) : _mm256_setzero_si256();
     const char *qs = block + pk_qs_offset(kind);
@@ -471,6 +548,7 @@ TF_AI __m256i pk_block_quants(int kind, const char *block) {
     __m128i q = _mm_loadu_si128((const __m128i *)qs);
     __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
     y = _mm256_and_si256(y, _mm256_set1_epi8(0x0F));
+    if (K0_IS_IQ4(kind)) y = _mm256_shuffle_epi8(_mm512_castsi512_si256(iq4_table(128)), y);
     if (PK_IS_Q5(kind)) {
         uint32_t h;
         memcpy(&h, block + pk_qh_offset(kind), 4);
@@ -479,20 +557,28 @@ TF_AI __m256i pk_block_quants(int kind, const char *block) {
     return y;
 }
 
-/* Tail pair: block b0 and, if two, the next one. */
-TF_AI void pk_load_pair(int kind, const char *b0, int two, pk_wgroup *wg) {
-    const int bs = pk_block_bytes(kind);
-    const char *b1 = two ? b0 + bs : NULL;
-    wg->q[0] = _mm512_inserti64x4(_mm512_castsi256_si512(pk_block_quants(kind, b0)), pk_block_quants(kind, b1), 1);
-    uint16_t d0, d1 = 0, m0 = 0, m1 = 0;
-    memcpy(&d0, b0, 2);
-    if (two) memcpy(&d1, b1, 2);
-    wg->d = block_scales(K0_Q8_0, d0, d1); /* lanes 0..7: block 0, 8..15: block 1 */
-    if (K0_HAS_MIN(kind)) {
-        memcpy(&m0, b0 + 2, 2);
-        if (two) memcpy(&m1, b1 + 2, 2);
+/* Tail pair: block b of a row and, if two, the next one. */
+TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup *wg) {
+    float d[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f};
+    __m256i q[2];
+    for (int h = 0; h < 2; h++) {
+        const char *blk = NULL;
+        if (h == 0 || two) {
+            if (kind == K0_IQ4_XS) blk = (const char *)iq4xs_sub(row, b + h, &d[h]);
+            else {
+                uint16_t w16[2];
+                blk = row + (b + h) * pk_block_bytes(kind);
+                memcpy(w16, blk, 4);
+                d[h] = f16(w16[0]);
+                if (K0_HAS_MIN(kind)) m[h] = f16(w16[1]);
+            }
+        }
+        q[h] = pk_block_quants(kind, blk);
     }
-    wg->m = block_scales(K0_Q8_0, m0, m1);
+    wg->q[0] = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
+    /* lanes 0..7: block 0, 8..15: block 1 */
+    wg->d = block_scales_f32(K0_Q8_0, _mm_setr_ps(d[0], d[1], 0.0f, 0.0f));
+    wg->m = block_scales_f32(K0_Q8_0, _mm_setr_ps(m[0], m[1], 0.0f, 0.0f));
 }
 
 /* acc += one group (nv = 8 vectors) or tail pair (nv = 1) of one token,
@@ -522,21 +608,21 @@ TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, co
 /* One weight row against T tokens of packed activations (as bytes apart). */
 TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char *a, size_t as, float *out,
                          int64_t ldo) {
-    const int bs = pk_block_bytes(kind), chains = T <= 2 ? 2 : 1;
+    const int gbytes = pk_group_bytes(kind), chains = T <= 2 ? 2 : 1;
     int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
     __m512 acc[TF_PACK_TOKS_MAX];
 #pragma GCC unroll 16
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     pk_wgroup wg;
     for (int64_t g = 0; g < n_groups; g++) {
-        pk_load_group(kind, row + g * TF_PACK_GROUP_BLOCKS * bs, &wg);
+        pk_load_group(kind, row + g * gbytes, &wg);
         const char *ap = a + g * TF_PACK_GROUP_BYTES;
 #pragma GCC unroll 16
         for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 8, chains, &wg, ap + t * as, acc[t]);
     }
     const char *ap = a + n_groups * TF_PACK_GROUP_BYTES;
     for (int64_t b = n_groups * TF_PACK_GROUP_BLOCKS; b < nb; b += 2, ap += TF_PACK_PAIR_BYTES) {
-        pk_load_pair(kind, row + b * bs, b + 1 < nb, &wg);
+        pk_load_pair(kind, row, b, b + 1 < nb, &wg);
 #pragma GCC unroll 16
         for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 1, chains, &wg, ap + t * as, acc[t]);
     }
@@ -581,6 +667,14 @@ void tf_avx512vnni_packed_tile_q5_1(int64_t n, const void *w, size_t ws, int nr,
                                     float *out, int64_t ldo) {
     pk_tile(K0_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx512vnni_packed_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                      float *out, int64_t ldo) {
+    pk_tile(K0_IQ4_NL, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_packed_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                                      float *out, int64_t ldo) {
+    pk_tile(K0_IQ4_XS, n, w, ws, nr, a, as, nt, out, ldo);
+}
 
 /* f32 -> packed activations: the Q8_0 / Q8_1 blocks of 512 columns at a time
  * (bitwise those of the reference), rearranged by tf_act_pack_blocks. */
@@ -601,6 +695,8 @@ void tf_avx512_act_pack_q4_0(const float *x, void *y, int64_t n) { act_pack(TF_D
 void tf_avx512_act_pack_q4_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_1, x, y, n); }
 void tf_avx512_act_pack_q5_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_0, x, y, n); }
 void tf_avx512_act_pack_q5_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_1, x, y, n); }
+void tf_avx512_act_pack_iq4_nl(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_NL, x, y, n); }
+void tf_avx512_act_pack_iq4_xs(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_XS, x, y, n); }
 
 /* ---- K-quant weights against Q8_K activations ------------------------------------ */
 
@@ -945,6 +1041,22 @@ void tf_avx512vnni_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const 
                              float *out, int64_t ldo) {
     tile_dispatch(2, KK_Q5_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
 }
+void tf_avx512_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                           float *out, int64_t ldo) {
+    tile_dispatch(1, K0_IQ4_NL, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                               float *out, int64_t ldo) {
+    tile_dispatch(1, K0_IQ4_NL, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                           float *out, int64_t ldo) {
+    tile_dispatch(1, K0_IQ4_XS, 0, n, w, ws, nr, a, as, nt, out, ldo);
+}
+void tf_avx512vnni_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                               float *out, int64_t ldo) {
+    tile_dispatch(1, K0_IQ4_XS, 1, n, w, ws, nr, a, as, nt, out, ldo);
+}
 
 /* ---- single dot products ------------------------------------------------------- */
 
@@ -1050,6 +1162,26 @@ float tf_avx512_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
 float tf_avx512vnni_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
     float r;
     kq_kernel(KK_Q5_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_iq4_nl(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_IQ4_NL, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_iq4_nl(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_IQ4_NL, 1, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512_vec_dot_iq4_xs(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_IQ4_XS, 0, 1, 1, n, w, 0, a, 0, &r, 1);
+    return r;
+}
+float tf_avx512vnni_vec_dot_iq4_xs(int64_t n, const void *w, const void *a) {
+    float r;
+    q0_kernel(K0_IQ4_XS, 1, 1, 1, n, w, 0, a, 0, &r, 1);
     return r;
 }
 
@@ -1275,5 +1407,29 @@ void tf_avx512_dequantize_q2_k(const void *vx, float *y, int64_t n) {
             off[g] = dmin * (float)(x[i].scales[g] >> 4);
         }
         kq_dequant_groups(k.q, mul, off, 0, y);
+    }
+}
+
+/* 16 bytes of IQ4 indices (a block of 32) times scale d into y[0..31]. */
+TF_AI void iq4_dequant32(const uint8_t *qs, float d, float *y) {
+    const __m128i table = _mm_loadu_si128((const __m128i *)tf_iq4_values), low4 = _mm_set1_epi8(0x0F);
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(v, low4));
+    __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4));
+    __m512 vd = _mm512_set1_ps(d);
+    _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), vd));
+    _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), vd));
+}
+
+void tf_avx512_dequantize_iq4_nl(const void *vx, float *y, int64_t n) {
+    const tf_block_iq4_nl *x = vx;
+    for (int64_t i = 0; i < n / TF_QK4_NL; i++, y += TF_QK4_NL) iq4_dequant32(x[i].qs, f16(x[i].d), y);
+}
+
+void tf_avx512_dequantize_iq4_xs(const void *vx, float *y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 32; ib++, y += 32) {
+        float d;
+        const uint8_t *qs = iq4xs_sub(vx, ib, &d);
+        iq4_dequant32(qs, d, y);
     }
 }

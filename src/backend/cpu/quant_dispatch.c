@@ -33,6 +33,12 @@ static void ref_dequantize_q3_k(const void *x, float *y, int64_t n) { tf_ref_deq
 static void ref_dequantize_q5_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_K, x, y, n); }
 static void ref_dequantize_q4_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_K, x, y, n); }
 static void ref_dequantize_q6_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q6_K, x, y, n); }
+static void ref_dequantize_iq4_nl(const void *x, float *y, int64_t n) {
+    tf_ref_dequantize_row(TF_DTYPE_IQ4_NL, x, y, n);
+}
+static void ref_dequantize_iq4_xs(const void *x, float *y, int64_t n) {
+    tf_ref_dequantize_row(TF_DTYPE_IQ4_XS, x, y, n);
+}
 
 static float ref_dot_f32(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_F32, n, w, a); }
 static float ref_dot_f16(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_F16, n, w, a); }
@@ -47,6 +53,8 @@ static float ref_dot_q3_k(int64_t n, const void *w, const void *a) { return tf_r
 static float ref_dot_q5_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_K, n, w, a); }
 static float ref_dot_q4_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_K, n, w, a); }
 static float ref_dot_q6_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q6_K, n, w, a); }
+static float ref_dot_iq4_nl(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_IQ4_NL, n, w, a); }
+static float ref_dot_iq4_xs(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_IQ4_XS, n, w, a); }
 
 /* The tile contract by nr x nt calls of the reference dot product. */
 static void ref_tile(tf_dtype type, int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
@@ -108,6 +116,14 @@ static void ref_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const voi
                           int64_t ldo) {
     ref_tile(TF_DTYPE_Q6_K, n, w, ws, nr, a, as, nt, out, ldo);
 }
+static void ref_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                            float *out, int64_t ldo) {
+    ref_tile(TF_DTYPE_IQ4_NL, n, w, ws, nr, a, as, nt, out, ldo);
+}
+static void ref_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
+                            float *out, int64_t ldo) {
+    ref_tile(TF_DTYPE_IQ4_XS, n, w, ws, nr, a, as, nt, out, ldo);
+}
 
 /* ---- tables ------------------------------------------------------------------- */
 
@@ -119,33 +135,39 @@ static const tf_cpu_kernels k_scalar = {
                      [TF_DTYPE_Q5_0] = ref_quantize_q8_0, [TF_DTYPE_Q5_1] = ref_quantize_q8_1,
                      [TF_DTYPE_Q2_K] = ref_quantize_q8_k, [TF_DTYPE_Q3_K] = ref_quantize_q8_k,
                      [TF_DTYPE_Q4_K] = ref_quantize_q8_k, [TF_DTYPE_Q5_K] = ref_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = ref_quantize_q8_k},
+                     [TF_DTYPE_Q6_K] = ref_quantize_q8_k,
+                     [TF_DTYPE_IQ4_NL] = ref_quantize_q8_0, [TF_DTYPE_IQ4_XS] = ref_quantize_q8_0},
     .vec_dot = {[TF_DTYPE_F32] = ref_dot_f32, [TF_DTYPE_F16] = ref_dot_f16, [TF_DTYPE_BF16] = ref_dot_bf16,
                 [TF_DTYPE_Q8_0] = ref_dot_q8_0, [TF_DTYPE_Q4_0] = ref_dot_q4_0, [TF_DTYPE_Q4_1] = ref_dot_q4_1,
                 [TF_DTYPE_Q5_0] = ref_dot_q5_0, [TF_DTYPE_Q5_1] = ref_dot_q5_1, [TF_DTYPE_Q2_K] = ref_dot_q2_k,
                 [TF_DTYPE_Q3_K] = ref_dot_q3_k, [TF_DTYPE_Q4_K] = ref_dot_q4_k, [TF_DTYPE_Q5_K] = ref_dot_q5_k,
-                [TF_DTYPE_Q6_K] = ref_dot_q6_k},
+                [TF_DTYPE_Q6_K] = ref_dot_q6_k,
+                [TF_DTYPE_IQ4_NL] = ref_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = ref_dot_iq4_xs},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = ref_dequantize_f16,
                    [TF_DTYPE_BF16] = ref_dequantize_bf16, [TF_DTYPE_Q8_0] = ref_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = ref_dequantize_q4_0, [TF_DTYPE_Q4_1] = ref_dequantize_q4_1,
                    [TF_DTYPE_Q5_0] = ref_dequantize_q5_0, [TF_DTYPE_Q5_1] = ref_dequantize_q5_1,
                    [TF_DTYPE_Q2_K] = ref_dequantize_q2_k, [TF_DTYPE_Q3_K] = ref_dequantize_q3_k,
                    [TF_DTYPE_Q4_K] = ref_dequantize_q4_k, [TF_DTYPE_Q5_K] = ref_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = ref_dequantize_q6_k},
+                   [TF_DTYPE_Q6_K] = ref_dequantize_q6_k,
+                   [TF_DTYPE_IQ4_NL] = ref_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = ref_dequantize_iq4_xs},
     .vec_dot_tile = {[TF_DTYPE_F32] = ref_tile_f32, [TF_DTYPE_F16] = ref_tile_f16, [TF_DTYPE_BF16] = ref_tile_bf16,
                      [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0,
                      [TF_DTYPE_Q4_1] = ref_tile_q4_1, [TF_DTYPE_Q5_0] = ref_tile_q5_0,
                      [TF_DTYPE_Q5_1] = ref_tile_q5_1, [TF_DTYPE_Q2_K] = ref_tile_q2_k,
                      [TF_DTYPE_Q3_K] = ref_tile_q3_k, [TF_DTYPE_Q4_K] = ref_tile_q4_k,
-                     [TF_DTYPE_Q5_K] = ref_tile_q5_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k},
+                     [TF_DTYPE_Q5_K] = ref_tile_q5_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k,
+                     [TF_DTYPE_IQ4_NL] = ref_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = ref_tile_iq4_xs},
     .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
 };
 
 static const tf_cpu_kernels k_avx2 = {
@@ -156,36 +178,42 @@ static const tf_cpu_kernels k_avx2 = {
                      [TF_DTYPE_Q5_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx2_quantize_q8_1,
                      [TF_DTYPE_Q2_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx2_quantize_q8_k,
                      [TF_DTYPE_Q4_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx2_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k},
+                     [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k,
+                     [TF_DTYPE_IQ4_NL] = tf_avx2_quantize_q8_0, [TF_DTYPE_IQ4_XS] = tf_avx2_quantize_q8_0},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx2_vec_dot_f32, [TF_DTYPE_F16] = tf_avx2_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx2_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx2_vec_dot_q8_0,
                 [TF_DTYPE_Q4_0] = tf_avx2_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_vec_dot_q4_1,
                 [TF_DTYPE_Q5_0] = tf_avx2_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_vec_dot_q5_1,
                 [TF_DTYPE_Q2_K] = tf_avx2_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_vec_dot_q3_k,
                 [TF_DTYPE_Q4_K] = tf_avx2_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_vec_dot_q5_k,
-                [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k},
+                [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k,
+                [TF_DTYPE_IQ4_NL] = tf_avx2_vec_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx2_vec_dot_iq4_xs},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx2_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx2_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx2_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = tf_avx2_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_dequantize_q4_1,
                    [TF_DTYPE_Q5_0] = tf_avx2_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_dequantize_q5_1,
                    [TF_DTYPE_Q2_K] = tf_avx2_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_dequantize_q3_k,
                    [TF_DTYPE_Q4_K] = tf_avx2_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k},
+                   [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k,
+                   [TF_DTYPE_IQ4_NL] = tf_avx2_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx2_dequantize_iq4_xs},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx2_tile_f32, [TF_DTYPE_F16] = tf_avx2_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx2_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx2_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx2_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_tile_q4_1,
                      [TF_DTYPE_Q5_0] = tf_avx2_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_tile_q5_1,
                      [TF_DTYPE_Q2_K] = tf_avx2_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_tile_q3_k,
                      [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_tile_q5_k,
-                     [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k},
+                     [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k,
+                     [TF_DTYPE_IQ4_NL] = tf_avx2_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx2_tile_iq4_xs},
     .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 2, [TF_DTYPE_F16] = 2, [TF_DTYPE_BF16] = 2, [TF_DTYPE_Q8_0] = 2,
                   [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_1] = 2, [TF_DTYPE_Q5_0] = 2, [TF_DTYPE_Q5_1] = 2,
                   [TF_DTYPE_Q2_K] = 2, [TF_DTYPE_Q3_K] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q5_K] = 2,
-                  [TF_DTYPE_Q6_K] = 2},
+                  [TF_DTYPE_Q6_K] = 2,
+                  [TF_DTYPE_IQ4_NL] = 2, [TF_DTYPE_IQ4_XS] = 2},
 };
 
 static const tf_cpu_kernels k_avx512 = {
@@ -196,36 +224,42 @@ static const tf_cpu_kernels k_avx512 = {
                      [TF_DTYPE_Q5_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx512_quantize_q8_1,
                      [TF_DTYPE_Q2_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx512_quantize_q8_k,
                      [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
+                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k,
+                     [TF_DTYPE_IQ4_NL] = tf_avx512_quantize_q8_0, [TF_DTYPE_IQ4_XS] = tf_avx512_quantize_q8_0},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512_vec_dot_q8_0,
                 [TF_DTYPE_Q4_0] = tf_avx512_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_vec_dot_q4_1,
                 [TF_DTYPE_Q5_0] = tf_avx512_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_vec_dot_q5_1,
                 [TF_DTYPE_Q2_K] = tf_avx512_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_vec_dot_q3_k,
                 [TF_DTYPE_Q4_K] = tf_avx512_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_vec_dot_q5_k,
-                [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k},
+                [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k,
+                [TF_DTYPE_IQ4_NL] = tf_avx512_vec_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_vec_dot_iq4_xs},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
                    [TF_DTYPE_Q5_0] = tf_avx512_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_dequantize_q5_1,
                    [TF_DTYPE_Q2_K] = tf_avx512_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_dequantize_q3_k,
                    [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
+                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k,
+                   [TF_DTYPE_IQ4_NL] = tf_avx512_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_dequantize_iq4_xs},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_tile_q4_1,
                      [TF_DTYPE_Q5_0] = tf_avx512_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_tile_q5_1,
                      [TF_DTYPE_Q2_K] = tf_avx512_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_tile_q3_k,
                      [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_tile_q5_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k},
+                     [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k,
+                     [TF_DTYPE_IQ4_NL] = tf_avx512_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_tile_iq4_xs},
     .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
 };
 
 static const tf_cpu_kernels k_avx512_vnni = {
@@ -236,42 +270,51 @@ static const tf_cpu_kernels k_avx512_vnni = {
                      [TF_DTYPE_Q5_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx512_quantize_q8_1,
                      [TF_DTYPE_Q2_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx512_quantize_q8_k,
                      [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k},
+                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k,
+                     [TF_DTYPE_IQ4_NL] = tf_avx512_quantize_q8_0, [TF_DTYPE_IQ4_XS] = tf_avx512_quantize_q8_0},
     .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
                 [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_vec_dot_q8_0,
                 [TF_DTYPE_Q4_0] = tf_avx512vnni_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_vec_dot_q4_1,
                 [TF_DTYPE_Q5_0] = tf_avx512vnni_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx512vnni_vec_dot_q5_1,
                 [TF_DTYPE_Q2_K] = tf_avx512vnni_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx512vnni_vec_dot_q3_k,
                 [TF_DTYPE_Q4_K] = tf_avx512vnni_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx512vnni_vec_dot_q5_k,
-                [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k},
+                [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k,
+                [TF_DTYPE_IQ4_NL] = tf_avx512vnni_vec_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512vnni_vec_dot_iq4_xs},
     .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
                    [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
                    [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
                    [TF_DTYPE_Q5_0] = tf_avx512_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_dequantize_q5_1,
                    [TF_DTYPE_Q2_K] = tf_avx512_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_dequantize_q3_k,
                    [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k},
+                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k,
+                   [TF_DTYPE_IQ4_NL] = tf_avx512_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_dequantize_iq4_xs},
     .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
                      [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_tile_q8_0,
                      [TF_DTYPE_Q4_0] = tf_avx512vnni_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_tile_q4_1,
                      [TF_DTYPE_Q5_0] = tf_avx512vnni_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx512vnni_tile_q5_1,
                      [TF_DTYPE_Q2_K] = tf_avx512vnni_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx512vnni_tile_q3_k,
                      [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx512vnni_tile_q5_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k},
+                     [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k,
+                     [TF_DTYPE_IQ4_NL] = tf_avx512vnni_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512vnni_tile_iq4_xs},
     .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
     .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
                   [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
                   [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4},
+                  [TF_DTYPE_Q6_K] = 4,
+                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
     .act_pack = {[TF_DTYPE_Q8_0] = tf_avx512_act_pack_q8_0, [TF_DTYPE_Q4_0] = tf_avx512_act_pack_q4_0,
                  [TF_DTYPE_Q4_1] = tf_avx512_act_pack_q4_1, [TF_DTYPE_Q5_0] = tf_avx512_act_pack_q5_0,
-                 [TF_DTYPE_Q5_1] = tf_avx512_act_pack_q5_1},
+                 [TF_DTYPE_Q5_1] = tf_avx512_act_pack_q5_1,
+                 [TF_DTYPE_IQ4_NL] = tf_avx512_act_pack_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_act_pack_iq4_xs},
     .packed_tile = {[TF_DTYPE_Q8_0] = tf_avx512vnni_packed_tile_q8_0, [TF_DTYPE_Q4_0] = tf_avx512vnni_packed_tile_q4_0,
                     [TF_DTYPE_Q4_1] = tf_avx512vnni_packed_tile_q4_1, [TF_DTYPE_Q5_0] = tf_avx512vnni_packed_tile_q5_0,
-                    [TF_DTYPE_Q5_1] = tf_avx512vnni_packed_tile_q5_1},
+                    [TF_DTYPE_Q5_1] = tf_avx512vnni_packed_tile_q5_1,
+                    [TF_DTYPE_IQ4_NL] = tf_avx512vnni_packed_tile_iq4_nl,
+                    [TF_DTYPE_IQ4_XS] = tf_avx512vnni_packed_tile_iq4_xs},
 };
 
 /* ---- run-time choice ------------------------------------------------------------ */

@@ -33,6 +33,8 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     void tf_##isa##_dequantize_q5_k(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q4_k(const void *x, float *y, int64_t n);                                    \
     void tf_##isa##_dequantize_q6_k(const void *x, float *y, int64_t n);                                    \
+    void tf_##isa##_dequantize_iq4_nl(const void *x, float *y, int64_t n);                                  \
+    void tf_##isa##_dequantize_iq4_xs(const void *x, float *y, int64_t n);                                  \
     float tf_##isa##_vec_dot_f32(int64_t n, const void *w, const void *a);                                  \
     float tf_##isa##_vec_dot_f16(int64_t n, const void *w, const void *a);                                  \
     float tf_##isa##_vec_dot_bf16(int64_t n, const void *w, const void *a);                                 \
@@ -55,6 +57,8 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     float tf_##isa##_vec_dot_q5_k(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q4_k(int64_t n, const void *w, const void *a);                                 \
     float tf_##isa##_vec_dot_q6_k(int64_t n, const void *w, const void *a);                                 \
+    float tf_##isa##_vec_dot_iq4_nl(int64_t n, const void *w, const void *a);                               \
+    float tf_##isa##_vec_dot_iq4_xs(int64_t n, const void *w, const void *a);                               \
     void tf_##isa##_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \
     void tf_##isa##_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
@@ -74,7 +78,11 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
     void tf_##isa##_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
                               int nt, float *out, int64_t ldo);                                             \
     void tf_##isa##_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);
+                              int nt, float *out, int64_t ldo);                                             \
+    void tf_##isa##_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,      \
+                                int nt, float *out, int64_t ldo);                                           \
+    void tf_##isa##_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,      \
+                                int nt, float *out, int64_t ldo);
 
 /* Packed path (quant.h): activation packing (avx512) and the VNNI tiles. */
 #define TF_PACK_DECLS(fmt)                                                                                 \
@@ -86,6 +94,8 @@ TF_PACK_DECLS(q4_0)
 TF_PACK_DECLS(q4_1)
 TF_PACK_DECLS(q5_0)
 TF_PACK_DECLS(q5_1)
+TF_PACK_DECLS(iq4_nl)
+TF_PACK_DECLS(iq4_xs)
 #undef TF_PACK_DECLS
 
 TF_QUANT_ISA_DECLS(avx2)

@@ -26,7 +26,7 @@
  * integer formats (0: the format has an f32 ex term instead, or none). */
 static int pack_int_offset(tf_dtype wtype) {
     switch (wtype) {
-    case TF_DTYPE_Q8_0: return 128;
+    case TF_DTYPE_Q8_0: case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS: return 128;
     case TF_DTYPE_Q4_0: return 8;
     case TF_DTYPE_Q5_0: return 16;
     default: return 0;
@@ -35,7 +35,7 @@ static int pack_int_offset(tf_dtype wtype) {
 
 static int pack_supported(tf_dtype wtype) {
     return wtype == TF_DTYPE_Q8_0 || wtype == TF_DTYPE_Q4_0 || wtype == TF_DTYPE_Q4_1 || wtype == TF_DTYPE_Q5_0 ||
-           wtype == TF_DTYPE_Q5_1;
+           wtype == TF_DTYPE_Q5_1 || wtype == TF_DTYPE_IQ4_NL || wtype == TF_DTYPE_IQ4_XS;
 }
 
 size_t tf_act_packed_row_size(tf_dtype type, int64_t n) {
@@ -123,8 +123,9 @@ void tf_ref_act_pack(tf_dtype wtype, const float *x, void *packed, int64_t n) {
 
 /* ---- scalar reference of the packed dot product ----------------------------- */
 
-/* Weight block b of a row: scale d, offset m (0 where none), and the 32 quants
- * as the kernels' u8 operand (Q8_0: w + 128; Q4_x, Q5_x: q as stored). */
+/* Weight block b of a row (IQ4_XS: sub-block b % 8 of super-block b / 8):
+ * scale d, offset m (0 where none), and the 32 quants as the kernels' u8
+ * operand (Q8_0: w + 128; Q4_x, Q5_x: q as stored; IQ4: table value + 128). */
 static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, float *m, int u[32]) {
     *m = 0.0f;
     switch (wtype) {
@@ -132,6 +133,23 @@ static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, f
         const tf_block_q8_0 *x = (const tf_block_q8_0 *)row + b;
         *d = tf_f16_to_f32(x->d);
         for (int i = 0; i < 32; i++) u[i] = x->qs[i] + 128;
+        break;
+    }
+    case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS: {
+        const uint8_t *qs;
+        if (wtype == TF_DTYPE_IQ4_NL) {
+            const tf_block_iq4_nl *x = (const tf_block_iq4_nl *)row + b;
+            *d = tf_f16_to_f32(x->d);
+            qs = x->qs;
+        } else {
+            const tf_block_iq4_xs *x = (const tf_block_iq4_xs *)row + b / 8;
+            *d = tf_f16_to_f32(x->d) * (float)(tf_iq4_xs_scale(x, (int)(b % 8)) - 32);
+            qs = x->qs + 16 * (b % 8);
+        }
+        for (int i = 0; i < 16; i++) {
+            u[i] = tf_iq4_values[qs[i] & 0xF] + 128;
+            u[i + 16] = tf_iq4_values[qs[i] >> 4] + 128;
+        }
         break;
     }
     case TF_DTYPE_Q4_0: case TF_DTYPE_Q4_1: {

@@ -25,8 +25,14 @@
  *         2g of qh[l], element 64 g + 32 + l at bit 2g + 1; q in 0..31.
  *   Q6_K  16 groups of 16 with int8 scales; x = d * scale * (q - 32), q in 0..63
  *         split into 4 low bits (ql) and 2 high bits (qh), see q6k_get/put.
+ *   IQ4_NL d(f16) qs[16]         x[j] = d * V[qs[j] & 15], x[j+16] = d * V[qs[j] >> 4] with
+ *                                the non-linear table V = tf_iq4_values (-127 .. 113)
+ *   IQ4_XS 8 sub-blocks of 32, each IQ4_NL with scale d * (ls - 32), ls a 6-bit
+ *         scale (tf_iq4_xs_scale); x = d * (ls - 32) * V[q]. Every IQ4 product
+ *         is exact in f32 (11 + 6 + 7 significant bits).
  *
- * Activation formats: Q8_0 blocks (symmetric, d = amax / 127), Q8_1 blocks
+ * Activation formats: Q8_0 blocks (symmetric, d = amax / 127; also for
+ * IQ4_NL and IQ4_XS, whose sub-blocks of 32 have a scale each), Q8_1 blocks
  * (Q8_0 plus the sum of the 32 quants, for Q4_1's offsets) and Q8_K blocks
  * (f32 d, d = amax / 127, plus sums of each 16 quants for the K-quant mins).
  * Rounding is round-to-nearest-even (nearbyintf) on x * (1/d), exactly what
@@ -44,7 +50,8 @@
 tf_dtype tf_act_type(tf_dtype type) {
     switch (type) {
     case TF_DTYPE_F32: case TF_DTYPE_F16: case TF_DTYPE_BF16: return TF_DTYPE_F32;
-    case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: case TF_DTYPE_Q5_0: return TF_DTYPE_Q8_0;
+    case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: case TF_DTYPE_Q5_0: case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS:
+        return TF_DTYPE_Q8_0;
     case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: return TF_DTYPE_Q8_1;
     case TF_DTYPE_Q2_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: case TF_DTYPE_Q6_K:
         return TF_DTYPE_Q8_K;
@@ -494,6 +501,88 @@ static void quantize_q6_k(const float *x, tf_block_q6_k *y, int64_t nb) {
     }
 }
 
+/* IQ4: index of the table value nearest v (the lower one on a tie). */
+static int iq4_nearest(float v) {
+    int lo = 0, hi = 15; /* first value >= v, or 15 */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if ((float)tf_iq4_values[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && v - (float)tf_iq4_values[lo - 1] <= (float)tf_iq4_values[lo] - v) return lo - 1;
+    return lo;
+}
+
+/* IQ4: the scale of one block of 32 values. Candidates map the block's
+ * signed extreme onto table values at either end (-127 - 6 .. -127 + 6 and
+ * 113 - 6 .. 113 + 6, in steps of 2); each is refitted by least squares to
+ * the indices it gives (d = sum x V / sum V^2, which leaves the squared
+ * error sum x^2 - (sum x V)^2 / sum V^2), and the refit with the smallest
+ * error wins. 0 for an all-zero block. */
+static float iq4_best_scale(const float *x) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++)
+        if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+    if (amax == 0.0f) return 0.0f;
+    static const int ends[2] = {-127, 113};
+    double best_gain = -1.0;
+    float best = max / (float)ends[0];
+    for (int e = 0; e < 2; e++)
+        for (int k = -3; k <= 3; k++) {
+            float id = (float)(ends[e] + 2 * k) / max;
+            double sxv = 0.0, svv = 0.0;
+            for (int j = 0; j < 32; j++) {
+                double v = tf_iq4_values[iq4_nearest(x[j] * id)];
+                sxv += v * x[j];
+                svv += v * v;
+            }
+            double gain = sxv * sxv / svv; /* svv >= 32: no table value is 0 */
+            if (sxv != 0.0 && gain > best_gain) {
+                best_gain = gain;
+                best = (float)(sxv / svv);
+            }
+        }
+    return best;
+}
+
+/* IQ4: the indices of 32 values for the stored scale d, packed as Q4_0's. */
+static void iq4_pack(const float *x, float d, uint8_t *qs) {
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 16; j++)
+        qs[j] = (uint8_t)(iq4_nearest(x[j] * id) | iq4_nearest(x[j + 16] * id) << 4);
+}
+
+static void quantize_iq4_nl(const float *x, tf_block_iq4_nl *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK4_NL) {
+        y[i].d = tf_f32_to_f16(iq4_best_scale(x));
+        iq4_pack(x, tf_f16_to_f32(y[i].d), y[i].qs);
+    }
+}
+
+/* IQ4_XS: each sub-block's scale as IQ4_NL's; the super-block scale d is the
+ * largest of them in magnitude over -32 (so that one is stored exactly, as
+ * ls - 32 = -32), the others rounded to multiples of d; the indices are then
+ * chosen for the scales actually stored. */
+static void quantize_iq4_xs(const float *x, tf_block_iq4_xs *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
+        float s[8], smax = 0.0f;
+        for (int ib = 0; ib < 8; ib++) {
+            s[ib] = iq4_best_scale(x + 32 * ib);
+            if (fabsf(s[ib]) > fabsf(smax)) smax = s[ib];
+        }
+        tf_block_iq4_xs *b = &y[i];
+        memset(b, 0, sizeof *b);
+        b->d = tf_f32_to_f16(smax / -32.0f);
+        float d = tf_f16_to_f32(b->d);
+        for (int ib = 0; ib < 8; ib++) {
+            int l = d != 0.0f ? clampi((int)nearbyintf(s[ib] / d), -32, 31) : 0;
+            b->scales_l[ib / 2] |= (uint8_t)(((l + 32) & 0xF) << (4 * (ib % 2)));
+            b->scales_h |= (uint16_t)(((l + 32) >> 4) << (2 * ib));
+            iq4_pack(x + 32 * ib, d * (float)l, b->qs + 16 * ib);
+        }
+    }
+}
+
 static void quantize_q8_k(const float *x, tf_block_q8_k *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += TF_QK_K) {
         float d = absmax(x, TF_QK_K) / 127.0f;
@@ -530,6 +619,8 @@ void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n) {
     case TF_DTYPE_Q5_K: quantize_q5_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q6_K: quantize_q6_k(x, y, n / TF_QK_K); break;
     case TF_DTYPE_Q8_K: quantize_q8_k(x, y, n / TF_QK_K); break;
+    case TF_DTYPE_IQ4_NL: quantize_iq4_nl(x, y, n / TF_QK4_NL); break;
+    case TF_DTYPE_IQ4_XS: quantize_iq4_xs(x, y, n / TF_QK_K); break;
     default: TF_ASSERT(!"tf_ref_quantize_row: unsupported type");
     }
 }
@@ -655,6 +746,32 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
         const tf_block_q8_k *x = vx;
         for (int64_t i = 0; i < n / TF_QK_K; i++)
             for (int j = 0; j < TF_QK_K; j++) y[i * TF_QK_K + j] = x[i].d * (float)x[i].qs[j];
+        break;
+    }
+    case TF_DTYPE_IQ4_NL: {
+        const tf_block_iq4_nl *x = vx;
+        for (int64_t i = 0; i < n / TF_QK4_NL; i++) {
+            float d = tf_f16_to_f32(x[i].d);
+            float *o = y + i * TF_QK4_NL;
+            for (int j = 0; j < 16; j++) {
+                o[j] = d * (float)tf_iq4_values[x[i].qs[j] & 0xF];
+                o[j + 16] = d * (float)tf_iq4_values[x[i].qs[j] >> 4];
+            }
+        }
+        break;
+    }
+    case TF_DTYPE_IQ4_XS: {
+        const tf_block_iq4_xs *x = vx;
+        for (int64_t i = 0; i < n / TF_QK_K; i++)
+            for (int ib = 0; ib < 8; ib++) {
+                float dl = tf_f16_to_f32(x[i].d) * (float)(tf_iq4_xs_scale(&x[i], ib) - 32);
+                const uint8_t *qs = x[i].qs + 16 * ib;
+                float *o = y + i * TF_QK_K + 32 * ib;
+                for (int j = 0; j < 16; j++) {
+                    o[j] = dl * (float)tf_iq4_values[qs[j] & 0xF];
+                    o[j + 16] = dl * (float)tf_iq4_values[qs[j] >> 4];
+                }
+            }
         break;
     }
     default: TF_ASSERT(!"tf_ref_dequantize_row: unsupported type");
@@ -809,6 +926,30 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
                 s_scaled += (int64_t)w[i].scales[g] * s;
             }
             sum += (double)tf_f16_to_f32(w[i].d) * (double)a[i].d * (double)s_scaled;
+        }
+        break;
+    }
+    case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS: {
+        /* a sub-block of 32 against one Q8_0 block at a time */
+        const tf_block_q8_0 *a = vact;
+        for (int64_t i = 0; i < n / 32; i++) {
+            float dw;
+            const uint8_t *qs;
+            if (wtype == TF_DTYPE_IQ4_NL) {
+                const tf_block_iq4_nl *w = (const tf_block_iq4_nl *)vw + i;
+                dw = tf_f16_to_f32(w->d);
+                qs = w->qs;
+            } else {
+                const tf_block_iq4_xs *w = (const tf_block_iq4_xs *)vw + i / 8;
+                dw = tf_f16_to_f32(w->d) * (float)(tf_iq4_xs_scale(w, (int)(i % 8)) - 32);
+                qs = w->qs + 16 * (i % 8);
+            }
+            int s = 0;
+            for (int j = 0; j < 16; j++) {
+                s += tf_iq4_values[qs[j] & 0xF] * a[i].qs[j];
+                s += tf_iq4_values[qs[j] >> 4] * a[i].qs[j + 16];
+            }
+            sum += (double)dw * (double)tf_f16_to_f32(a[i].d) * s;
         }
         break;
     }
