@@ -1,18 +1,17 @@
 /*
  * attnbw.c — decode attention against the memory it must read: one layer's KV
- * cache (n_head_kv heads x head_dim, f16 or f32) filled with random values,
+ * cache (n_head_kv heads x head_dim; f16, f32, q8_0 or q4_0) filled with random values,
  * tf_cpu_attn over all L slots for n query rows, and next to it a plain
  * multi-threaded read of the same K and V bytes (the ceiling this process can
  * reach). Prints one JSON object per (L, rows): ms, GB/s and the share of the
  * read ceiling.
  *
  *   attnbw [-t THREADS] [--heads 32] [--kv-heads 32] [--head-dim 128]
- *          [--type f16|f32] [--slots 65536] [--rows 1,7] [--reps 7]
+ *          [--type f16|f32|q8_0|q4_0] [--slots 65536] [--rows 1,7] [--reps 7]
  */
 #include "bench_util.h"
 #include "backend/cpu/attn.h"
 #include "backend/cpu/quant.h"
-#include "core/fp16.h"
 #include "core/mem.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -65,9 +64,12 @@ int main(int argc, char **argv) {
     }
     int slots[16], rows[16];
     int n_slots = bench_parse_list(slots_s, slots, 16), n_rows = bench_parse_list(rows_s, rows, 16);
-    tf_dtype type = !strcmp(type_s, "f32") ? TF_DTYPE_F32 : TF_DTYPE_F16;
+    tf_dtype type = !strcmp(type_s, "f32")    ? TF_DTYPE_F32
+                    : !strcmp(type_s, "q8_0") ? TF_DTYPE_Q8_0
+                    : !strcmp(type_s, "q4_0") ? TF_DTYPE_Q4_0
+                                              : TF_DTYPE_F16;
     if (threads < 1 || n_head < 1 || n_kv < 1 || n_head % n_kv || hd < 1 || hd > 256 || reps < 1 || n_slots < 1 ||
-        n_rows < 1 || (strcmp(type_s, "f16") && strcmp(type_s, "f32"))) {
+        n_rows < 1 || (strcmp(type_s, "f16") && strcmp(type_s, "f32") && strcmp(type_s, "q8_0") && strcmp(type_s, "q4_0"))) {
         fprintf(stderr, "attnbw: invalid arguments (see the comment at the top of bench/attnbw.c)\n");
         return 2;
     }
@@ -94,16 +96,24 @@ int main(int argc, char **argv) {
     }
     tf_rng rng;
     tf_rng_seed(&rng, 7);
-    size_t n_elem = kv.bytes / (size_t)kv.elem;
-    for (size_t i = 0; i < n_elem; i++) {
-        float k = (float)(tf_rng_uniform(&rng) * 2 - 1), v = (float)(tf_rng_uniform(&rng) * 2 - 1);
-        if (type == TF_DTYPE_F16) {
-            ((uint16_t *)kv.k)[i] = tf_f32_to_f16(k);
-            ((uint16_t *)kv.v)[i] = tf_f32_to_f16(v);
-        } else {
-            ((float *)kv.k)[i] = k;
-            ((float *)kv.v)[i] = v;
+    {
+        /* random keys and values in [-1, 1), stored 256 slots at a time */
+        const int64_t width = (int64_t)n_kv * hd;
+        float *kb = malloc(sizeof(float) * 256 * (size_t)width), *vb = malloc(sizeof(float) * 256 * (size_t)width);
+        if (!kb || !vb) {
+            fprintf(stderr, "attnbw: out of memory\n");
+            return 1;
         }
+        for (int32_t s0 = 0; s0 < kv.n_slots; s0 += 256) {
+            int32_t nr = kv.n_slots - s0 < 256 ? kv.n_slots - s0 : 256;
+            for (int64_t i = 0; i < nr * width; i++) {
+                kb[i] = (float)(tf_rng_uniform(&rng) * 2 - 1);
+                vb[i] = (float)(tf_rng_uniform(&rng) * 2 - 1);
+            }
+            tf_kv_store(&kv, 0, s0, nr, kb, vb, width);
+        }
+        free(kb);
+        free(vb);
     }
     kv.n_used = kv.n_slots;
     size_t qn = (size_t)max_rows * n_head * hd;
@@ -120,7 +130,7 @@ int main(int argc, char **argv) {
     for (int si = 0; si < n_slots; si++) {
         int L = slots[si];
         /* the ceiling: K and V of all heads over L slots, read once */
-        size_t per_head = (size_t)L * hd * (size_t)kv.elem;
+        size_t per_head = (size_t)L * kv.v_row_bytes; /* K and V each: the same bytes per slot */
         double read_gbs = 0;
         {
             /* heads are kv.head_stride apart; read each head's first L slots */
