@@ -212,7 +212,7 @@ static int prompt_from_text(const tf_model *m, const char *rel, int want, int32_
 /* SmolLM2-135M (when `make models` has fetched it), its first 6 layers as the
  * draft: every mode and setting of the sweep (budgets below the generated
  * length with rebuilds every 1..8 passes, chunks 1..16, gamma2 0..8, the
- * bypass) equals autoregressive greedy decoding. */
+ * bypass) equals autoregressive greedy decoding, also over q8_0 and q4_0 KV. */
 static void test_greedy_equality_smollm2(void **state) {
     (void)state;
     TU_REQUIRE_MODEL(path, TU_SMOLLM2);
@@ -227,6 +227,13 @@ static void test_greedy_equality_smollm2(void **state) {
     g_lookup = 2;
     sweep(t, NULL, prompt, np, 60, "smollm2, 300-token prompt, lookup draft");
     g_lookup = 0;
+    /* q8_0 and q4_0 caches in every level, over the first 150 tokens of the prompt */
+    g_kv_type = TF_DTYPE_Q8_0;
+    const int nq = np < 150 ? np : 150;
+    sweep(t, d, prompt, nq, 30, "smollm2, q8_0 KV, 150-token prompt");
+    g_kv_type = TF_DTYPE_Q4_0;
+    sweep(t, d, prompt, nq, 30, "smollm2, q4_0 KV, 150-token prompt");
+    g_kv_type = TF_DTYPE_F32;
     tf_model_free(d);
     tf_model_free(t);
 }
@@ -382,27 +389,6 @@ static void test_greedy_equality_quantized_kv(void **state) {
     unlink(ps);
     unlink(tpath);
     unlink(pd);
-}
-
-/* The same on SmolLM2 (when fetched): q8_0 and q4_0 caches, its first 6
- * layers as the draft. */
-static void test_greedy_equality_smollm2_quantized_kv(void **state) {
-    (void)state;
-    TU_REQUIRE_MODEL(path, TU_SMOLLM2);
-    TU_REQUIRE_SHARED(tp, "text/pride_and_prejudice.txt");
-    (void)tp;
-    tf_model *t = load(path), *d;
-    tf_err err = {0};
-    assert_int_equal(tf_model_view_layers(&d, t, 6, &err), TF_OK);
-    static int32_t prompt[2048];
-    int np = prompt_from_text(t, "text/pride_and_prejudice.txt", 150, prompt);
-    g_kv_type = TF_DTYPE_Q8_0;
-    sweep(t, d, prompt, np, 30, "smollm2, q8_0 KV, 150-token prompt");
-    g_kv_type = TF_DTYPE_Q4_0;
-    sweep(t, d, prompt, np, 30, "smollm2, q4_0 KV, 150-token prompt");
-    g_kv_type = TF_DTYPE_F32;
-    tf_model_free(d);
-    tf_model_free(t);
 }
 
 /* The longest match (newest among equals) by brute force: every j, every length. */
@@ -939,7 +925,6 @@ int main(void) {
         cmocka_unit_test(test_greedy_equality_stories),
         cmocka_unit_test(test_greedy_equality_smollm2),
         cmocka_unit_test(test_greedy_equality_quantized_kv),
-        cmocka_unit_test(test_greedy_equality_smollm2_quantized_kv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
