@@ -99,17 +99,12 @@ static void kq_store(const tf_kv_cache *kv, uint8_t *blk, int j, const float *k)
     }
 }
 
-/* Lane j of a quantized K block as head_dim floats. */
-static void kq_read(const tf_kv_cache *kv, const uint8_t *blk, int j, float *k) {
-    const int hd = kv->head_dim;
+/* Dimension d of lane j of a quantized K block: d * q, exact in f32. */
+static float kq_value(const tf_kv_cache *kv, const uint8_t *blk, int d, int j) {
     const uint16_t *sc = (const uint16_t *)(blk + kq_scale_off(kv));
-    for (int d = 0; d < hd; d++) {
-        float s = tf_f16_to_f32(sc[(d / 32) * TF_KV_BLK + j]);
-        int q;
-        if (kv->type == TF_DTYPE_Q8_0) q = (int8_t)blk[(size_t)d * TF_KV_BLK + j];
-        else q = ((blk[(size_t)(d / 2) * TF_KV_BLK + j] >> (4 * (d & 1))) & 15) - 8;
-        k[d] = s * (float)q;
-    }
+    int q = kv->type == TF_DTYPE_Q8_0 ? (int8_t)blk[(size_t)d * TF_KV_BLK + j]
+                                      : ((blk[(size_t)(d / 2) * TF_KV_BLK + j] >> (4 * (d & 1))) & 15) - 8;
+    return tf_f16_to_f32(sc[(d / 32) * TF_KV_BLK + j]) * (float)q;
 }
 
 void tf_kv_store(tf_kv_cache *kv, int il, int32_t slot0, int32_t n, const float *k, const float *v, int64_t ld) {
@@ -140,7 +135,8 @@ void tf_kv_read(const tf_kv_cache *kv, int il, int h, int32_t slot, float *k_out
     const int hd = kv->head_dim;
     const uint8_t *kb = tf_kv_k(kv, il, h), *vb = tf_kv_v(kv, il, h);
     if (kv_quantized(kv->type)) {
-        if (k_out) kq_read(kv, kq_block(kv, (uint8_t *)kb, slot), slot % TF_KV_BLK, k_out);
+        if (k_out)
+            for (int d = 0; d < hd; d++) k_out[d] = kq_value(kv, kq_block(kv, (uint8_t *)kb, slot), d, slot % TF_KV_BLK);
         if (v_out) tf_ref_dequantize_row((tf_dtype)kv->type, vb + (size_t)slot * kv->v_row_bytes, v_out, hd);
         return;
     }
@@ -165,13 +161,8 @@ void tf_kv_k_block_f32(const tf_kv_cache *kv, int il, int h, int32_t blk, float 
     } else if (kv->type == TF_DTYPE_F16) {
         for (size_t i = 0; i < (size_t)hd * TF_KV_BLK; i++) out[i] = tf_f16_to_f32(((const tf_f16 *)b)[i]);
     } else {
-        const uint16_t *sc = (const uint16_t *)(b + kq_scale_off(kv));
         for (int d = 0; d < hd; d++)
-            for (int j = 0; j < TF_KV_BLK; j++) {
-                int q = kv->type == TF_DTYPE_Q8_0 ? (int8_t)b[(size_t)d * TF_KV_BLK + j]
-                                                   : ((b[(size_t)(d / 2) * TF_KV_BLK + j] >> (4 * (d & 1))) & 15) - 8;
-                out[(size_t)d * TF_KV_BLK + j] = tf_f16_to_f32(sc[(d / 32) * TF_KV_BLK + j]) * (float)q;
-            }
+            for (int j = 0; j < TF_KV_BLK; j++) out[(size_t)d * TF_KV_BLK + j] = kq_value(kv, b, d, j);
     }
 }
 
