@@ -28,10 +28,10 @@
  * of the ABI (and is the number in the shared library's SONAME,
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
-#define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 1
+#define TF_VERSION_MAJOR 2
+#define TF_VERSION_MINOR 0
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "1.1.0"
+#define TF_VERSION_STRING "2.0.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -337,6 +337,22 @@ TF_API bool tf_device_from_name(const char *name, tf_device *out);
 /* Number of usable CUDA devices (0 without CUDA support, a driver or a device). */
 TF_API int tf_cuda_devices(void);
 
+/* Three-level modes (streaming, triforce): where a target pass's candidates
+ * come from. Through the middle level (target <- middle <- draft), or straight
+ * from the bottom level (target <- draft), which pays where the middle
+ * level's smaller cache saves little over a target step (short contexts) or
+ * the bottom level alone is accepted well (text lookup on repetitive text).
+ * The output distribution is the same either way; with AUTO and sampling, the
+ * same seed reproduces a text only with a fixed route. */
+typedef enum tf_middle {
+    TF_MIDDLE_ALWAYS = 0, /* through the middle level on every target pass */
+    TF_MIDDLE_AUTO = 1,   /* per pass, the route with more tokens per second measured so far (default) */
+    TF_MIDDLE_NEVER = 2,  /* straight from the bottom level; the middle level idles */
+} tf_middle;
+
+TF_API const char *tf_middle_name(tf_middle m); /* "always", "auto", "never" */
+TF_API bool tf_middle_from_name(const char *name, tf_middle *out);
+
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
     int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
@@ -372,6 +388,7 @@ typedef struct tf_decoder_params {
      * longest match up to 16) earlier in the prompt or the output and
      * proposing what followed it; pass draft = NULL. 0 (default): a draft model. */
     int32_t lookup;
+    tf_middle middle;        /* three-level modes; default TF_MIDDLE_AUTO */
 } tf_decoder_params;
 
 TF_API tf_decoder_params tf_decoder_default_params(void);
@@ -445,6 +462,10 @@ typedef struct tf_level_info {
 TF_API const char *tf_decoder_device(const tf_decoder *dec);
 TF_API int tf_decoder_n_levels(const tf_decoder *dec);
 TF_API void tf_decoder_level(const tf_decoder *dec, int level, tf_level_info *out);
+/* Target passes while decoding whose candidates came through the middle level
+ * and those that skipped it (tf_middle); both 0 for modes of fewer than three
+ * levels. Either pointer may be NULL. */
+TF_API void tf_decoder_routes(const tf_decoder *dec, int64_t *via_middle, int64_t *skipping_middle);
 
 #ifdef __cplusplus
 }

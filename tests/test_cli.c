@@ -57,6 +57,7 @@ static void test_bad_input(void **state) {
     EXPECT("generate -m x.gguf -p hi --top-p 2", 2, "--top-p '2'");
     EXPECT("generate -m x.gguf -p hi -c 12abc", 2, "--ctx-size '12abc'");
     EXPECT("generate -m x.gguf -p hi --kv-type q4", 2, "--kv-type 'q4'");
+    EXPECT("generate -m x.gguf -p hi --middle sometimes", 2, "--middle 'sometimes': expected always, auto or never");
     EXPECT("generate -m x.gguf -p hi -f y.txt", 2, "exactly one of -p TEXT or -f FILE");
     EXPECT("generate -m /nonexistent/m.gguf -p hi", 1, "/nonexistent/m.gguf: cannot open");
     EXPECT("generate -m x.gguf -p", 2, "needs a value");
@@ -336,6 +337,19 @@ static void test_gen_model_cli(void **state) {
     snprintf(args, sizeof args, "generate -m %s -p \"a b c d e f g\" --temp 0 -n 40 --mode triforce --draft-layers 1 "
              "--budget 64 --window 16 --compare", out);
     EXPECT(args, 0, "outputs identical");
+    /* every route of the three-level hierarchy: identical output, and the
+     * statistics count the target passes that skipped the middle level */
+    static const char *const middles[] = {"never", "always", "auto"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "generate -m %s -p \"a b c d e f g\" --temp 0 -n 40 --mode triforce --draft-layers 1 "
+                 "--budget 64 --window 16 --middle %s --compare", out, middles[i]);
+        EXPECT(args, 0, "outputs identical");
+        const char *line = strstr(g_out, "target passes: ");
+        assert_non_null(line);
+        long via = -1, skip = -1;
+        assert_int_equal(sscanf(line, "target passes: %ld with the middle level's candidates, %ld", &via, &skip), 2);
+        assert_true(i == 0 ? via == 0 && skip > 0 : i == 1 ? via > 0 && skip == 0 : via > 0 && skip > 0);
+    }
     /* quantized KV caches: sizes in info, every level lossless over them */
     snprintf(args, sizeof args, "gen-model %s --n-embd 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 "
              "--n-vocab 300", out);

@@ -45,6 +45,13 @@ static tf_pool *g_pool;
 /* The KV cache type of the runs (every level's caches) */
 static tf_dtype g_kv_type = TF_DTYPE_F32;
 
+/* The runs' middle-level policy (tf_spec_middle); -1: the target passes
+ * alternate between the routes, skipping the middle level twice, then taking
+ * it once (so it comes back lagging and is rebuilt or caught up). */
+static int g_middle = TF_SPEC_MIDDLE_ALWAYS;
+/* Target passes by route of the latest run (three-level modes) */
+static int64_t g_route_passes[2];
+
 /* Runs take their prompt from a separately prefilled decoder
  * (tf_spec_prefill_from) instead of prefilling it themselves. */
 static bool g_prefill_from;
@@ -89,7 +96,7 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
         .mode = rc->mode, .gamma1 = rc->g1, .gamma2 = rc->g2, .budget = rc->budget, .chunk = rc->chunk,
         .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .bypass_accept = g_bypass,
         .bypass_probe = 3, .sinks = rc->sinks, .lookup = g_lookup,
-        .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = g_kv_type, .isa = TF_ISA_BEST,
+        .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle, .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = g_kv_type, .isa = TF_ISA_BEST,
         .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
     };
     tf_spec s;
@@ -101,9 +108,10 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
     }
     prefill(&s, t, &c, prompt, np);
     int got = 0;
-    while (got < n) {
+    for (int pass = 0; got < n; pass++) {
         int32_t buf[64];
         int32_t k;
+        if (g_middle < 0) s.cfg.middle = pass % 3 == 2 ? TF_SPEC_MIDDLE_ALWAYS : TF_SPEC_MIDDLE_NEVER;
         if (tf_spec_step(&s, buf, 64, &k) != TF_OK) {
             print_error("step (%s): %s\n", tf_spec_mode_name(rc->mode), s.err.msg);
             fail();
@@ -113,6 +121,8 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
     }
     if (st_out)
         for (int i = 0; i < s.n_levels; i++) st_out[i] = s.lv[i].st;
+    g_route_passes[0] = s.route_passes[0];
+    g_route_passes[1] = s.route_passes[1];
     tf_spec_free(&s);
 }
 
@@ -152,6 +162,23 @@ static void sweep(const tf_model *t, const tf_model *d, const int32_t *prompt, i
         expect_same(t, d, &bypassed[i], prompt, np, n, ref, label);
     }
     g_bypass = 0.0f;
+    /* the target verifying the draft directly (route.h): always, alternating
+     * with the middle level (which comes back lagging), and chosen by the
+     * measured rates; each route is taken where it must be */
+    static const run_cfg routed[] = {{TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32}, {TF_SPEC_TRIFORCE, 3, 4, 64, 1, 100, 4, 32},
+                                     {TF_SPEC_STREAMING, 2, 5, 64, 8, 4, 4, 16}};
+    static const int middles[] = {TF_SPEC_MIDDLE_NEVER, -1, TF_SPEC_MIDDLE_AUTO};
+    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++)
+        for (size_t j = 0; j < sizeof middles / sizeof middles[0]; j++) {
+            g_middle = middles[j];
+            expect_same(t, d, &routed[i], prompt, np, n, ref, label);
+            if (g_route_passes[TF_ROUTE_SKIP] == 0 || (g_middle == TF_SPEC_MIDDLE_NEVER) != (g_route_passes[TF_ROUTE_MIDDLE] == 0)) {
+                print_error("%s: middle policy %d: %lld passes through the middle level, %lld skipping it\n", label,
+                            g_middle, (long long)g_route_passes[0], (long long)g_route_passes[1]);
+                fail();
+            }
+        }
+    g_middle = TF_SPEC_MIDDLE_ALWAYS;
 }
 
 static const char *gen_model_arch(tf_arch arch, int n_embd, int n_head, int n_head_kv, const char *vocab,
@@ -574,6 +601,114 @@ static void test_gamma_controller(void **state) {
     }
 }
 
+/* The route controller against simulated generations of 600 target passes
+ * (tokens per pass uniform in 1 .. 2 mean - 1, times with 10% noise): its
+ * tokens per second, warm-up and exploration included, average at least 94%
+ * of the better route's over 100 generations, whichever route that is, and
+ * it keeps exploring the other; where the rates cross part way, it follows. */
+static void test_route_controller(void **state) {
+    (void)state;
+    /* seconds per target pass and mean tokens per pass of each route */
+    static const struct { double t_mid; int tok_mid; double t_skip; int tok_skip; } cases[] = {
+        {0.075, 6, 0.030, 4}, /* lookup on repetitive text: skipping pays */
+        {0.068, 6, 0.045, 1}, /* a poorly accepted draft: the middle level pays */
+        {0.050, 3, 0.046, 3}, /* close: skipping by 9% */
+        {0.060, 6, 0.030, 2}, /* close the other way: the middle level by 50% */
+    };
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed());
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int better = cases[ci].tok_skip / cases[ci].t_skip > cases[ci].tok_mid / cases[ci].t_mid ? TF_ROUTE_SKIP
+                                                                                                : TF_ROUTE_MIDDLE;
+        double best = better == TF_ROUTE_SKIP ? cases[ci].tok_skip / cases[ci].t_skip
+                                              : cases[ci].tok_mid / cases[ci].t_mid;
+        double sum_ratio = 0;
+        int64_t other = 0;
+        for (int gen = 0; gen < 100; gen++) {
+            tf_route_ctl c;
+            tf_route_init(&c);
+            double tokens = 0, seconds = 0;
+            for (int pass = 0; pass < 600; pass++) {
+                int r = tf_route_next(&c);
+                assert_true(r == TF_ROUTE_MIDDLE || r == TF_ROUTE_SKIP);
+                int mean_tok = r == TF_ROUTE_MIDDLE ? cases[ci].tok_mid : cases[ci].tok_skip;
+                double t = r == TF_ROUTE_MIDDLE ? cases[ci].t_mid : cases[ci].t_skip;
+                int tok = 1 + (int)(tf_rng_next(&rng) % (uint64_t)(2 * mean_tok - 1));
+                double noise = 1 + 0.1 * ((double)(tf_rng_next(&rng) % 1000) / 1000 - 0.5);
+                tf_route_observe(&c, r, tok, t * noise);
+                tokens += mean_tok, seconds += t;
+                if (pass >= 300 && r != better) other++;
+            }
+            sum_ratio += tokens / seconds / best;
+        }
+        print_message("route case %zu: %.3f of the better route's tokens/s; the other taken %lld times in the second "
+                      "halves\n", ci, sum_ratio / 100, (long long)other);
+        assert_true(sum_ratio / 100 >= 0.94);
+        assert_true(other > 0);
+    }
+    /* the rates cross: skipping pays for 200 passes, then the middle level */
+    tf_route_ctl c;
+    tf_route_init(&c);
+    int64_t late[2] = {0, 0};
+    for (int pass = 0; pass < 400; pass++) {
+        int r = tf_route_next(&c);
+        double rate = r == TF_ROUTE_SKIP ? (pass < 200 ? 150 : 50) : 100; /* tokens per second */
+        tf_route_observe(&c, r, 4, 4 / rate);
+        if (pass >= 300) late[r]++;
+    }
+    assert_true(late[TF_ROUTE_MIDDLE] >= 90);
+    assert_true(tf_route_rate(&c, TF_ROUTE_MIDDLE) > 99 && tf_route_rate(&c, TF_ROUTE_MIDDLE) < 101);
+}
+
+/* With the middle level skipped on every pass, a three-level decoder is the
+ * two-level spec decoder: the same draft proposes, the target verifies, the
+ * random stream is consumed alike, so sampled output is the same token for
+ * token for the same seed (the chi-square tests of test_spec_dist check the
+ * distribution of every route). */
+static void test_skip_route_is_spec(void **state) {
+    (void)state;
+    const char *pt = gen_model(64, 8, 2, NULL, 21);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    const char *pd = gen_model(32, 2, 1, NULL, 22);
+    tf_model *t = load(tpath), *d = load(pd);
+    int32_t prompt[200];
+    random_prompt(prompt, 200);
+    static const tf_spec_mode modes[] = {TF_SPEC_DRAFT, TF_SPEC_TRIFORCE, TF_SPEC_STREAMING};
+    int32_t out[3][80];
+    for (int m = 0; m < 3; m++) {
+        tf_spec_cfg c = {
+            .mode = modes[m], .gamma1 = 2, .gamma2 = 5, .budget = 64, .chunk = 8, .recent = 8, .rebuild_stride = 4,
+            .rebuild_accept = 0.3f, .sinks = 4, .window = 32, .n_ctx = 300, .n_batch = 64, .kv_type = TF_DTYPE_F32,
+            .isa = TF_ISA_BEST, .middle = TF_SPEC_MIDDLE_NEVER,
+            .sampling = {.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 77},
+        };
+        tf_spec s;
+        tf_err err = {0};
+        assert_int_equal(tf_spec_init(&s, t, d, &c, g_pool, &err), TF_OK);
+        assert_int_equal(tf_spec_prefill(&s, prompt, 200, NULL, NULL), TF_OK);
+        int got = 0;
+        while (got < 80) {
+            int32_t buf[64], k;
+            assert_int_equal(tf_spec_step(&s, buf, 64, &k), TF_OK);
+            for (int i = 0; i < k && got < 80; i++) out[m][got++] = buf[i];
+        }
+        if (m > 0) assert_true(s.route_passes[TF_ROUTE_SKIP] > 0 && s.route_passes[TF_ROUTE_MIDDLE] == 0);
+        tf_spec_free(&s);
+    }
+    for (int m = 1; m < 3; m++)
+        for (int i = 0; i < 80; i++)
+            if (out[m][i] != out[0][i]) {
+                print_error("%s with the middle level skipped: token %d is %d, spec gives %d\n",
+                            tf_spec_mode_name(modes[m]), i, out[m][i], out[0][i]);
+                fail();
+            }
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(tpath);
+    unlink(pd);
+}
+
 /* A decoder prefilled from another decoder's caches decodes exactly as one
  * that prefilled the prompt itself, in every mode; a retrieval level refuses a
  * source that kept no query (ar mode), naming what it needs. */
@@ -921,6 +1056,8 @@ int main(void) {
         cmocka_unit_test(test_lookup_cfg),
         cmocka_unit_test(test_step_cap),
         cmocka_unit_test(test_gamma_controller),
+        cmocka_unit_test(test_route_controller),
+        cmocka_unit_test(test_skip_route_is_spec),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
         cmocka_unit_test(test_greedy_equality_smollm2),

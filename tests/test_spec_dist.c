@@ -111,6 +111,10 @@ static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const in
     tf_sampling_free(&s);
 }
 
+/* The runs' middle-level policy (tf_spec_middle); -1: the target passes of
+ * every run alternate between the routes, skipping the middle level first. */
+static int g_middle = TF_SPEC_MIDDLE_ALWAYS;
+
 /* n_runs generations of the mode from the prompt (budget the retrieval
  * cache's); the chi-square verdict against J. base (optional): a decoder
  * that holds the prompt, copied instead of prefilling every run. */
@@ -121,7 +125,8 @@ static tu_gof run_generations(const tf_model *t, const tf_model *d, tf_spec_mode
     tf_spec_cfg c = {.mode = mode, .gamma1 = 2, .gamma2 = 3, .budget = budget, .chunk = 4, .recent = 4,
                      .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = np + 32,
                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
-                     .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2, .lookup = g_lookup};
+                     .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2, .lookup = g_lookup,
+                     .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle};
     tf_spec s;
     assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL || g_lookup ? NULL : d, &c, g_pool, &err), TF_OK);
     s.ver.mode = vmode;
@@ -141,7 +146,8 @@ static tu_gof run_generations(const tf_model *t, const tf_model *d, tf_spec_mode
          * alternates proposing alone and probing the draft (probe every 2) */
         if (bypass) s.lv[s.n_levels - 1].accept_ewma = 0.0f;
         int32_t out[64], n = 0, k;
-        while (n < 2) {
+        for (int pass = 0; n < 2; pass++) {
+            if (g_middle < 0) s.cfg.middle = pass % 2 ? TF_SPEC_MIDDLE_ALWAYS : TF_SPEC_MIDDLE_NEVER;
             assert_int_equal(tf_spec_step(&s, out + n, 32, &k), TF_OK);
             n += k;
         }
@@ -225,6 +231,15 @@ static void test_distribution_t1(void **state) {
     check("triforce, draft bypassed, T=1 top-k 4", TF_SPEC_TRIFORCE, &cfg, prompt);
     check_broken("triforce, accept-all verifier", TF_VERIFY_BROKEN_ACCEPT_ALL, &cfg, prompt);
     check_broken("triforce, residual-from-p verifier", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
+    /* the target verifying the draft directly (route.h), and the routes alternating */
+    g_middle = TF_SPEC_MIDDLE_NEVER;
+    check("triforce, middle skipped, T=1 top-k 4", TF_SPEC_TRIFORCE, &cfg, prompt);
+    check("streaming, middle skipped, T=1 top-k 4", TF_SPEC_STREAMING, &cfg, prompt);
+    check_broken("triforce, middle skipped, accept-all", TF_VERIFY_BROKEN_ACCEPT_ALL, &cfg, prompt);
+    g_middle = -1;
+    check("triforce, routes alternating, T=1 top-k 4", TF_SPEC_TRIFORCE, &cfg, prompt);
+    check_broken("triforce, alternating, residual-from-p", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
+    g_middle = TF_SPEC_MIDDLE_ALWAYS;
 }
 
 static void test_distribution_t06_top_p(void **state) {
@@ -235,6 +250,9 @@ static void test_distribution_t06_top_p(void **state) {
     check("triforce hierarchy, T=0.6 top-p 0.9", TF_SPEC_TRIFORCE, &cfg, prompt);
     check("spec (draft level), T=0.6 top-p 0.9", TF_SPEC_DRAFT, &cfg, prompt);
     check_broken("triforce, residual-from-p, T=0.6", TF_VERIFY_BROKEN_RESIDUAL_FROM_P, &cfg, prompt);
+    g_middle = -1;
+    check("triforce, routes alternating, T=0.6", TF_SPEC_TRIFORCE, &cfg, prompt);
+    g_middle = TF_SPEC_MIDDLE_ALWAYS;
 }
 
 /* p(t1 = id) of the joint. */
@@ -289,6 +307,10 @@ static void test_distribution_lookup(void **state) {
     lookup_check("spec, lookup draft, T=1 top-k 4", TF_SPEC_DRAFT, &t1, TF_VERIFY_EXACT);
     lookup_check("triforce, lookup draft, T=1 top-k 4", TF_SPEC_TRIFORCE, &t1, TF_VERIFY_EXACT);
     lookup_check("triforce, lookup draft, T=0.6 top-p 0.9", TF_SPEC_TRIFORCE, &t06, TF_VERIFY_EXACT);
+    g_middle = -1; /* the lookup's proposal judged by the target on the first pass */
+    lookup_check("triforce, lookup, routes alternating, T=1", TF_SPEC_TRIFORCE, &t1, TF_VERIFY_EXACT);
+    lookup_check("triforce, lookup, alternating, accept-all", TF_SPEC_TRIFORCE, &t1, TF_VERIFY_BROKEN_ACCEPT_ALL);
+    g_middle = TF_SPEC_MIDDLE_ALWAYS;
     lookup_check("spec, lookup draft, accept-all verifier", TF_SPEC_DRAFT, &t1, TF_VERIFY_BROKEN_ACCEPT_ALL);
     lookup_check("spec, lookup, residual-from-p verifier", TF_SPEC_DRAFT, &t1, TF_VERIFY_BROKEN_RESIDUAL_FROM_P);
 }

@@ -20,6 +20,9 @@ struct tf_decoder {
     tf_decoder_params params;
 };
 
+_Static_assert((int)TF_MIDDLE_ALWAYS == (int)TF_SPEC_MIDDLE_ALWAYS && (int)TF_MIDDLE_AUTO == (int)TF_SPEC_MIDDLE_AUTO &&
+                   (int)TF_MIDDLE_NEVER == (int)TF_SPEC_MIDDLE_NEVER,
+               "tf_middle mirrors tf_spec_middle");
 _Static_assert((int)TF_MODE_TRIFORCE == (int)TF_SPEC_TRIFORCE && (int)TF_MODE_SPEC == (int)TF_SPEC_DRAFT,
                "public and internal mode numbers agree");
 
@@ -38,7 +41,21 @@ tf_decoder_params tf_decoder_default_params(void) {
         .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 4096, .chunk = 8, .recent = 16,
         .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
+        .lookup = 0, .middle = TF_MIDDLE_AUTO,
     };
+}
+
+static const char *const k_middle_names[] = {"always", "auto", "never"};
+
+const char *tf_middle_name(tf_middle m) { return (unsigned)m < 3 ? k_middle_names[m] : "unknown"; }
+
+bool tf_middle_from_name(const char *name, tf_middle *out) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, k_middle_names[i]) == 0) {
+            *out = (tf_middle)i;
+            return true;
+        }
+    return false;
 }
 
 static const char *const k_device_names[] = {"auto", "cpu", "cuda"};
@@ -96,7 +113,7 @@ static tf_spec_cfg spec_cfg(const tf_decoder_params *p, tf_device dev) {
         .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = p->gamma2, .budget = p->budget,
         .chunk = p->chunk, .recent = p->recent, .rebuild_stride = p->rebuild_stride,
         .rebuild_accept = p->rebuild_accept, .bypass_accept = p->bypass_accept, .bypass_probe = p->bypass_probe,
-        
+        .middle = (tf_spec_middle)p->middle,
         .sinks = p->sinks, .window = p->window, .lookup = p->lookup, .n_ctx = p->n_ctx, .n_batch = p->n_batch,
         .kv_type = tf_kv_type_dtype(p->kv_type),
         .isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1),
@@ -230,4 +247,10 @@ void tf_decoder_level(const tf_decoder *d, int level, tf_level_info *o) {
     o->rebuilds = L->st.rebuilds;
     o->bypassed = L->st.bypassed;
     o->seconds = L->st.seconds;
+}
+
+void tf_decoder_routes(const tf_decoder *d, int64_t *via_middle, int64_t *skipping_middle) {
+    bool three = d->s.n_levels == 3;
+    if (via_middle) *via_middle = three ? d->s.route_passes[TF_ROUTE_MIDDLE] : 0;
+    if (skipping_middle) *skipping_middle = three ? d->s.route_passes[TF_ROUTE_SKIP] : 0;
 }

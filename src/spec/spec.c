@@ -236,7 +236,10 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         *added_out = added;
         return TF_OK;
     }
-    spec_level *lower = &s->lv[i + 1];
+    /* the level whose candidates this one verifies: the next one down, or for
+     * the target on the skip route (route.h) the bottom level */
+    const int lo = i == 0 && s->route == TF_ROUTE_SKIP && s->n_levels == 3 ? 2 : i + 1;
+    spec_level *lower = &s->lv[lo];
     while (added < want) {
         /* A middle level whose draft is rarely accepted proposes alone (exactly
          * as the bottom level would), trying the draft again every
@@ -253,11 +256,12 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         int64_t base = s->n_seq;
         int room = (int)(s->cfg.n_ctx - base); /* keep the sequence within the context */
         bool adapt = i == 0 && s->cfg.gamma2 == 0;
-        int gamma = adapt ? tf_gamma_next(&s->gctl) : L->gamma;
+        tf_gamma_ctl *gctl = &s->gctl[lo == i + 1 ? 0 : 1];
+        int gamma = adapt ? tf_gamma_next(gctl) : L->gamma;
         int ask = gamma < room - 1 ? gamma : room - 1;
         int k = 0;
         double t_draft = now_s();
-        if (ask > 0) TF_TRY(extend(s, i + 1, ask, &k));
+        if (ask > 0) TF_TRY(extend(s, lo, ask, &k));
         t_draft = now_s() - t_draft;
         double t_target = L->st.seconds;
         if (k > room - 1) { /* the lower level overshot the context: drop the excess */
@@ -278,11 +282,13 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         }
         if (acc == k) next = tf_dist_sample(dist_at(s, L, base + k), &s->rng);
         if (adapt)
-            tf_gamma_observe(&s->gctl, k, t_draft, (int)(L->n_cached - L->last_feed), L->st.seconds - t_target, acc);
+            tf_gamma_observe(gctl, k, t_draft, (int)(L->n_cached - L->last_feed), L->st.seconds - t_target, acc);
         L->st.verified += k;
         L->st.accepted += acc;
         if (acc < k) L->st.rejected++;
-        if (k > 0) lower->accept_ewma = 0.8f * lower->accept_ewma + 0.2f * (float)acc / (float)k;
+        /* the acceptance of a level by the one above it (bypass, rebuilds): not
+         * by the target on the skip route */
+        if (k > 0 && lo == i + 1) lower->accept_ewma = 0.8f * lower->accept_ewma + 0.2f * (float)acc / (float)k;
         s->n_seq = base + acc;
         push(s, next);
         /* this level keeps the accepted candidates; the levels below roll back */
@@ -298,19 +304,29 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
 static tf_status decode_pass(tf_spec *s) {
     if (s->n_seq >= s->cfg.n_ctx)
         return tf_errf(&s->err, TF_ERR_RANGE, "the context of %d tokens is full", s->cfg.n_ctx);
-    for (int i = 1; i < s->n_levels; i++) {
+    const bool three = s->n_levels == 3;
+    s->route = TF_ROUTE_MIDDLE;
+    if (three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO) s->route = tf_route_next(&s->rctl);
+    if (three && s->cfg.middle == TF_SPEC_MIDDLE_NEVER) s->route = TF_ROUTE_SKIP;
+    double t0 = now_s();
+    for (int i = 1; i < s->n_levels && s->route == TF_ROUTE_MIDDLE; i++) {
         spec_level *L = &s->lv[i];
         if (L->kind != LEVEL_RETRIEVAL) continue;
-        /* rebuild on the stride, when acceptance drops, or when the view is about to fill */
+        /* rebuild on the stride, when acceptance drops, when the view is about
+         * to fill, or when the level lags the target by more than the token a
+         * pass leaves it behind (the skip route left it out): gathering the
+         * cache anew costs less than feeding it the missed tokens */
         int32_t need = L->r_sel + (int32_t)(s->lv[0].n_cached - L->r_base) + tf_spec_gamma2_max(&s->cfg) + s->cfg.gamma1 + 4;
         if (s->passes_since_rebuild >= s->cfg.rebuild_stride || L->accept_ewma < s->cfg.rebuild_accept ||
-            need > L->view.n_slots) {
+            need > L->view.n_slots || L->n_cached + 1 < s->lv[0].n_cached) {
             TF_TRY(rebuild_retrieval(s, L));
             L->accept_ewma = 1.0f;
         }
     }
     int added;
     TF_TRY(extend(s, 0, 1, &added));
+    if (three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO) tf_route_observe(&s->rctl, s->route, added, now_s() - t0);
+    s->route_passes[s->route]++;
     s->passes_since_rebuild++;
     if (s->q_cap) save_last_query(s, (int32_t)(s->lv[0].n_cached - 1 - s->lv[0].last_feed));
     return TF_OK;
@@ -360,6 +376,9 @@ tf_status tf_spec_check_cfg(const tf_spec_cfg *c, tf_err *err) {
     if (!(c->bypass_accept >= 0 && c->bypass_accept <= 1) || (c->bypass_accept > 0 && c->bypass_probe < 1))
         return tf_errf(err, TF_ERR_INVALID_ARG, "bypass acceptance %g / probe %d: expected 0..1 / >= 1",
                        (double)c->bypass_accept, c->bypass_probe);
+    if ((unsigned)c->middle > TF_SPEC_MIDDLE_NEVER)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "middle-level policy %d: expected always (0), auto (1) or never (2)",
+                       (int)c->middle);
     if (c->lookup < 0 || c->lookup > TF_LOOKUP_MAX_MATCH)
         return tf_errf(err, TF_ERR_INVALID_ARG, "lookup %d: expected 0 (off) or a match of 1..%d tokens", c->lookup,
                        TF_LOOKUP_MAX_MATCH);
@@ -531,7 +550,9 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
         }
     for (int i = 0; i < n && st == TF_OK; i++) st = level_init(s, &s->lv[i], kinds[i], models[i], rows, err);
     s->lv[0].gamma = tf_spec_gamma2_max(cfg);
-    tf_gamma_init(&s->gctl, TF_SPEC_GAMMA2_AUTO_MAX);
+    for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
+    tf_route_init(&s->rctl);
+    s->route_passes[0] = s->route_passes[1] = 0;
     if (n == 3) s->lv[1].gamma = cfg->gamma1;
     if (st == TF_OK) st = tf_sampling_init(&s->samp, &cfg->sampling, hp->n_vocab, err);
     if (st == TF_OK) st = tf_verifier_init(&s->ver, hp->n_vocab, err);
@@ -586,7 +607,9 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
 #endif
     s->n_seq = s->n_emitted = 0;
     s->passes_since_rebuild = 0;
-    tf_gamma_init(&s->gctl, TF_SPEC_GAMMA2_AUTO_MAX);
+    for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
+    tf_route_init(&s->rctl);
+    s->route_passes[0] = s->route_passes[1] = 0;
     s->cfg.sampling.seed = seed;
     tf_rng_seed(&s->samp.rng, seed);
     tf_rng_seed(&s->rng, seed ^ 0x7f4a7c159e3779b9ull);

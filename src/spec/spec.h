@@ -29,6 +29,7 @@
 #include "kv/kv.h"
 #include "kv/retrieval.h"
 #include "spec/gamma.h"
+#include "spec/route.h"
 #include "kv/streaming.h"
 #include "model/forward.h"
 #include "sampling/sampling.h"
@@ -42,6 +43,16 @@ typedef enum tf_spec_mode {
     TF_SPEC_TRIFORCE = 4,
 } tf_spec_mode;
 
+/* Three-level modes: the target verifies the middle level's candidates on
+ * every pass (ALWAYS, 0), chooses per pass between the middle level and the
+ * bottom level by measured tokens per second (AUTO, route.h), or verifies the
+ * bottom level's candidates directly (NEVER: the middle level only idles). */
+typedef enum tf_spec_middle {
+    TF_SPEC_MIDDLE_ALWAYS = 0,
+    TF_SPEC_MIDDLE_AUTO = 1,
+    TF_SPEC_MIDDLE_NEVER = 2,
+} tf_spec_middle;
+
 typedef struct tf_spec_cfg {
     tf_spec_mode mode;
     int32_t gamma1, gamma2;   /* candidates per middle pass / per target pass (0: chosen while decoding, gamma.h) */
@@ -52,6 +63,7 @@ typedef struct tf_spec_cfg {
     int32_t bypass_probe;     /* ... retrying the draft every this many tokens */
     int32_t sinks, window;    /* C_q */
     int32_t lookup;           /* > 0: the bottom level drafts by text lookup, matching >= this many tokens */
+    tf_spec_middle middle;    /* three-level modes: where the target's candidates come from (route.h) */
     int32_t n_ctx, n_batch;
     tf_dtype kv_type;
     tf_isa isa;
@@ -127,7 +139,10 @@ typedef struct tf_spec {
     int32_t q_cap_rows;
     float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p */
     int32_t passes_since_rebuild;
-    tf_gamma_ctl gctl;        /* gamma2 0: the running choice */
+    tf_gamma_ctl gctl[2];     /* gamma2 0: the running choice, one per route (their drafts differ) */
+    int route;                /* the current target pass's route: TF_ROUTE_MIDDLE or TF_ROUTE_SKIP */
+    tf_route_ctl rctl;        /* middle AUTO: the running choice */
+    int64_t route_passes[2];  /* target passes per route while decoding */
     struct tf_spec_dev *dev;  /* device state (spec_cuda.c); NULL on the CPU */
     tf_err err;
 } tf_spec;

@@ -85,6 +85,10 @@ static const opt_def k_opts[] = {
     {NULL, "--bypass-accept", OPT_FLOAT, O(bypass_accept), "A",
      "the middle level drafts alone while the draft's rolling acceptance is below A, 0 = never (default 0.2)",
      SPEC_RUN, 0, 1},
+    {NULL, "--middle", OPT_STR, O(middle), "WHEN",
+     "triforce and streaming: the target verifies the middle level's candidates (always), the draft's directly "
+     "(never), or per pass whichever route has given more tokens per second so far (auto, default)",
+     SPEC_RUN, 0, 0},
     {NULL, "--draft-layers", OPT_INT, O(draft_layers), "K",
      "no -md: draft with the target's first K layers (self-speculation); makes triforce the default mode",
      SPEC_RUN, 1, 1024},
@@ -247,6 +251,7 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->top_p = 0.95f;
     o->min_p = 0.05f;
     o->kv_type = "f16";
+    o->middle = "auto";
     o->gen_seed = 1;
     o->gamma1 = 2;
     o->gamma2 = 6;
@@ -345,6 +350,11 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     tf_kv_type kt;
     if (!tf_kv_type_parse(o->kv_type, &kt)) {
         fprintf(stderr, "triforce %s: --kv-type '%s': expected f16, f32, q8_0 or q4_0\n", cmd_name, o->kv_type);
+        return -1;
+    }
+    tf_middle mid;
+    if (!tf_middle_from_name(o->middle, &mid)) {
+        fprintf(stderr, "triforce %s: --middle '%s': expected always, auto or never\n", cmd_name, o->middle);
         return -1;
     }
     return 0;
@@ -556,6 +566,7 @@ tf_decoder_params cli_decoder_params(const cli_opts *o) {
     dp.recent = 2 * o->chunk > 16 ? 2 * o->chunk : 16;
     dp.rebuild_stride = o->rebuild_stride;
     dp.bypass_accept = o->bypass_accept;
+    tf_middle_from_name(o->middle, &dp.middle); /* checked with the other options */
     dp.sinks = o->sinks;
     dp.window = o->window;
     dp.n_threads = o->n_threads;

@@ -52,6 +52,7 @@ typedef struct cli_opts {
     int draft_layers; /* 0: none */
     int draft_lookup; /* --draft-lookup N: the bottom level drafts by text lookup; 0: none */
     float bypass_accept;
+    const char *middle;  /* --middle always|auto|never */
     bool compare;
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
     const char *system;  /* --system TEXT (with --chat) */

@@ -563,9 +563,9 @@ int cmd_bench(int argc, char **argv) {
             cli_draft_name(&o), threads, o.kv_type, ps, o.n_predict, ds,
             rs, ms, o.reps, o.file ? o.file : toks.fill, fill_random ? ", decode ctx filled with random K/V" : "");
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
-        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
-                        "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks,
-                o.window);
+        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, middle %s, "
+                        "sinks %d, window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept,
+                o.middle, o.sinks, o.window);
     fputc('\n', stderr);
     for (int i = 0; i < o.depths.n; i++)
         if (o.depths.v[i] + o.n_predict > bm.info.n_ctx_train)

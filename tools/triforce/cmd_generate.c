@@ -86,6 +86,7 @@ typedef struct gen_result {
     double t_prefill, t_decode;
     int n_levels;
     tf_level_info lv[4];
+    int64_t via_middle, skipping_middle; /* target passes by route (three-level modes) */
 } gen_result;
 
 static int run_one(const cli_opts *o, const tf_model *model, const tf_model *draft, tf_decoder_params dp,
@@ -154,6 +155,7 @@ static int run_one(const cli_opts *o, const tf_model *model, const tf_model *dra
     res->t_decode = cli_now() - t1;
     res->n_levels = tf_decoder_n_levels(dec);
     for (int i = 0; i < res->n_levels && i < 4; i++) tf_decoder_level(dec, i, &res->lv[i]);
+    tf_decoder_routes(dec, &res->via_middle, &res->skipping_middle);
     tf_decoder_free(dec);
     return rc;
 }
@@ -176,6 +178,9 @@ static void print_levels(const gen_result *r) {
         if (L->bypassed) fprintf(stderr, ", %lld proposed alone (draft bypassed)", (long long)L->bypassed);
         fprintf(stderr, ", %.0f%% of level time\n", total > 0 ? 100.0 * L->seconds / total : 0.0);
     }
+    if (r->via_middle + r->skipping_middle > 0)
+        fprintf(stderr, "  target passes: %lld with the middle level's candidates, %lld with the draft's (middle skipped)\n",
+                (long long)r->via_middle, (long long)r->skipping_middle);
     if (r->n_levels > 1 && r->lv[0].passes > 0)
         fprintf(stderr, "  mean tokens per target pass: %.2f\n", (double)r->n / (double)r->lv[0].passes);
 }
@@ -192,6 +197,8 @@ static bool write_json(FILE *f, const char *path, const cli_opts *o, const char 
             o->gamma1, o->gamma2, o->budget, o->chunk);
     fprintf(f, "  \"rebuild_stride\": %d,\n  \"bypass_accept\": %g,\n  \"sinks\": %d,\n  \"window\": %d,\n",
             o->rebuild_stride, o->bypass_accept, o->sinks, o->window);
+    fprintf(f, "  \"middle\": \"%s\",\n  \"passes_via_middle\": %lld,\n  \"passes_skipping_middle\": %lld,\n",
+            o->middle, (long long)r->via_middle, (long long)r->skipping_middle);
     if (ar)
         fprintf(f, "  \"ar_decode_s\": %.6f,\n  \"speedup\": %.4f,\n  \"identical\": %s,\n", ar->t_decode,
                 r->t_decode > 0 ? (ar->t_decode / ar->n) / (r->t_decode / r->n) : 0.0,

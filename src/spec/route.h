@@ -1,0 +1,50 @@
+/*
+ * route.h — choosing, per target pass, where a three-level hierarchy's
+ * candidates come from: through the middle level (target <- middle <- draft,
+ * TriForce proper) or straight from the bottom level (target <- draft, the
+ * middle level skipped).
+ *
+ * Which route is faster depends on what a fixed setting cannot know: how much
+ * the middle level's cheaper cache saves over a target step at this context,
+ * how often each level's candidates are accepted on this text, and what a pass
+ * costs on this machine. A middle level pays when the KV cache dwarfs the
+ * weights and the bottom level alone is poorly accepted; at short contexts, or
+ * under a bottom level the target accepts well (text lookup on repetitive
+ * text), it only adds passes. The controller keeps, per route, decayed sums
+ * of the tokens its target passes emitted and of the seconds they took
+ * (drafting, verification and any cache work included), and takes the route
+ * with more tokens per second. It explores: the first two passes take one
+ * route each; until each route has been seen four times, the other one gets
+ * every third pass; after that, one pass of the other route every 24 passes,
+ * times how much faster the chosen route has been (at most every 128), keeps
+ * that estimate current at a bounded cost.
+ *
+ * The route changes which level drafts, never what is emitted: every target
+ * pass is an exact speculative verification of whatever proposed. With
+ * sampling it changes how the random stream is consumed, so the same seed
+ * reproduces a text only with a fixed route (and a fixed gamma2).
+ */
+#ifndef TF_SPEC_ROUTE_H
+#define TF_SPEC_ROUTE_H
+
+#include <stdint.h>
+
+enum { TF_ROUTE_MIDDLE = 0, TF_ROUTE_SKIP = 1 };
+
+typedef struct tf_route_ctl {
+    double tokens[2], seconds[2]; /* per route: decayed sums over its passes */
+    int64_t n[2];                 /* passes observed per route */
+    int64_t passes;               /* choices made */
+    int since_explore;            /* passes since the other route was last tried */
+    int last;                     /* the latest choice */
+} tf_route_ctl;
+
+void tf_route_init(tf_route_ctl *c);
+/* The route of the next target pass (TF_ROUTE_MIDDLE or TF_ROUTE_SKIP). */
+int tf_route_next(tf_route_ctl *c);
+/* After a target pass on `route`: it emitted `tokens` in `seconds`. */
+void tf_route_observe(tf_route_ctl *c, int route, int tokens, double seconds);
+/* Estimated tokens per second of a route (0 before it was observed). */
+double tf_route_rate(const tf_route_ctl *c, int route);
+
+#endif
