@@ -103,6 +103,12 @@ json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"
 if cmp -s "$W/srv" "$W/gen_greedy"; then ok triforce_mode_equals_generate
 else echo "server: [$(cat "$W/srv")]"; cat "$W/body"; bad triforce_mode_equals_generate; fi
 
+echo "[ RUN      ] middle_skipped_equals_generate"
+post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 24, \"temperature\": 0, \"triforce\": {\"mode\": \"triforce\", \"middle\": \"never\"}}"
+json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"
+if cmp -s "$W/srv" "$W/gen_greedy"; then ok middle_skipped_equals_generate
+else echo "server: [$(cat "$W/srv")]"; cat "$W/body"; bad middle_skipped_equals_generate; fi
+
 echo "[ RUN      ] stream_equals_whole"
 curl -sN -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/completions" \
     -d "{\"prompt\": \"$P\", \"max_tokens\": 24, \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}" \
@@ -143,6 +149,7 @@ expect_status n_above_one 400 "'n' must be 1" /v1/completions '{"prompt": "x", "
 expect_status logprobs_refused 400 "'logprobs' is not supported" /v1/completions '{"prompt": "x", "logprobs": 3}'
 expect_status penalty_refused 400 "'presence_penalty' is not supported" /v1/completions '{"prompt": "x", "presence_penalty": 0.5}'
 expect_status bad_mode 400 "'triforce.mode'" /v1/completions '{"prompt": "x", "triforce": {"mode": "fast"}}'
+expect_status bad_middle 400 "'triforce.middle' is not one of always, auto, never" /v1/completions '{"prompt": "x", "triforce": {"middle": "maybe"}}'
 expect_status bad_token 400 "token ids 0..511" /v1/completions '{"prompt": [1, 99999]}'
 long=$(python3 -c "print('once upon a time ' * 800)")
 expect_status prompt_past_context 400 "the server's context is 2048" /v1/completions "{\"prompt\": \"$long\"}"

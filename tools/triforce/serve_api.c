@@ -116,6 +116,11 @@ static int parse_triforce(const serve_ctx *c, const cJSON *o, tf_decoder_params 
                                    "or --draft-lookup)", mode->valuestring);
         dp->mode = m;
     }
+    const cJSON *mid = cJSON_GetObjectItemCaseSensitive(t, "middle");
+    if (mid && !cJSON_IsNull(mid)) {
+        if (!cJSON_IsString(mid) || !tf_middle_from_name(mid->valuestring, &dp->middle))
+            return bad(err, errsz, "'triforce.middle' is not one of always, auto, never");
+    }
     struct { const char *key; int32_t *field; double lo, hi; } ints[] = {
         {"gamma1", &dp->gamma1, 1, 16}, {"gamma2", &dp->gamma2, 0, 15}, {"budget", &dp->budget, 16, 1 << 28},
         {"chunk", &dp->chunk, 1, 64}};
