@@ -306,7 +306,12 @@ static tf_status decode_pass(tf_spec *s) {
         return tf_errf(&s->err, TF_ERR_RANGE, "the context of %d tokens is full", s->cfg.n_ctx);
     const bool three = s->n_levels == 3;
     s->route = TF_ROUTE_MIDDLE;
-    if (three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO) s->route = tf_route_next(&s->rctl);
+    /* auto: the controller's choice, except while the middle level bypasses
+     * its draft (the level nearest the target rejects it: no pass of the
+     * target alone over the draft's candidates is worth exploring) */
+    if (three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO &&
+        !(s->cfg.bypass_accept > 0 && s->lv[2].accept_ewma < s->cfg.bypass_accept))
+        s->route = tf_route_next(&s->rctl);
     if (three && s->cfg.middle == TF_SPEC_MIDDLE_NEVER) s->route = TF_ROUTE_SKIP;
     double t0 = now_s();
     for (int i = 1; i < s->n_levels && s->route == TF_ROUTE_MIDDLE; i++) {
