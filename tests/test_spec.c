@@ -47,7 +47,8 @@ static tf_dtype g_kv_type = TF_DTYPE_F32;
 
 /* The runs' middle-level policy (tf_spec_middle); -1: the target passes
  * alternate between the routes, skipping the middle level twice, then taking
- * it once (so it comes back lagging and is rebuilt or caught up). */
+ * it once (so it comes back lagging and is rebuilt or caught up); -n for n >=
+ * 2: n skips, then the middle level. */
 static int g_middle = TF_SPEC_MIDDLE_ALWAYS;
 /* Target passes by route of the latest run (three-level modes) */
 static int64_t g_route_passes[2];
@@ -111,7 +112,10 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
     for (int pass = 0; got < n; pass++) {
         int32_t buf[64];
         int32_t k;
-        if (g_middle < 0) s.cfg.middle = pass % 3 == 2 ? TF_SPEC_MIDDLE_ALWAYS : TF_SPEC_MIDDLE_NEVER;
+        if (g_middle < 0) { /* -1: skip, skip, middle; -n (n >= 2): n skips, then the middle */
+            const int skips = g_middle == -1 ? 2 : -g_middle;
+            s.cfg.middle = pass % (skips + 1) == skips ? TF_SPEC_MIDDLE_ALWAYS : TF_SPEC_MIDDLE_NEVER;
+        }
         if (tf_spec_step(&s, buf, 64, &k) != TF_OK) {
             print_error("step (%s): %s\n", tf_spec_mode_name(rc->mode), s.err.msg);
             fail();
@@ -665,6 +669,40 @@ static void test_route_controller(void **state) {
  * random stream is consumed alike, so sampled output is the same token for
  * token for the same seed (the chi-square tests of test_spec_dist check the
  * distribution of every route). */
+/* A middle level that comes back after 4..16 skipped passes (a streaming
+ * level catches up in batches, a retrieval level is rebuilt): output equal to
+ * ar's. The draft is the target itself over a small streaming cache, so
+ * passes confirm up to gamma2 + 1 = 7 tokens and the lag crosses the
+ * streaming level's batch of 64 at many offsets, among them a lag that the
+ * gamma1 = 8 candidates to judge take past the batch while the tokens before
+ * them do not (the case the catch-up once missed: "66 tokens exceed its batch
+ * of 64"). */
+static void test_long_skip(void **state) {
+    (void)state;
+    const char *pg = gen_model(64, 8, 2, NULL, 23);
+    tf_model *t = load(pg);
+    static int32_t prompt[200], ref[300], out[300];
+    random_prompt(prompt, 200);
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32};
+    run(t, NULL, &ar, prompt, 200, 300, ref, NULL);
+    static const run_cfg cfgs[] = {{TF_SPEC_STREAMING, 8, 6, 64, 8, 4, 4, 16}, {TF_SPEC_TRIFORCE, 8, 6, 48, 8, 4, 4, 32}};
+    for (int skips = 4; skips <= 16; skips++)
+        for (size_t c = 0; c < 2; c++) {
+            g_middle = -skips;
+            run(t, t, &cfgs[c], prompt, 200, 300, out, NULL);
+            for (int i = 0; i < 300; i++)
+                if (out[i] != ref[i]) {
+                    print_error("%s, %d skipped passes at a time: token %d is %d, ar gives %d\n",
+                                tf_spec_mode_name(cfgs[c].mode), skips, i, out[i], ref[i]);
+                    fail();
+                }
+            assert_true(g_route_passes[TF_ROUTE_MIDDLE] >= 1 && g_route_passes[TF_ROUTE_SKIP] >= skips);
+        }
+    g_middle = TF_SPEC_MIDDLE_ALWAYS;
+    tf_model_free(t);
+    unlink(pg);
+}
+
 static void test_skip_route_is_spec(void **state) {
     (void)state;
     const char *pt = gen_model(64, 8, 2, NULL, 21);
@@ -1058,6 +1096,7 @@ int main(void) {
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_route_controller),
         cmocka_unit_test(test_skip_route_is_spec),
+        cmocka_unit_test(test_long_skip),
         cmocka_unit_test(test_greedy_equality_qwen2),
         cmocka_unit_test(test_greedy_equality_stories),
         cmocka_unit_test(test_greedy_equality_smollm2),

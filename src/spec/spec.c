@@ -121,10 +121,13 @@ static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
  * positions [need_from, upto] (need_from - 1 >= n_cached). */
 static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) {
     spec_level *L = &s->lv[i];
-    /* A level that was bypassed catches up in batches first (distributions of
-     * the skipped positions are not needed: only each batch's last is made). */
-    while (upto - L->n_cached > L->fwd.n_batch && need_from - 1 >= L->n_cached + L->fwd.n_batch) {
+    /* A level that was bypassed or skipped catches up in batches first, up to
+     * the last token before the positions whose distributions are needed
+     * (those of the skipped positions are not: only each batch's last is
+     * made), until the rest fits one pass. */
+    while (upto - L->n_cached > L->fwd.n_batch && need_from - 1 > L->n_cached) {
         int64_t mid = L->n_cached + L->fwd.n_batch;
+        if (mid > need_from - 1) mid = need_from - 1;
         TF_TRY(level_feed(s, i, mid, mid));
     }
     int64_t c = L->n_cached;
@@ -494,6 +497,13 @@ static void level_free(spec_level *L) {
     memset(L, 0, sizeof *L);
 }
 
+/* The running choices (gamma2 per route, the route) and the route counts, from scratch. */
+static void controllers_init(tf_spec *s) {
+    for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
+    tf_route_init(&s->rctl);
+    s->route_passes[0] = s->route_passes[1] = 0;
+}
+
 tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft, const tf_spec_cfg *cfg,
                        tf_pool *pool, tf_err *err) {
     memset(s, 0, sizeof *s);
@@ -555,9 +565,7 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
         }
     for (int i = 0; i < n && st == TF_OK; i++) st = level_init(s, &s->lv[i], kinds[i], models[i], rows, err);
     s->lv[0].gamma = tf_spec_gamma2_max(cfg);
-    for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
-    tf_route_init(&s->rctl);
-    s->route_passes[0] = s->route_passes[1] = 0;
+    controllers_init(s);
     if (n == 3) s->lv[1].gamma = cfg->gamma1;
     if (st == TF_OK) st = tf_sampling_init(&s->samp, &cfg->sampling, hp->n_vocab, err);
     if (st == TF_OK) st = tf_verifier_init(&s->ver, hp->n_vocab, err);
@@ -612,9 +620,7 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
 #endif
     s->n_seq = s->n_emitted = 0;
     s->passes_since_rebuild = 0;
-    for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
-    tf_route_init(&s->rctl);
-    s->route_passes[0] = s->route_passes[1] = 0;
+    controllers_init(s);
     s->cfg.sampling.seed = seed;
     tf_rng_seed(&s->samp.rng, seed);
     tf_rng_seed(&s->rng, seed ^ 0x7f4a7c159e3779b9ull);
