@@ -16,9 +16,12 @@
 #define GUARD_BYTE 0xA5
 #define CANARY 12345.678f /* value of the unused floats of Y */
 
-static const tf_dtype k_types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_BF16,   TF_DTYPE_Q8_0,  TF_DTYPE_Q4_0,
-                                   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1,   TF_DTYPE_Q2_K,  TF_DTYPE_Q3_K,
-                                   TF_DTYPE_Q4_K, TF_DTYPE_Q5_K, TF_DTYPE_Q6_K,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
+/* Every type of the registry, so a new row is tested by every test below. */
+static const tf_dtype k_types[] = {
+#define TYPE_(ID, ...) TF_DTYPE_##ID,
+    TF_DTYPE_LIST(TYPE_)
+#undef TYPE_
+};
 #define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
 
 static const tf_cpu_kernels *g_tables[8];
@@ -88,6 +91,32 @@ static void test_tables(void **state) {
             assert_true(g_tables[i]->tile_toks[t] >= 1 && g_tables[i]->tile_toks[t] <= TF_TILE_TOKS_MAX);
         }
     print_message("kernel tables on this CPU: %d, best %s\n", g_n_tables, best->isa);
+    /* The registry: the types GGUF files in the wild use, by ggml id, each
+     * name parsing back to its id; the packed path exactly for the types with
+     * 32-value (sub-)blocks and Q8_0/Q8_1 activations. */
+    static const int ggml_ids[] = {0, 1, 30, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23};
+    assert_int_equal(N_TYPES, (int)(sizeof ggml_ids / sizeof ggml_ids[0]));
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        assert_int_equal(k_types[ti], ggml_ids[ti]);
+        tf_dtype back = TF_DTYPE_COUNT;
+        assert_true(tf_dtype_from_name(tf_dtype_name(k_types[ti]), &back));
+        assert_int_equal(back, k_types[ti]);
+        assert_non_null(strstr(TF_DTYPE_NAMES, tf_dtype_name(k_types[ti])));
+        tf_dtype t = k_types[ti];
+        bool packed = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_0 || t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_0 ||
+                      t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS;
+        assert_int_equal(tf_act_packed_row_size(t, 512) > 0, packed);
+        for (int i = 0; i < g_n_tables; i++) {
+            bool vnni = strcmp(g_tables[i]->isa, "avx512_vnni") == 0;
+            assert_int_equal(g_tables[i]->act_pack[t] != NULL, vnni && packed);
+            assert_int_equal(g_tables[i]->packed_tile[t] != NULL, vnni && packed);
+        }
+    }
+    tf_dtype none;
+    assert_false(tf_dtype_from_name("q8_1", &none));
+    assert_false(tf_dtype_from_name("iq2_xs", &none));
+    assert_string_equal(tf_dtype_name(15), "q8_k");
+    assert_string_equal(tf_dtype_name(39), "unknown");
 
     assert_int_equal(tf_act_type(TF_DTYPE_F16), TF_DTYPE_F32);
     assert_int_equal(tf_act_type(TF_DTYPE_Q4_0), TF_DTYPE_Q8_0);

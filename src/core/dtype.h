@@ -9,22 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype_list.h"
+
 typedef enum tf_dtype {
-    TF_DTYPE_F32 = 0,
-    TF_DTYPE_F16 = 1,
-    TF_DTYPE_Q4_0 = 2,
-    TF_DTYPE_Q4_1 = 3,
-    TF_DTYPE_Q5_0 = 6,
-    TF_DTYPE_Q5_1 = 7,
-    TF_DTYPE_Q8_0 = 8,
-    TF_DTYPE_Q2_K = 10,
-    TF_DTYPE_Q3_K = 11,
-    TF_DTYPE_Q4_K = 12,
-    TF_DTYPE_Q5_K = 13,
-    TF_DTYPE_Q6_K = 14,
-    TF_DTYPE_IQ4_NL = 20,
-    TF_DTYPE_IQ4_XS = 23,
-    TF_DTYPE_BF16 = 30,
+#define TF_DTYPE_ENUM_(ID, nm, id, ...) TF_DTYPE_##ID = id,
+    TF_DTYPE_LIST(TF_DTYPE_ENUM_)
+#undef TF_DTYPE_ENUM_
     TF_DTYPE_COUNT = 40, /* upper bound of ids this build knows a name for */
 } tf_dtype;
 
@@ -88,18 +78,16 @@ typedef struct {
     uint8_t qs[TF_QK_K / 2];
 } tf_block_iq4_xs;                                                         /* 136 bytes */
 
-_Static_assert(sizeof(tf_block_q8_0) == 34, "q8_0 block");
-_Static_assert(sizeof(tf_block_q4_0) == 18, "q4_0 block");
-_Static_assert(sizeof(tf_block_q4_1) == 20, "q4_1 block");
-_Static_assert(sizeof(tf_block_q5_0) == 22, "q5_0 block");
-_Static_assert(sizeof(tf_block_q5_1) == 24, "q5_1 block");
-_Static_assert(sizeof(tf_block_q2_k) == 84, "q2_k block");
-_Static_assert(sizeof(tf_block_q3_k) == 110, "q3_k block");
-_Static_assert(sizeof(tf_block_q4_k) == 144, "q4_k block");
-_Static_assert(sizeof(tf_block_q5_k) == 176, "q5_k block");
-_Static_assert(sizeof(tf_block_q6_k) == 210, "q6_k block");
-_Static_assert(sizeof(tf_block_iq4_nl) == 18, "iq4_nl block");
-_Static_assert(sizeof(tf_block_iq4_xs) == 136, "iq4_xs block");
+/* The float types' "blocks" are single values. */
+typedef float tf_block_f32;
+typedef uint16_t tf_block_f16, tf_block_bf16;
+
+/* Every registry row agrees with its block struct and ids fit the tables. */
+#define TF_DTYPE_CHECK_(ID, nm, id, bs, bytes, ...)                                  \
+    _Static_assert(sizeof(tf_block_##nm) == (bytes), #nm " block size");              \
+    _Static_assert((id) >= 0 && (id) < TF_DTYPE_COUNT, #nm " id within TF_DTYPE_COUNT");
+TF_DTYPE_LIST(TF_DTYPE_CHECK_)
+#undef TF_DTYPE_CHECK_
 
 /* The 16 values of IQ4_NL / IQ4_XS indices (ggml's kvalues_iq4nl), ascending. */
 extern const int8_t tf_iq4_values[16];
@@ -116,9 +104,10 @@ bool tf_dtype_supported(uint32_t type);
 uint32_t tf_dtype_block_size(uint32_t type);
 /* Bytes per block; 0 if unsupported. */
 uint32_t tf_dtype_type_size(uint32_t type);
-/* Name ("f32", "q4_k", ...) or "type<N>" for unknown ids (static buffer-free). */
+/* Name ("f32", "q4_k", ...; also ggml's names of types this engine does not
+ * compute with), or "unknown". */
 const char *tf_dtype_name(uint32_t type);
-/* Parse a name as above (case-insensitive); returns false if unknown. */
+/* Parse the name of a supported type (case-insensitive); false if it is not one. */
 bool tf_dtype_from_name(const char *name, tf_dtype *out);
 /* Bytes of a row of n elements; 0 if n is not a multiple of the block size
  * or the type is unsupported. */

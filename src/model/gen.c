@@ -177,8 +177,8 @@ static tf_status check_params(const tf_gen_params *p, tf_err *err) {
             (double)p->llama3_low_freq_factor, (double)p->llama3_high_freq_factor);
     REQ(p->yarn_beta_fast >= 0 && p->yarn_beta_slow >= 0 && p->yarn_attn_factor >= 0,
         "yarn beta_fast / beta_slow / attn_factor must be >= 0 (0 = not written)");
-    REQ(tf_gguf_file_type(p->wtype) >= 0, "weight type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_1, "
-        "q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs)", tf_dtype_name(p->wtype));
+    REQ(tf_gguf_file_type(p->wtype) >= 0, "weight type %s is not supported (expected one of:" TF_DTYPE_NAMES ")",
+        tf_dtype_name(p->wtype));
     REQ(p->n_threads >= 0, "n_threads = %d (expected >= 0)", p->n_threads);
 #undef REQ
     return TF_OK;

@@ -62,8 +62,8 @@ typedef struct tf_gen_params {
     float yarn_beta_fast, yarn_beta_slow, yarn_attn_factor;
     float llama3_low_freq_factor, llama3_high_freq_factor;
     bool tied_output;    /* no output.weight; the embedding is reused */
-    /* Type of every 2-D weight (token_embd and output included): F32, F16,
-     * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS. A matrix
+    /* Type of every 2-D weight (token_embd and output included):
+     * any registry type (core/dtype_list.h). A matrix
      * whose row length is not a multiple of the type's block size is written as F16 (logged). */
     tf_dtype wtype;
     uint64_t seed;

@@ -207,10 +207,8 @@ static tf_status bind(loader *ld, tf_tensor *t, const char *name, int64_t cols, 
     }
     if (!tf_dtype_supported(gt->type))
         return tf_errf(ld->err, TF_ERR_UNSUPPORTED,
-                       "%s: tensor '%s' has type %s (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
-                       "q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs)",
-                       ld->path,
-                       name, tf_dtype_name(gt->type));
+                       "%s: tensor '%s' has type %s (supported:" TF_DTYPE_NAMES ")", ld->path, name,
+                       tf_dtype_name(gt->type));
     if (!rows && gt->type != TF_DTYPE_F32)
         return tf_errf(ld->err, TF_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (expected f32 for a vector)",
                        ld->path, name, tf_dtype_name(gt->type));

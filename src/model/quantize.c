@@ -23,21 +23,9 @@
 
 int32_t tf_gguf_file_type(tf_dtype type) {
     switch (type) {
-    case TF_DTYPE_F32: return 0;
-    case TF_DTYPE_F16: return 1;
-    case TF_DTYPE_Q4_0: return 2;
-    case TF_DTYPE_Q4_1: return 3;
-    case TF_DTYPE_Q8_0: return 7;
-    case TF_DTYPE_Q5_0: return 8;
-    case TF_DTYPE_Q5_1: return 9;
-    case TF_DTYPE_Q2_K: return 10;
-    case TF_DTYPE_Q3_K: return 11; /* LLAMA_FTYPE_MOSTLY_Q3_K_S */
-    case TF_DTYPE_Q4_K: return 14; /* LLAMA_FTYPE_MOSTLY_Q4_K_S */
-    case TF_DTYPE_Q5_K: return 16; /* LLAMA_FTYPE_MOSTLY_Q5_K_S */
-    case TF_DTYPE_Q6_K: return 18;
-    case TF_DTYPE_IQ4_NL: return 25; /* LLAMA_FTYPE_MOSTLY_IQ4_NL */
-    case TF_DTYPE_IQ4_XS: return 30; /* LLAMA_FTYPE_MOSTLY_IQ4_XS */
-    case TF_DTYPE_BF16: return 32;
+#define TF_FTYPE_(ID, nm, id, bs, bytes, act, fam, ftype) case TF_DTYPE_##ID: return ftype;
+        TF_DTYPE_LIST(TF_FTYPE_)
+#undef TF_FTYPE_
     default: return -1;
     }
 }
@@ -165,8 +153,7 @@ tf_status tf_quantize_gguf(const tf_gguf *gp, const char *out, tf_dtype type, in
                            tf_progress_fn progress, void *ud, tf_err *err) {
     if (tf_gguf_file_type(type) < 0)
         return tf_errf(err, TF_ERR_INVALID_ARG,
-                       "quantize: output type %s is not supported (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
-                       "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs)",
+                       "quantize: output type %s is not supported (expected one of:" TF_DTYPE_NAMES ")",
                        tf_dtype_name(type));
     const tf_gguf g = *gp;
     const char *in = g.path;

@@ -21,13 +21,12 @@
 #include <stdint.h>
 
 /* llama.cpp's general.file_type value for a model whose weights are mostly
- * `type` (F32 0, F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, Q2_K 10, Q3_K 11
- * "Q3_K_S", Q4_K 14 "Q4_K_S", Q5_K 16 "Q5_K_S", Q6_K 18, IQ4_NL 25, IQ4_XS 30, BF16 32);
- * -1 for other types. */
+ * `type` (the registry's ftype column, core/dtype_list.h); -1 for types that
+ * are not in the registry. */
 int32_t tf_gguf_file_type(tf_dtype type);
 
-/* Convert `in` to `out` with 2-D weights of `type` (F32, F16, BF16, Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS). log may be NULL; progress (may be NULL) receives
+/* Convert `in` to `out` with 2-D weights of `type` (any type of the
+ * registry, core/dtype_list.h). log may be NULL; progress (may be NULL) receives
  * bytes written / total and may cancel. n_threads 0 = every CPU.
  * Errors: TF_ERR_INVALID_ARG for a bad type; TF_ERR_UNSUPPORTED when a
  * tensor of `in` is already quantized (naming it and its type); errors of

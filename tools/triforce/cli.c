@@ -1,6 +1,7 @@
 /* cli.c — option table, parser and helpers shared by the subcommands. */
 #include "cli.h"
 
+#include "core/dtype_list.h"
 #include "core/mem.h"
 #include "core/outpath.h"
 #include "core/threads.h"
@@ -161,7 +162,7 @@ static const opt_def k_opts[] = {
      "architecture: llama (default) or qwen2 (q/k/v biases, rotate-half RoPE)", CMD_GEN_MODEL, 0, 0},
     {NULL, "--vocab-from", OPT_STR, O(vocab_from), "FILE", "copy the tokenizer from this GGUF", CMD_GEN_MODEL, 0, 0},
     {NULL, "--type", OPT_STR, O(wtype), "TYPE",
-     "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs (default f16)",
+     "weight type (default f16):" TF_DTYPE_NAMES,
      CMD_GEN_MODEL, 0, 0},
     {NULL, "--n-embd", OPT_INT, O(n_embd), "N", "model width", CMD_GEN_MODEL, 1, 65536},
     {NULL, "--n-layer", OPT_INT, O(n_layer), "N", "layers", CMD_GEN_MODEL, 1, 1024},

@@ -11,9 +11,8 @@
 
 int cmd_convert(int argc, char **argv) {
     cli_opts o;
-    const char *usage = "HF_DIR OUT.gguf [TYPE]   (TYPE: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1,\n"
-                        "                           q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;\n"
-                        "       default: the type the weights are stored in)";
+    const char *usage = "HF_DIR OUT.gguf [TYPE]   (TYPE, default the type the weights are stored in:\n"
+                        "      " TF_DTYPE_NAMES ")";
     int r = cli_parse(&o, CMD_CONVERT, "convert", usage, 3, argc, argv);
     if (r) return r > 0 ? 0 : 2;
     if (o.n_pos < 2) {
@@ -27,8 +26,7 @@ int cmd_convert(int argc, char **argv) {
     }
     tf_dtype type = TF_DTYPE_COUNT;
     if (o.n_pos == 3 && !tf_dtype_from_name(o.pos[2], &type)) {
-        fprintf(stderr, "triforce convert: type '%s': expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
-                        "q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs\n", o.pos[2]);
+        fprintf(stderr, "triforce convert: type '%s': expected one of:" TF_DTYPE_NAMES "\n", o.pos[2]);
         return 2;
     }
     if (!cli_check_output("convert", o.pos[1], o.pos[0])) return 2;

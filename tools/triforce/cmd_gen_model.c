@@ -63,9 +63,7 @@ int cmd_gen_model(int argc, char **argv) {
         p.rope_scaling = (tf_rope_scaling)k;
     }
     if (o.wtype && !tf_dtype_from_name(o.wtype, &p.wtype)) {
-        fprintf(stderr, "triforce gen-model: --type '%s': expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
-                        "q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs\n",
-                o.wtype);
+        fprintf(stderr, "triforce gen-model: --type '%s': expected one of:" TF_DTYPE_NAMES "\n", o.wtype);
         return 2;
     }
     p.vocab_from = o.vocab_from;

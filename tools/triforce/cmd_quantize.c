@@ -9,8 +9,8 @@
 
 int cmd_quantize(int argc, char **argv) {
     cli_opts o;
-    const char *usage = "IN.gguf OUT.gguf TYPE   (TYPE: f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,\n"
-                        "                        q5_k, q6_k, iq4_nl, iq4_xs)";
+    const char *usage = "IN.gguf OUT.gguf TYPE   (TYPE, any of these but f32:\n"
+                        "      " TF_DTYPE_NAMES ")";
     int r = cli_parse(&o, CMD_QUANTIZE, "quantize", usage, 3, argc, argv);
     if (r) return r > 0 ? 0 : 2;
     if (o.n_pos != 3) {
@@ -19,8 +19,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     tf_dtype type;
     if (!tf_dtype_from_name(o.pos[2], &type) || type == TF_DTYPE_F32) {
-        fprintf(stderr, "triforce quantize: type '%s': expected f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, "
-                        "q4_k, q5_k, q6_k, iq4_nl or iq4_xs\n", o.pos[2]);
+        fprintf(stderr, "triforce quantize: type '%s': expected one of:" TF_DTYPE_NAMES " except f32\n", o.pos[2]);
         return 2;
     }
     if (tf_hf_is_dir(o.pos[0])) {

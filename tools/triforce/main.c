@@ -17,8 +17,7 @@ static const command k_commands[] = {
     {"tokenize", cmd_tokenize, "print the tokens of a text"},
     {"bench", cmd_bench, "benchmark prefill, k-row passes and every decoding mode against the measured memory bandwidth"},
     {"perplexity", cmd_perplexity, "perplexity of a text (llama.cpp's convention)"},
-    {"quantize", cmd_quantize, "convert an F32/F16/BF16 GGUF to F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
-                               "IQ4_NL or IQ4_XS"},
+    {"quantize", cmd_quantize, "convert an F32/F16/BF16 GGUF to another weight type (triforce quantize --help lists them)"},
     {"convert", cmd_convert, "convert a Hugging Face checkpoint directory to GGUF (F32/F16/BF16 or quantized)"},
     {"eval", cmd_eval, "measure a model for TriForce: middle-level acceptance (accept), passkey retrieval (passkey)"},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server: completions, chat, streaming, prompt-cache reuse"},

@@ -49,7 +49,14 @@ typedef struct {
  * (tf_dtype_row_size knows nothing of it; use tf_act_row_size). */
 #define TF_DTYPE_Q8_K ((tf_dtype)15)
 
-/* Activation type consumed by the dot product of weight type `type`. */
+/* The activation formats by the names the registry's act column uses. */
+#define TF_ACT_f32 TF_DTYPE_F32
+#define TF_ACT_q8_0 TF_DTYPE_Q8_0
+#define TF_ACT_q8_1 TF_DTYPE_Q8_1
+#define TF_ACT_q8_k TF_DTYPE_Q8_K
+
+/* Activation type consumed by the dot product of weight type `type` (its
+ * registry row's act). */
 tf_dtype tf_act_type(tf_dtype type);
 /* Bytes needed to hold n activations converted for weight type `type`
  * (n a multiple of the type's block size). */

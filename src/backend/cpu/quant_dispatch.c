@@ -17,305 +17,110 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n) { memcpy(y, x, (s
 
 /* ---- scalar adapters: table signatures over the references ------------------ */
 
-static void ref_quantize_q8_0(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_0, x, y, n); }
-static void ref_quantize_q8_1(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_1, x, y, n); }
-static void ref_quantize_q8_k(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_K, x, y, n); }
+static void tf_scalar_quantize_q8_0(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_0, x, y, n); }
+static void tf_scalar_quantize_q8_1(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_1, x, y, n); }
+static void tf_scalar_quantize_q8_k(const float *x, void *y, int64_t n) { tf_ref_quantize_row(TF_DTYPE_Q8_K, x, y, n); }
+#define tf_scalar_quantize_f32 tf_cpu_copy_f32
 
-static void ref_dequantize_f16(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_F16, x, y, n); }
-static void ref_dequantize_bf16(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_BF16, x, y, n); }
-static void ref_dequantize_q8_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q8_0, x, y, n); }
-static void ref_dequantize_q4_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_0, x, y, n); }
-static void ref_dequantize_q4_1(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_1, x, y, n); }
-static void ref_dequantize_q5_0(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_0, x, y, n); }
-static void ref_dequantize_q5_1(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_1, x, y, n); }
-static void ref_dequantize_q2_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q2_K, x, y, n); }
-static void ref_dequantize_q3_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q3_K, x, y, n); }
-static void ref_dequantize_q5_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q5_K, x, y, n); }
-static void ref_dequantize_q4_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q4_K, x, y, n); }
-static void ref_dequantize_q6_k(const void *x, float *y, int64_t n) { tf_ref_dequantize_row(TF_DTYPE_Q6_K, x, y, n); }
-static void ref_dequantize_iq4_nl(const void *x, float *y, int64_t n) {
-    tf_ref_dequantize_row(TF_DTYPE_IQ4_NL, x, y, n);
-}
-static void ref_dequantize_iq4_xs(const void *x, float *y, int64_t n) {
-    tf_ref_dequantize_row(TF_DTYPE_IQ4_XS, x, y, n);
-}
-
-static float ref_dot_f32(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_F32, n, w, a); }
-static float ref_dot_f16(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_F16, n, w, a); }
-static float ref_dot_bf16(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_BF16, n, w, a); }
-static float ref_dot_q8_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q8_0, n, w, a); }
-static float ref_dot_q4_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_0, n, w, a); }
-static float ref_dot_q4_1(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_1, n, w, a); }
-static float ref_dot_q5_0(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_0, n, w, a); }
-static float ref_dot_q5_1(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_1, n, w, a); }
-static float ref_dot_q2_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q2_K, n, w, a); }
-static float ref_dot_q3_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q3_K, n, w, a); }
-static float ref_dot_q5_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q5_K, n, w, a); }
-static float ref_dot_q4_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q4_K, n, w, a); }
-static float ref_dot_q6_k(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_Q6_K, n, w, a); }
-static float ref_dot_iq4_nl(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_IQ4_NL, n, w, a); }
-static float ref_dot_iq4_xs(int64_t n, const void *w, const void *a) { return tf_ref_vec_dot(TF_DTYPE_IQ4_XS, n, w, a); }
-
-/* The tile contract by nr x nt calls of the reference dot product. */
-static void ref_tile(tf_dtype type, int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                     float *out, int64_t ldo) {
-    for (int t = 0; t < nt; t++)
-        for (int r = 0; r < nr; r++)
-            out[t * ldo + r] = tf_ref_vec_dot(type, n, (const char *)w + r * ws, (const char *)a + t * as);
-}
-
-static void ref_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    ref_tile(TF_DTYPE_F32, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_f16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    ref_tile(TF_DTYPE_F16, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_bf16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_BF16, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q8_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q5_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q2_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q3_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q5_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q4_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                          int64_t ldo) {
-    ref_tile(TF_DTYPE_Q6_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                            float *out, int64_t ldo) {
-    ref_tile(TF_DTYPE_IQ4_NL, n, w, ws, nr, a, as, nt, out, ldo);
-}
-static void ref_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                            float *out, int64_t ldo) {
-    ref_tile(TF_DTYPE_IQ4_XS, n, w, ws, nr, a, as, nt, out, ldo);
-}
+#define TF_SCALAR_ADAPTERS_(ID, nm, ...)                                                                     \
+    static void tf_scalar_dequantize_##nm(const void *x, float *y, int64_t n) {                             \
+        tf_ref_dequantize_row(TF_DTYPE_##ID, x, y, n);                                                      \
+    }                                                                                                        \
+    static float tf_scalar_vec_dot_##nm(int64_t n, const void *w, const void *a) {                          \
+        return tf_ref_vec_dot(TF_DTYPE_##ID, n, w, a);                                                       \
+    }                                                                                                        \
+    /* the tile contract by nr x nt calls of the reference dot product */                                    \
+    static void tf_scalar_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,  \
+                                    int nt, float *out, int64_t ldo) {                                       \
+        for (int t = 0; t < nt; t++)                                                                         \
+            for (int r = 0; r < nr; r++)                                                                     \
+                out[t * ldo + r] =                                                                           \
+                    tf_ref_vec_dot(TF_DTYPE_##ID, n, (const char *)w + r * ws, (const char *)a + t * as);   \
+    }
+TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
+#undef TF_SCALAR_ADAPTERS_
 
 /* ---- tables ------------------------------------------------------------------- */
 
-static const tf_cpu_kernels k_scalar = {
-    .isa = "scalar",
-    .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
-                     [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = ref_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = ref_quantize_q8_0, [TF_DTYPE_Q4_1] = ref_quantize_q8_1,
-                     [TF_DTYPE_Q5_0] = ref_quantize_q8_0, [TF_DTYPE_Q5_1] = ref_quantize_q8_1,
-                     [TF_DTYPE_Q2_K] = ref_quantize_q8_k, [TF_DTYPE_Q3_K] = ref_quantize_q8_k,
-                     [TF_DTYPE_Q4_K] = ref_quantize_q8_k, [TF_DTYPE_Q5_K] = ref_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = ref_quantize_q8_k,
-                     [TF_DTYPE_IQ4_NL] = ref_quantize_q8_0, [TF_DTYPE_IQ4_XS] = ref_quantize_q8_0},
-    .vec_dot = {[TF_DTYPE_F32] = ref_dot_f32, [TF_DTYPE_F16] = ref_dot_f16, [TF_DTYPE_BF16] = ref_dot_bf16,
-                [TF_DTYPE_Q8_0] = ref_dot_q8_0, [TF_DTYPE_Q4_0] = ref_dot_q4_0, [TF_DTYPE_Q4_1] = ref_dot_q4_1,
-                [TF_DTYPE_Q5_0] = ref_dot_q5_0, [TF_DTYPE_Q5_1] = ref_dot_q5_1, [TF_DTYPE_Q2_K] = ref_dot_q2_k,
-                [TF_DTYPE_Q3_K] = ref_dot_q3_k, [TF_DTYPE_Q4_K] = ref_dot_q4_k, [TF_DTYPE_Q5_K] = ref_dot_q5_k,
-                [TF_DTYPE_Q6_K] = ref_dot_q6_k,
-                [TF_DTYPE_IQ4_NL] = ref_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = ref_dot_iq4_xs},
-    .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = ref_dequantize_f16,
-                   [TF_DTYPE_BF16] = ref_dequantize_bf16, [TF_DTYPE_Q8_0] = ref_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = ref_dequantize_q4_0, [TF_DTYPE_Q4_1] = ref_dequantize_q4_1,
-                   [TF_DTYPE_Q5_0] = ref_dequantize_q5_0, [TF_DTYPE_Q5_1] = ref_dequantize_q5_1,
-                   [TF_DTYPE_Q2_K] = ref_dequantize_q2_k, [TF_DTYPE_Q3_K] = ref_dequantize_q3_k,
-                   [TF_DTYPE_Q4_K] = ref_dequantize_q4_k, [TF_DTYPE_Q5_K] = ref_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = ref_dequantize_q6_k,
-                   [TF_DTYPE_IQ4_NL] = ref_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = ref_dequantize_iq4_xs},
-    .vec_dot_tile = {[TF_DTYPE_F32] = ref_tile_f32, [TF_DTYPE_F16] = ref_tile_f16, [TF_DTYPE_BF16] = ref_tile_bf16,
-                     [TF_DTYPE_Q8_0] = ref_tile_q8_0, [TF_DTYPE_Q4_0] = ref_tile_q4_0,
-                     [TF_DTYPE_Q4_1] = ref_tile_q4_1, [TF_DTYPE_Q5_0] = ref_tile_q5_0,
-                     [TF_DTYPE_Q5_1] = ref_tile_q5_1, [TF_DTYPE_Q2_K] = ref_tile_q2_k,
-                     [TF_DTYPE_Q3_K] = ref_tile_q3_k, [TF_DTYPE_Q4_K] = ref_tile_q4_k,
-                     [TF_DTYPE_Q5_K] = ref_tile_q5_k, [TF_DTYPE_Q6_K] = ref_tile_q6_k,
-                     [TF_DTYPE_IQ4_NL] = ref_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = ref_tile_iq4_xs},
-    .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-    .tile_toks = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-};
+/*
+ * One table per ISA, every slot generated from the registry. A table is
+ * described by the names below, defined before each KERNEL_TABLE:
+ *   FLOAT_ISA  prefix of the dequantize and activation functions and of the
+ *              float types' dot products;
+ *   INT_ISA    prefix of the integer families' (Q32, QK) dot products;
+ *   ROWS_*, TOKS_*  tile shape per family;
+ *   PACK_*     the packed path's slots per family (empty: none).
+ */
+#define KSLOT(ID, fn) [TF_DTYPE_##ID] = fn,
+#define ISA_FLOAT FLOAT_ISA
+#define ISA_Q32 INT_ISA
+#define ISA_QK INT_ISA
+#define ACTQ_(ID, nm, id, bs, bytes, act, ...) KSLOT(ID, TF_KFN(FLOAT_ISA, quantize, act))
+#define DOT_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TF_KFN(ISA_##fam, vec_dot, nm))
+#define DEQ_(ID, nm, ...) KSLOT(ID, TF_KFN(FLOAT_ISA, dequantize, nm))
+#define TILE_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TF_KFN(ISA_##fam, tile, nm))
+#define ROWS_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, ROWS_##fam)
+#define TOKS_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TOKS_##fam)
+#define APACK_(ID, nm, id, bs, bytes, act, fam, ...) APACK_##fam(ID, nm)
+#define PTILE_(ID, nm, id, bs, bytes, act, fam, ...) PTILE_##fam(ID, nm)
+#define KERNEL_TABLE(name)                                                                                   \
+    {                                                                                                        \
+        .isa = name, .act_quantize = {TF_DTYPE_LIST(ACTQ_)}, .vec_dot = {TF_DTYPE_LIST(DOT_)},              \
+        .dequantize = {TF_DTYPE_LIST(DEQ_)}, .vec_dot_tile = {TF_DTYPE_LIST(TILE_)},                         \
+        .tile_rows = {TF_DTYPE_LIST(ROWS_)}, .tile_toks = {TF_DTYPE_LIST(TOKS_)},                            \
+        .act_pack = {TF_DTYPE_LIST(APACK_)}, .packed_tile = {TF_DTYPE_LIST(PTILE_)},                         \
+    }
+#define NO_PACK(ID, nm)
 
-static const tf_cpu_kernels k_avx2 = {
-    .isa = "avx2",
-    .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
-                     [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx2_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx2_quantize_q8_1,
-                     [TF_DTYPE_Q5_0] = tf_avx2_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx2_quantize_q8_1,
-                     [TF_DTYPE_Q2_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx2_quantize_q8_k,
-                     [TF_DTYPE_Q4_K] = tf_avx2_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx2_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx2_quantize_q8_k,
-                     [TF_DTYPE_IQ4_NL] = tf_avx2_quantize_q8_0, [TF_DTYPE_IQ4_XS] = tf_avx2_quantize_q8_0},
-    .vec_dot = {[TF_DTYPE_F32] = tf_avx2_vec_dot_f32, [TF_DTYPE_F16] = tf_avx2_vec_dot_f16,
-                [TF_DTYPE_BF16] = tf_avx2_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx2_vec_dot_q8_0,
-                [TF_DTYPE_Q4_0] = tf_avx2_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_vec_dot_q4_1,
-                [TF_DTYPE_Q5_0] = tf_avx2_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_vec_dot_q5_1,
-                [TF_DTYPE_Q2_K] = tf_avx2_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_vec_dot_q3_k,
-                [TF_DTYPE_Q4_K] = tf_avx2_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_vec_dot_q5_k,
-                [TF_DTYPE_Q6_K] = tf_avx2_vec_dot_q6_k,
-                [TF_DTYPE_IQ4_NL] = tf_avx2_vec_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx2_vec_dot_iq4_xs},
-    .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx2_dequantize_f16,
-                   [TF_DTYPE_BF16] = tf_avx2_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx2_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = tf_avx2_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_dequantize_q4_1,
-                   [TF_DTYPE_Q5_0] = tf_avx2_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_dequantize_q5_1,
-                   [TF_DTYPE_Q2_K] = tf_avx2_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_dequantize_q3_k,
-                   [TF_DTYPE_Q4_K] = tf_avx2_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = tf_avx2_dequantize_q6_k,
-                   [TF_DTYPE_IQ4_NL] = tf_avx2_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx2_dequantize_iq4_xs},
-    .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx2_tile_f32, [TF_DTYPE_F16] = tf_avx2_tile_f16,
-                     [TF_DTYPE_BF16] = tf_avx2_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx2_tile_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx2_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx2_tile_q4_1,
-                     [TF_DTYPE_Q5_0] = tf_avx2_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx2_tile_q5_1,
-                     [TF_DTYPE_Q2_K] = tf_avx2_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx2_tile_q3_k,
-                     [TF_DTYPE_Q4_K] = tf_avx2_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx2_tile_q5_k,
-                     [TF_DTYPE_Q6_K] = tf_avx2_tile_q6_k,
-                     [TF_DTYPE_IQ4_NL] = tf_avx2_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx2_tile_iq4_xs},
-    .tile_rows = {[TF_DTYPE_F32] = 4, [TF_DTYPE_F16] = 4, [TF_DTYPE_BF16] = 4, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-    .tile_toks = {[TF_DTYPE_F32] = 2, [TF_DTYPE_F16] = 2, [TF_DTYPE_BF16] = 2, [TF_DTYPE_Q8_0] = 2,
-                  [TF_DTYPE_Q4_0] = 2, [TF_DTYPE_Q4_1] = 2, [TF_DTYPE_Q5_0] = 2, [TF_DTYPE_Q5_1] = 2,
-                  [TF_DTYPE_Q2_K] = 2, [TF_DTYPE_Q3_K] = 2, [TF_DTYPE_Q4_K] = 2, [TF_DTYPE_Q5_K] = 2,
-                  [TF_DTYPE_Q6_K] = 2,
-                  [TF_DTYPE_IQ4_NL] = 2, [TF_DTYPE_IQ4_XS] = 2},
-};
+#define FLOAT_ISA scalar
+#define INT_ISA scalar
+#define ROWS_FLOAT 4
+#define ROWS_Q32 4
+#define ROWS_QK 4
+#define TOKS_FLOAT 4
+#define TOKS_Q32 4
+#define TOKS_QK 4
+#define APACK_FLOAT NO_PACK
+#define APACK_Q32 NO_PACK
+#define APACK_QK NO_PACK
+#define PTILE_FLOAT NO_PACK
+#define PTILE_Q32 NO_PACK
+#define PTILE_QK NO_PACK
+static const tf_cpu_kernels k_scalar = KERNEL_TABLE("scalar");
 
-static const tf_cpu_kernels k_avx512 = {
-    .isa = "avx512",
-    .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
-                     [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx512_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx512_quantize_q8_1,
-                     [TF_DTYPE_Q5_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx512_quantize_q8_1,
-                     [TF_DTYPE_Q2_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_IQ4_NL] = tf_avx512_quantize_q8_0, [TF_DTYPE_IQ4_XS] = tf_avx512_quantize_q8_0},
-    .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
-                [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512_vec_dot_q8_0,
-                [TF_DTYPE_Q4_0] = tf_avx512_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_vec_dot_q4_1,
-                [TF_DTYPE_Q5_0] = tf_avx512_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_vec_dot_q5_1,
-                [TF_DTYPE_Q2_K] = tf_avx512_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_vec_dot_q3_k,
-                [TF_DTYPE_Q4_K] = tf_avx512_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_vec_dot_q5_k,
-                [TF_DTYPE_Q6_K] = tf_avx512_vec_dot_q6_k,
-                [TF_DTYPE_IQ4_NL] = tf_avx512_vec_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_vec_dot_iq4_xs},
-    .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
-                   [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
-                   [TF_DTYPE_Q5_0] = tf_avx512_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_dequantize_q5_1,
-                   [TF_DTYPE_Q2_K] = tf_avx512_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_dequantize_q3_k,
-                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k,
-                   [TF_DTYPE_IQ4_NL] = tf_avx512_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_dequantize_iq4_xs},
-    .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
-                     [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512_tile_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_tile_q4_1,
-                     [TF_DTYPE_Q5_0] = tf_avx512_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_tile_q5_1,
-                     [TF_DTYPE_Q2_K] = tf_avx512_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_tile_q3_k,
-                     [TF_DTYPE_Q4_K] = tf_avx512_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_tile_q5_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_tile_q6_k,
-                     [TF_DTYPE_IQ4_NL] = tf_avx512_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_tile_iq4_xs},
-    .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-    .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-};
+#undef FLOAT_ISA
+#undef INT_ISA
+#undef TOKS_FLOAT
+#undef TOKS_Q32
+#undef TOKS_QK
+#define FLOAT_ISA avx2
+#define INT_ISA avx2
+#define TOKS_FLOAT 2
+#define TOKS_Q32 2
+#define TOKS_QK 2
+static const tf_cpu_kernels k_avx2 = KERNEL_TABLE("avx2");
 
-static const tf_cpu_kernels k_avx512_vnni = {
-    .isa = "avx512_vnni",
-    .act_quantize = {[TF_DTYPE_F32] = tf_cpu_copy_f32, [TF_DTYPE_F16] = tf_cpu_copy_f32,
-                     [TF_DTYPE_BF16] = tf_cpu_copy_f32, [TF_DTYPE_Q8_0] = tf_avx512_quantize_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q4_1] = tf_avx512_quantize_q8_1,
-                     [TF_DTYPE_Q5_0] = tf_avx512_quantize_q8_0, [TF_DTYPE_Q5_1] = tf_avx512_quantize_q8_1,
-                     [TF_DTYPE_Q2_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q3_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q4_K] = tf_avx512_quantize_q8_k, [TF_DTYPE_Q5_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512_quantize_q8_k,
-                     [TF_DTYPE_IQ4_NL] = tf_avx512_quantize_q8_0, [TF_DTYPE_IQ4_XS] = tf_avx512_quantize_q8_0},
-    .vec_dot = {[TF_DTYPE_F32] = tf_avx512_vec_dot_f32, [TF_DTYPE_F16] = tf_avx512_vec_dot_f16,
-                [TF_DTYPE_BF16] = tf_avx512_vec_dot_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_vec_dot_q8_0,
-                [TF_DTYPE_Q4_0] = tf_avx512vnni_vec_dot_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_vec_dot_q4_1,
-                [TF_DTYPE_Q5_0] = tf_avx512vnni_vec_dot_q5_0, [TF_DTYPE_Q5_1] = tf_avx512vnni_vec_dot_q5_1,
-                [TF_DTYPE_Q2_K] = tf_avx512vnni_vec_dot_q2_k, [TF_DTYPE_Q3_K] = tf_avx512vnni_vec_dot_q3_k,
-                [TF_DTYPE_Q4_K] = tf_avx512vnni_vec_dot_q4_k, [TF_DTYPE_Q5_K] = tf_avx512vnni_vec_dot_q5_k,
-                [TF_DTYPE_Q6_K] = tf_avx512vnni_vec_dot_q6_k,
-                [TF_DTYPE_IQ4_NL] = tf_avx512vnni_vec_dot_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512vnni_vec_dot_iq4_xs},
-    .dequantize = {[TF_DTYPE_F32] = tf_cpu_dequantize_f32, [TF_DTYPE_F16] = tf_avx512_dequantize_f16,
-                   [TF_DTYPE_BF16] = tf_avx512_dequantize_bf16, [TF_DTYPE_Q8_0] = tf_avx512_dequantize_q8_0,
-                   [TF_DTYPE_Q4_0] = tf_avx512_dequantize_q4_0, [TF_DTYPE_Q4_1] = tf_avx512_dequantize_q4_1,
-                   [TF_DTYPE_Q5_0] = tf_avx512_dequantize_q5_0, [TF_DTYPE_Q5_1] = tf_avx512_dequantize_q5_1,
-                   [TF_DTYPE_Q2_K] = tf_avx512_dequantize_q2_k, [TF_DTYPE_Q3_K] = tf_avx512_dequantize_q3_k,
-                   [TF_DTYPE_Q4_K] = tf_avx512_dequantize_q4_k, [TF_DTYPE_Q5_K] = tf_avx512_dequantize_q5_k,
-                   [TF_DTYPE_Q6_K] = tf_avx512_dequantize_q6_k,
-                   [TF_DTYPE_IQ4_NL] = tf_avx512_dequantize_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_dequantize_iq4_xs},
-    .vec_dot_tile = {[TF_DTYPE_F32] = tf_avx512_tile_f32, [TF_DTYPE_F16] = tf_avx512_tile_f16,
-                     [TF_DTYPE_BF16] = tf_avx512_tile_bf16, [TF_DTYPE_Q8_0] = tf_avx512vnni_tile_q8_0,
-                     [TF_DTYPE_Q4_0] = tf_avx512vnni_tile_q4_0, [TF_DTYPE_Q4_1] = tf_avx512vnni_tile_q4_1,
-                     [TF_DTYPE_Q5_0] = tf_avx512vnni_tile_q5_0, [TF_DTYPE_Q5_1] = tf_avx512vnni_tile_q5_1,
-                     [TF_DTYPE_Q2_K] = tf_avx512vnni_tile_q2_k, [TF_DTYPE_Q3_K] = tf_avx512vnni_tile_q3_k,
-                     [TF_DTYPE_Q4_K] = tf_avx512vnni_tile_q4_k, [TF_DTYPE_Q5_K] = tf_avx512vnni_tile_q5_k,
-                     [TF_DTYPE_Q6_K] = tf_avx512vnni_tile_q6_k,
-                     [TF_DTYPE_IQ4_NL] = tf_avx512vnni_tile_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512vnni_tile_iq4_xs},
-    .tile_rows = {[TF_DTYPE_F32] = 8, [TF_DTYPE_F16] = 8, [TF_DTYPE_BF16] = 8, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-    .tile_toks = {[TF_DTYPE_F32] = 3, [TF_DTYPE_F16] = 3, [TF_DTYPE_BF16] = 3, [TF_DTYPE_Q8_0] = 4,
-                  [TF_DTYPE_Q4_0] = 4, [TF_DTYPE_Q4_1] = 4, [TF_DTYPE_Q5_0] = 4, [TF_DTYPE_Q5_1] = 4,
-                  [TF_DTYPE_Q2_K] = 4, [TF_DTYPE_Q3_K] = 4, [TF_DTYPE_Q4_K] = 4, [TF_DTYPE_Q5_K] = 4,
-                  [TF_DTYPE_Q6_K] = 4,
-                  [TF_DTYPE_IQ4_NL] = 4, [TF_DTYPE_IQ4_XS] = 4},
-    .act_pack = {[TF_DTYPE_Q8_0] = tf_avx512_act_pack_q8_0, [TF_DTYPE_Q4_0] = tf_avx512_act_pack_q4_0,
-                 [TF_DTYPE_Q4_1] = tf_avx512_act_pack_q4_1, [TF_DTYPE_Q5_0] = tf_avx512_act_pack_q5_0,
-                 [TF_DTYPE_Q5_1] = tf_avx512_act_pack_q5_1,
-                 [TF_DTYPE_IQ4_NL] = tf_avx512_act_pack_iq4_nl, [TF_DTYPE_IQ4_XS] = tf_avx512_act_pack_iq4_xs},
-    .packed_tile = {[TF_DTYPE_Q8_0] = tf_avx512vnni_packed_tile_q8_0, [TF_DTYPE_Q4_0] = tf_avx512vnni_packed_tile_q4_0,
-                    [TF_DTYPE_Q4_1] = tf_avx512vnni_packed_tile_q4_1, [TF_DTYPE_Q5_0] = tf_avx512vnni_packed_tile_q5_0,
-                    [TF_DTYPE_Q5_1] = tf_avx512vnni_packed_tile_q5_1,
-                    [TF_DTYPE_IQ4_NL] = tf_avx512vnni_packed_tile_iq4_nl,
-                    [TF_DTYPE_IQ4_XS] = tf_avx512vnni_packed_tile_iq4_xs},
-};
+#undef FLOAT_ISA
+#undef INT_ISA
+#undef ROWS_FLOAT
+#undef TOKS_FLOAT
+#undef TOKS_Q32
+#undef TOKS_QK
+#define FLOAT_ISA avx512
+#define INT_ISA avx512
+#define ROWS_FLOAT 8
+#define TOKS_FLOAT 3
+#define TOKS_Q32 4
+#define TOKS_QK 4
+static const tf_cpu_kernels k_avx512 = KERNEL_TABLE("avx512");
+
+#undef INT_ISA
+#undef APACK_Q32
+#undef PTILE_Q32
+#define INT_ISA avx512vnni
+#define APACK_Q32(ID, nm) KSLOT(ID, tf_avx512_act_pack_##nm)
+#define PTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_packed_tile_##nm)
+static const tf_cpu_kernels k_avx512_vnni = KERNEL_TABLE("avx512_vnni");
 
 /* ---- run-time choice ------------------------------------------------------------ */
 

@@ -17,94 +17,62 @@
 void tf_cpu_copy_f32(const float *x, void *y, int64_t n);
 void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
 
-#define TF_QUANT_ISA_DECLS(isa)                                                                              \
+/* tf_<isa>_<op>_<name>, with isa expanded first (it may be a macro). */
+#define TF_KFN_(isa, op, nm) tf_##isa##_##op##_##nm
+#define TF_KFN(isa, op, nm) TF_KFN_(isa, op, nm)
+
+/* Slots that every table fills with the same plain C function: F32 weights
+ * dequantize by a copy, and F32 activations (float weights) are a copy. */
+#define tf_avx2_dequantize_f32 tf_cpu_dequantize_f32
+#define tf_avx512_dequantize_f32 tf_cpu_dequantize_f32
+#define tf_avx2_quantize_f32 tf_cpu_copy_f32
+#define tf_avx512_quantize_f32 tf_cpu_copy_f32
+
+/* Activation formats (quant.h), per ISA. */
+#define TF_ACT_DECLS(isa)                                                                                    \
     void tf_##isa##_quantize_q8_0(const float *x, void *y, int64_t n);                                      \
     void tf_##isa##_quantize_q8_1(const float *x, void *y, int64_t n);                                      \
-    void tf_##isa##_quantize_q8_k(const float *x, void *y, int64_t n);                                      \
-    void tf_##isa##_dequantize_f16(const void *x, float *y, int64_t n);                                     \
-    void tf_##isa##_dequantize_bf16(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q8_0(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q4_0(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q4_1(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q5_0(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q5_1(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q2_k(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q3_k(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q5_k(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q4_k(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_q6_k(const void *x, float *y, int64_t n);                                    \
-    void tf_##isa##_dequantize_iq4_nl(const void *x, float *y, int64_t n);                                  \
-    void tf_##isa##_dequantize_iq4_xs(const void *x, float *y, int64_t n);                                  \
-    float tf_##isa##_vec_dot_f32(int64_t n, const void *w, const void *a);                                  \
-    float tf_##isa##_vec_dot_f16(int64_t n, const void *w, const void *a);                                  \
-    float tf_##isa##_vec_dot_bf16(int64_t n, const void *w, const void *a);                                 \
-    void tf_##isa##_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, \
-                             float *out, int64_t ldo);                                                      \
-    void tf_##isa##_tile_f16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, \
-                             float *out, int64_t ldo);                                                      \
-    void tf_##isa##_tile_bf16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);
+    void tf_##isa##_quantize_q8_k(const float *x, void *y, int64_t n);
+TF_ACT_DECLS(avx2)
+TF_ACT_DECLS(avx512)
+#undef TF_ACT_DECLS
 
-/* Integer-dot kernels: plain (avx2, avx512) and with VNNI (avx512vnni). */
-#define TF_QUANT_ISA_INT_DECLS(isa)                                                                          \
-    float tf_##isa##_vec_dot_q8_0(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q4_0(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q4_1(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q5_0(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q5_1(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q2_k(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q3_k(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q5_k(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q4_k(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_q6_k(int64_t n, const void *w, const void *a);                                 \
-    float tf_##isa##_vec_dot_iq4_nl(int64_t n, const void *w, const void *a);                               \
-    float tf_##isa##_vec_dot_iq4_xs(int64_t n, const void *w, const void *a);                               \
-    void tf_##isa##_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,        \
-                              int nt, float *out, int64_t ldo);                                             \
-    void tf_##isa##_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,      \
-                                int nt, float *out, int64_t ldo);                                           \
-    void tf_##isa##_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,      \
-                                int nt, float *out, int64_t ldo);
+/* Per weight type of the registry (dtype_list.h), for the ISA TF_DECL_ISA:
+ * dequantize, vec_dot and tile (every family); the VNNI variants of the
+ * integer families' vec_dot and tile; the packed path of family Q32. */
+#define TF_KERNEL_DECLS_(ID, nm, ...)                                                                        \
+    void TF_KFN(TF_DECL_ISA, dequantize, nm)(const void *x, float *y, int64_t n);                           \
+    float TF_KFN(TF_DECL_ISA, vec_dot, nm)(int64_t n, const void *w, const void *a);                        \
+    void TF_KFN(TF_DECL_ISA, tile, nm)(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, \
+                                        int nt, float *out, int64_t ldo);
+#define TF_DECL_ISA avx2
+TF_DTYPE_LIST(TF_KERNEL_DECLS_)
+#undef TF_DECL_ISA
+#define TF_DECL_ISA avx512
+TF_DTYPE_LIST(TF_KERNEL_DECLS_)
+#undef TF_DECL_ISA
+#undef TF_KERNEL_DECLS_
 
-/* Packed path (quant.h): activation packing (avx512) and the VNNI tiles. */
-#define TF_PACK_DECLS(fmt)                                                                                 \
-    void tf_avx512_act_pack_##fmt(const float *x, void *y, int64_t n);                                    \
-    void tf_avx512vnni_packed_tile_##fmt(int64_t n, const void *w, size_t ws, int nr, const void *a,     \
-                                         size_t as, int nt, float *out, int64_t ldo);
-TF_PACK_DECLS(q8_0)
-TF_PACK_DECLS(q4_0)
-TF_PACK_DECLS(q4_1)
-TF_PACK_DECLS(q5_0)
-TF_PACK_DECLS(q5_1)
-TF_PACK_DECLS(iq4_nl)
-TF_PACK_DECLS(iq4_xs)
-#undef TF_PACK_DECLS
-
-TF_QUANT_ISA_DECLS(avx2)
-TF_QUANT_ISA_INT_DECLS(avx2)
-TF_QUANT_ISA_DECLS(avx512)
-TF_QUANT_ISA_INT_DECLS(avx512)
-TF_QUANT_ISA_INT_DECLS(avx512vnni)
-
-#undef TF_QUANT_ISA_DECLS
-#undef TF_QUANT_ISA_INT_DECLS
+#define TF_VNNI_DECLS_FLOAT(nm)
+#define TF_VNNI_DECLS_Q32(nm)                                                                                \
+    float tf_avx512vnni_vec_dot_##nm(int64_t n, const void *w, const void *a);                              \
+    void tf_avx512vnni_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,      \
+                                 int nt, float *out, int64_t ldo);
+#define TF_VNNI_DECLS_QK(nm) TF_VNNI_DECLS_Q32(nm)
+#define TF_PACK_DECLS_FLOAT(nm)
+#define TF_PACK_DECLS_QK(nm)
+#define TF_PACK_DECLS_Q32(nm)                                                                                \
+    void tf_avx512_act_pack_##nm(const float *x, void *y, int64_t n);                                       \
+    void tf_avx512vnni_packed_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,         \
+                                        size_t as, int nt, float *out, int64_t ldo);
+#define TF_FAMILY_DECLS_(ID, nm, id, bs, bytes, act, fam, ...) TF_VNNI_DECLS_##fam(nm) TF_PACK_DECLS_##fam(nm)
+TF_DTYPE_LIST(TF_FAMILY_DECLS_)
+#undef TF_FAMILY_DECLS_
+#undef TF_VNNI_DECLS_FLOAT
+#undef TF_VNNI_DECLS_Q32
+#undef TF_VNNI_DECLS_QK
+#undef TF_PACK_DECLS_FLOAT
+#undef TF_PACK_DECLS_QK
+#undef TF_PACK_DECLS_Q32
 
 #endif

@@ -33,9 +33,17 @@ static int pack_int_offset(tf_dtype wtype) {
     }
 }
 
+/* The registry's family Q32 has the packed format. */
 static int pack_supported(tf_dtype wtype) {
-    return wtype == TF_DTYPE_Q8_0 || wtype == TF_DTYPE_Q4_0 || wtype == TF_DTYPE_Q4_1 || wtype == TF_DTYPE_Q5_0 ||
-           wtype == TF_DTYPE_Q5_1 || wtype == TF_DTYPE_IQ4_NL || wtype == TF_DTYPE_IQ4_XS;
+    switch (wtype) {
+#define TF_PACK_FAMILY_Q32 1
+#define TF_PACK_FAMILY_QK 0
+#define TF_PACK_FAMILY_FLOAT 0
+#define TF_PACKED_(ID, nm, id, bs, bytes, act, fam, ...) case TF_DTYPE_##ID: return TF_PACK_FAMILY_##fam;
+        TF_DTYPE_LIST(TF_PACKED_)
+#undef TF_PACKED_
+    default: return 0;
+    }
 }
 
 size_t tf_act_packed_row_size(tf_dtype type, int64_t n) {

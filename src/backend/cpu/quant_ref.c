@@ -49,12 +49,9 @@
 
 tf_dtype tf_act_type(tf_dtype type) {
     switch (type) {
-    case TF_DTYPE_F32: case TF_DTYPE_F16: case TF_DTYPE_BF16: return TF_DTYPE_F32;
-    case TF_DTYPE_Q8_0: case TF_DTYPE_Q4_0: case TF_DTYPE_Q5_0: case TF_DTYPE_IQ4_NL: case TF_DTYPE_IQ4_XS:
-        return TF_DTYPE_Q8_0;
-    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: return TF_DTYPE_Q8_1;
-    case TF_DTYPE_Q2_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: case TF_DTYPE_Q6_K:
-        return TF_DTYPE_Q8_K;
+#define TF_ACT_TYPE_(ID, nm, id, bs, bytes, act, ...) case TF_DTYPE_##ID: return TF_ACT_##act;
+        TF_DTYPE_LIST(TF_ACT_TYPE_)
+#undef TF_ACT_TYPE_
     default: TF_ASSERT(!"tf_act_type: unsupported weight type"); return TF_DTYPE_F32;
     }
 }

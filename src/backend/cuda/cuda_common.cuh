@@ -14,16 +14,15 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-/* Weight type ids (GGUF/ggml numbering, as src/core/dtype.h; that header is C11
- * only, so the ids the backend handles are repeated here). */
+/* Weight type ids and block geometry from the registry (core/dtype_list.h,
+ * plain preprocessor text; dtype.h itself is C11): TFC_<ID> (the GGUF id),
+ * TFC_<ID>_BLOCK (values per block) and TFC_<ID>_BYTES (bytes per block). */
+#include "core/dtype_list.h"
 enum {
-    TFC_F32 = 0,
-    TFC_F16 = 1,
-    TFC_Q8_0 = 8,
-    TFC_BF16 = 30,
+#define TFC_DTYPE_(ID, nm, id, bs, bytes, ...) TFC_##ID = id, TFC_##ID##_BLOCK = bs, TFC_##ID##_BYTES = bytes,
+    TF_DTYPE_LIST(TFC_DTYPE_)
+#undef TFC_DTYPE_
 };
-#define TFC_QK8_0 32
-#define TFC_Q8_0_BYTES 34 /* f16 scale + 32 int8 */
 
 struct tf_cuda {
     int device;

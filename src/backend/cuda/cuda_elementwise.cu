@@ -17,9 +17,9 @@ __global__ void k_embed(float *x, const uint8_t *table, uint32_t type, int64_t d
         else if (type == TFC_F16) v = tfc_h2f(((const uint16_t *)table)[t * dim + i]);
         else if (type == TFC_BF16) v = tfc_bf2f(((const uint16_t *)table)[t * dim + i]);
         else { /* Q8_0 */
-            const uint8_t *blk = table + (t * (dim / TFC_QK8_0) + i / TFC_QK8_0) * TFC_Q8_0_BYTES;
+            const uint8_t *blk = table + (t * (dim / TFC_Q8_0_BLOCK) + i / TFC_Q8_0_BLOCK) * TFC_Q8_0_BYTES;
             uint16_t d = (uint16_t)(blk[0] | (blk[1] << 8));
-            v = tfc_h2f(d) * (float)(int8_t)blk[2 + i % TFC_QK8_0];
+            v = tfc_h2f(d) * (float)(int8_t)blk[2 + i % TFC_Q8_0_BLOCK];
         }
         xr[i] = v;
     }

@@ -121,7 +121,7 @@ k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, in
     const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     const int t0 = blockIdx.y * NT;
     if (r >= n_rows) return;
-    const int64_t nb = n_cols / TFC_QK8_0;
+    const int64_t nb = n_cols / TFC_Q8_0_BLOCK;
     const uint8_t *w = W + r * nb * TFC_Q8_0_BYTES;
     float acc[NT];
 #pragma unroll
@@ -139,7 +139,7 @@ k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, in
 #pragma unroll
         for (int t = 0; t < NT; t++) {
             if (t0 + t >= n) break;
-            const float4 *xp = (const float4 *)(x + (int64_t)(t0 + t) * n_cols + b * TFC_QK8_0);
+            const float4 *xp = (const float4 *)(x + (int64_t)(t0 + t) * n_cols + b * TFC_Q8_0_BLOCK);
             float s = 0.0f;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
