@@ -53,7 +53,7 @@ run() { # label len temp mode [extra flags...]
 
 for len in $LENGTHS; do
     for temp in $TEMPS; do
-        for mode in ar spec retrieval streaming triforce; do
+        for mode in ar draft retrieval streaming triforce; do
             run table "$len" "$temp" "$mode"
         done
     done

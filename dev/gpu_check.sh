@@ -111,7 +111,7 @@ for len in $LENGTHS; do
     step "prompt $len tokens (ar floor at the measured peak: $(floor_ms "$len") ms/token)"
     bench ar "$len" ar
     bench middle-B4096 "$len" retrieval --budget 4096 --gamma2 6
-    bench draft68m-Cq "$len" spec -md "$D68" --gamma2 6
+    bench draft68m-Cq "$len" draft -md "$D68" --gamma2 6
     bench triforce "$len" triforce -md "$D68" --budget 4096 --gamma1 2 --gamma2 6
 done
 echo

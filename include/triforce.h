@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 0
+#define TF_VERSION_MINOR 1
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "2.0.0"
+#define TF_VERSION_STRING "2.1.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -312,13 +312,19 @@ TF_API int32_t tf_sampler_sample(tf_sampler *s, const float *logits);
 
 typedef enum tf_decode_mode {
     TF_MODE_AR = 0,        /* autoregressive baseline */
-    TF_MODE_SPEC = 1,      /* draft model over a StreamingLLM cache drafts for the target */
+    TF_MODE_DRAFT = 1,     /* "draft": a draft model over a StreamingLLM cache (or text
+                            * lookup) drafts for the target; "spec" is accepted as its
+                            * former name */
     TF_MODE_RETRIEVAL = 2, /* target weights over the retrieval cache draft for the target */
     TF_MODE_STREAMING = 3, /* draft -> target over a StreamingLLM cache -> target */
     TF_MODE_TRIFORCE = 4,  /* draft -> target over the retrieval cache -> target */
 } tf_decode_mode;
+/* The former name of TF_MODE_DRAFT (before 2.1.0). */
+#define TF_MODE_SPEC TF_MODE_DRAFT
 
+/* "ar", "draft", "retrieval", "streaming", "triforce"; "unknown" for other values. */
 TF_API const char *tf_decode_mode_name(tf_decode_mode mode);
+/* Parses the names above, and "spec" as TF_MODE_DRAFT; false for any other. */
 TF_API bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
 
 typedef struct tf_decoder tf_decoder;

@@ -27,9 +27,9 @@ echo "demo: 1. mode triforce: text lookup (no model) drafts for the target over 
 echo "demo:    cache, which drafts for the target over its full cache"
 "$TF" generate -m "$MODEL" -f "$PROMPT" --mode triforce --draft-lookup 4 --budget 512 --gamma1 4 --gamma2 10 \
     --temp 0 -n "$N" --ignore-eos --compare > build/demo-output.txt
-echo "demo: 2. mode spec: text lookup drafts for the target directly"
-"$TF" generate -m "$MODEL" -f "$PROMPT" --mode spec --draft-lookup 4 --gamma2 10 \
-    --temp 0 -n "$N" --ignore-eos --compare > build/demo-output-spec.txt
-cmp -s build/demo-output.txt build/demo-output-spec.txt || { echo "demo: the two runs' outputs differ"; exit 1; }
+echo "demo: 2. mode draft: text lookup drafts for the target directly"
+"$TF" generate -m "$MODEL" -f "$PROMPT" --mode draft --draft-lookup 4 --gamma2 10 \
+    --temp 0 -n "$N" --ignore-eos --compare > build/demo-output-draft.txt
+cmp -s build/demo-output.txt build/demo-output-draft.txt || { echo "demo: the two runs' outputs differ"; exit 1; }
 echo "demo: the continuation of the prompt (build/demo-output.txt holds prompt + continuation):"
 tail -c +"$(( $(wc -c < "$PROMPT") + 1 ))" build/demo-output.txt

@@ -47,7 +47,7 @@ assert [m.id for m in models.data] == ["stories260K.gguf"], models
 
 # concurrency: every request once alone, then 8 clients x 20 at once
 prompts = ["Once upon a time", "The cat", "Lily and Tom went to the park. They", "One day, a little bird"]
-modes = ["ar", "retrieval", "triforce", "spec"]
+modes = ["ar", "retrieval", "triforce", "draft"]
 cases = [(prompts[i % 4], 4 + (i * 7) % 29, modes[(i // 4) % 4]) for i in range(16)]
 
 

@@ -157,6 +157,11 @@ static void test_with_stories(void **state) {
     fclose(jf);
     assert_non_null(strstr(jbuf, "\"mode\": \"triforce\""));
     assert_non_null(strstr(jbuf, "\"identical\": true"));
+    /* the draft mode answers to its former name, spec, and reports its new one */
+    snprintf(args, sizeof args, "generate -m %s -md %s -f %s -n 16 --temp 0 --mode spec --compare", model, q8, slice);
+    EXPECT(args, 0, "compare: ar ");
+    assert_non_null(strstr(g_out, " ms/tok, draft "));
+    assert_non_null(strstr(g_out, "outputs identical"));
     /* eval accept from one prefill: a csv row per configuration, acceptance in [0, 1] */
     snprintf(args, sizeof args, "eval accept -m %s -f %s --contexts 300 --budgets 64 --chunks 4,8 -n 16 -o csv", model,
              slice);

@@ -45,7 +45,7 @@ int main(void) {
 #include "model/gen.h"
 #include "model/quantize.h"
 #include "sampling/sampling.h"
-#include "spec/spec.h"
+#include "decode/spec.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -197,9 +197,10 @@ else
 fi
 stop main
 
-# a server that drafts by text lookup: its default (triforce) and spec modes give generate's text
+# a server that drafts by text lookup: its default (triforce) and draft modes (also by the
+# draft mode's former name, spec) give generate's text
 start lookup -m "$S260" --draft-lookup 2 -c 2048 -b 16 || bad serve_start_lookup
-for m in triforce spec; do
+for m in triforce draft spec; do
     echo "[ RUN      ] lookup_${m}_equals_generate"
     post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 24, \"temperature\": 0, \"triforce\": {\"mode\": \"$m\"}}"
     json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"

@@ -21,8 +21,8 @@
 #include "model/quantize.h"
 #include "kv/streaming.h"
 #include "model/forward.h"
-#include "spec/lookup.h"
-#include "spec/spec.h"
+#include "decode/lookup.h"
+#include "decode/spec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -26,8 +26,8 @@
 #include "testutil.h"
 
 #include "model/gen.h"
-#include "spec/lookup.h"
-#include "spec/spec.h"
+#include "decode/lookup.h"
+#include "decode/spec.h"
 #include "stats.h"
 #include "tokenizer/tokenizer.h"
 #include "triforce.h"

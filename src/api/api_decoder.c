@@ -4,10 +4,10 @@
 #include "api/kv_type.h"
 #include "core/threads.h"
 #include "model/model.h"
-#include "spec/spec.h"
+#include "decode/spec.h"
 #ifdef TF_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
-#include "spec/spec_cuda.h"
+#include "decode/spec_cuda.h"
 #endif
 
 #include <stdio.h>
@@ -23,7 +23,7 @@ struct tf_decoder {
 _Static_assert((int)TF_MIDDLE_ALWAYS == (int)TF_SPEC_MIDDLE_ALWAYS && (int)TF_MIDDLE_AUTO == (int)TF_SPEC_MIDDLE_AUTO &&
                    (int)TF_MIDDLE_NEVER == (int)TF_SPEC_MIDDLE_NEVER,
                "tf_middle mirrors tf_spec_middle");
-_Static_assert((int)TF_MODE_TRIFORCE == (int)TF_SPEC_TRIFORCE && (int)TF_MODE_SPEC == (int)TF_SPEC_DRAFT,
+_Static_assert((int)TF_MODE_TRIFORCE == (int)TF_SPEC_TRIFORCE && (int)TF_MODE_DRAFT == (int)TF_SPEC_DRAFT,
                "public and internal mode numbers agree");
 
 const char *tf_decode_mode_name(tf_decode_mode mode) { return tf_spec_mode_name((tf_spec_mode)mode); }

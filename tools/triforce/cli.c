@@ -76,7 +76,7 @@ static const opt_def k_opts[] = {
     {"-md", "--model-draft", OPT_STR, O(draft), "PATH", "draft model, GGUF or HF directory (same vocabulary as -m); makes triforce the default mode",
      SPEC_RUN, 0, 0},
     {NULL, "--mode", OPT_STR, O(mode), "MODE",
-     "ar | spec | retrieval | streaming | triforce (default: triforce with -md, else ar)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 0},
+     "ar | draft | retrieval | streaming | triforce (default: triforce with -md, else ar; spec = draft)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 0},
     {NULL, "--gamma1", OPT_INT, O(gamma1), "N", "draft tokens per middle-level pass (default 2)", SPEC_RUN, 1, 16},
     {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass, 0 = adapt to the measured costs and acceptance (default 6)", SPEC_RUN | CMD_EVAL, 0, 15},
     {NULL, "--budget", OPT_INT, O(budget), "N", "retrieval cache tokens (default 4096)", SPEC_RUN | CMD_EVAL, 1, 1 << 28},
@@ -123,7 +123,7 @@ static const opt_def k_opts[] = {
     {"-f", "--file", OPT_STR, O(file), "FILE",
      "context text: its first tokens fill each prompt and depth (default: a generated filler text); - reads standard input", CMD_BENCH, 0, 0},
     {NULL, "--mode", OPT_STR, O(mode), "M,..",
-     "decoding modes: ar, spec, retrieval, streaming, triforce (default ar,retrieval; ar,retrieval,triforce with -md "
+     "decoding modes: ar, draft, retrieval, streaming, triforce (default ar,retrieval; ar,retrieval,triforce with -md "
      "or --draft-layers)", CMD_BENCH, 0, 0},
     {"-r", "--repetitions", OPT_INT, O(reps), "N", "repetitions of every test, modes interleaved (default 3)", CMD_BENCH,
      1, 1000},
@@ -540,7 +540,7 @@ bool cli_check_draft(const char *cmd, const cli_opts *o) {
 }
 
 bool cli_mode_has_draft(const char *cmd, const cli_opts *o, tf_decode_mode mode) {
-    if (!(mode == TF_MODE_SPEC || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) || cli_has_draft(o))
+    if (!(mode == TF_MODE_DRAFT || mode == TF_MODE_STREAMING || mode == TF_MODE_TRIFORCE) || cli_has_draft(o))
         return true;
     fprintf(stderr, "triforce %s: --mode %s needs a draft: -md DRAFT.gguf, --draft-layers K or --draft-lookup N\n", cmd,
             tf_decode_mode_name(mode));
@@ -551,7 +551,7 @@ bool cli_decode_mode(const char *cmd, const cli_opts *o, tf_decode_mode *mode) {
     if (!cli_check_draft(cmd, o)) return false;
     *mode = cli_has_draft(o) ? TF_MODE_TRIFORCE : TF_MODE_AR;
     if (o->mode && !tf_decode_mode_from_name(o->mode, mode)) {
-        fprintf(stderr, "triforce %s: --mode '%s': expected ar, spec, retrieval, streaming or triforce\n", cmd, o->mode);
+        fprintf(stderr, "triforce %s: --mode '%s': expected ar, draft, retrieval, streaming or triforce\n", cmd, o->mode);
         return false;
     }
     return cli_mode_has_draft(cmd, o, *mode);

@@ -211,7 +211,7 @@ static int decode_once(const bench_model *bm, tf_decoder_params dp, const bench_
                        int n_gen, prefill_progress *pp, const tf_decoder *base, dec_run *out) {
     char err[1024];
     tf_decoder *dec;
-    const bool needs_draft = dp.mode == TF_MODE_SPEC || dp.mode == TF_MODE_STREAMING || dp.mode == TF_MODE_TRIFORCE;
+    const bool needs_draft = dp.mode == TF_MODE_DRAFT || dp.mode == TF_MODE_STREAMING || dp.mode == TF_MODE_TRIFORCE;
     dp.n_ctx = n_prompt + n_gen + 64; /* a last step emits at most gamma2 + 1 past n_gen */
     dp.progress = show_prefill;
     dp.progress_user_data = pp;
@@ -462,7 +462,7 @@ static int parse_modes(const char *s, tf_decode_mode *modes, int cap) {
         p = e + 1;
     }
 bad:
-    fprintf(stderr, "triforce bench: --mode '%s': expected a comma-separated list of ar, spec, retrieval, streaming, "
+    fprintf(stderr, "triforce bench: --mode '%s': expected a comma-separated list of ar, draft, retrieval, streaming, "
                     "triforce\n", s);
     return -1;
 }

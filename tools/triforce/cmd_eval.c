@@ -228,7 +228,7 @@ static bool accept_one(eval_run *er, const tf_decoder *base, int ctx, bool retri
         dp.budget = budget;
         dp.chunk = chunk;
     } else {
-        dp.mode = TF_MODE_SPEC;
+        dp.mode = TF_MODE_DRAFT;
         dp.sinks = budget >= 64 ? 16 : budget / 4;
         dp.window = budget - dp.sinks;
     }
@@ -328,7 +328,7 @@ static int eval_passkey(eval_run *er, const eval_lists *l) {
             tf_decoder_params dp = base_params(er, (int)n + 16);
             dp.sampling.temp = 0;
             const char *mode = o->mode ? o->mode : "ar";
-            if (!tf_decode_mode_from_name(mode, &dp.mode) || dp.mode == TF_MODE_SPEC || dp.mode == TF_MODE_TRIFORCE ||
+            if (!tf_decode_mode_from_name(mode, &dp.mode) || dp.mode == TF_MODE_DRAFT || dp.mode == TF_MODE_TRIFORCE ||
                 dp.mode == TF_MODE_STREAMING) {
                 fprintf(stderr, "triforce eval passkey: --mode %s: expected ar or retrieval\n", mode);
                 free(toks);

@@ -110,8 +110,8 @@ static int parse_triforce(const serve_ctx *c, const cJSON *o, tf_decoder_params 
     if (mode && !cJSON_IsNull(mode)) {
         tf_decode_mode m;
         if (!cJSON_IsString(mode) || !tf_decode_mode_from_name(mode->valuestring, &m))
-            return bad(err, errsz, "'triforce.mode' is not one of ar, spec, retrieval, streaming, triforce");
-        if ((m == TF_MODE_SPEC || m == TF_MODE_STREAMING || m == TF_MODE_TRIFORCE) && !cli_has_draft(c->o))
+            return bad(err, errsz, "'triforce.mode' is not one of ar, draft, retrieval, streaming, triforce");
+        if ((m == TF_MODE_DRAFT || m == TF_MODE_STREAMING || m == TF_MODE_TRIFORCE) && !cli_has_draft(c->o))
             return bad(err, errsz, "'triforce.mode' %s needs a draft (start the server with -md, --draft-layers "
                                    "or --draft-lookup)", mode->valuestring);
         dp->mode = m;

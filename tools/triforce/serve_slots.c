@@ -123,7 +123,7 @@ static bool run_job(serve_slot *s, serve_job *j) {
     char err[512];
     tf_decoder *dec = NULL;
     const tf_model *draft = c->draft;
-    bool needs_draft = j->dp.mode == TF_MODE_SPEC || j->dp.mode == TF_MODE_STREAMING || j->dp.mode == TF_MODE_TRIFORCE;
+    bool needs_draft = j->dp.mode == TF_MODE_DRAFT || j->dp.mode == TF_MODE_STREAMING || j->dp.mode == TF_MODE_TRIFORCE;
     text_out t = {0};
     bool completed = false;
     tf_detok_init(&t.d, c->model->tok);

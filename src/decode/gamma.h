@@ -15,8 +15,8 @@
  * does change how the random stream is consumed, so the same seed gives the
  * same text only with a fixed gamma2.
  */
-#ifndef TF_SPEC_GAMMA_H
-#define TF_SPEC_GAMMA_H
+#ifndef TF_DECODE_GAMMA_H
+#define TF_DECODE_GAMMA_H
 
 #include <stdint.h>
 

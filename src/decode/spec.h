@@ -21,15 +21,15 @@
  * exactly as its own model, and the target's output exactly as the target.
  * Level 0 verifies gamma2 candidates per pass; a middle level gamma1.
  */
-#ifndef TF_SPEC_SPEC_H
-#define TF_SPEC_SPEC_H
+#ifndef TF_DECODE_SPEC_H
+#define TF_DECODE_SPEC_H
 
 #include "core/error.h"
 #include "core/threads.h"
 #include "kv/kv.h"
 #include "kv/retrieval.h"
-#include "spec/gamma.h"
-#include "spec/route.h"
+#include "decode/gamma.h"
+#include "decode/route.h"
 #include "kv/streaming.h"
 #include "model/forward.h"
 #include "sampling/sampling.h"
@@ -37,7 +37,7 @@
 
 typedef enum tf_spec_mode {
     TF_SPEC_AR = 0,
-    TF_SPEC_DRAFT = 1,     /* "spec" */
+    TF_SPEC_DRAFT = 1,     /* "draft" ("spec" is accepted too) */
     TF_SPEC_RETRIEVAL = 2,
     TF_SPEC_STREAMING = 3,
     TF_SPEC_TRIFORCE = 4,

@@ -18,8 +18,8 @@
  * verification (verify.h) accepts it with probability p(x) and otherwise draws
  * from p without x; the output is distributed as the verifying level's model.
  */
-#ifndef TF_SPEC_LOOKUP_H
-#define TF_SPEC_LOOKUP_H
+#ifndef TF_DECODE_LOOKUP_H
+#define TF_DECODE_LOOKUP_H
 
 #include <stdint.h>
 

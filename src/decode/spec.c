@@ -12,11 +12,11 @@
  * needs them as its q. Rejected candidates are rolled back in every level
  * below that saw them; rolling back copies nothing.
  */
-#include "spec/spec.h"
+#include "decode/spec.h"
 
 #include "core/mem.h"
-#include "spec/lookup.h"
-#include "spec/spec_cuda.h"
+#include "decode/lookup.h"
+#include "decode/spec_cuda.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,13 +28,17 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static const char *const k_mode_names[] = {"ar", "spec", "retrieval", "streaming", "triforce"};
+static const char *const k_mode_names[] = {"ar", "draft", "retrieval", "streaming", "triforce"};
 
 const char *tf_spec_mode_name(tf_spec_mode mode) {
     return (unsigned)mode < 5 ? k_mode_names[mode] : "unknown";
 }
 
 bool tf_spec_mode_from_name(const char *name, tf_spec_mode *out) {
+    if (strcmp(name, "spec") == 0) { /* the draft mode's former name */
+        *out = TF_SPEC_DRAFT;
+        return true;
+    }
     for (int i = 0; i < 5; i++)
         if (strcmp(name, k_mode_names[i]) == 0) {
             *out = (tf_spec_mode)i;

@@ -1,5 +1,5 @@
 /* route.c — the route controller of route.h. */
-#include "spec/route.h"
+#include "decode/route.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* gamma.c — the gamma2 controller of gamma.h. */
-#include "spec/gamma.h"
+#include "decode/gamma.h"
 
 #include <math.h>
 #include <string.h>

@@ -12,10 +12,10 @@
  *
  * Compiled only with TF_HAVE_CUDA.
  */
-#ifndef TF_SPEC_SPEC_CUDA_H
-#define TF_SPEC_SPEC_CUDA_H
+#ifndef TF_DECODE_SPEC_CUDA_H
+#define TF_DECODE_SPEC_CUDA_H
 
-#include "spec/spec.h"
+#include "decode/spec.h"
 
 #ifdef TF_HAVE_CUDA
 

@@ -24,8 +24,8 @@
  * sampling it changes how the random stream is consumed, so the same seed
  * reproduces a text only with a fixed route (and a fixed gamma2).
  */
-#ifndef TF_SPEC_ROUTE_H
-#define TF_SPEC_ROUTE_H
+#ifndef TF_DECODE_ROUTE_H
+#define TF_DECODE_ROUTE_H
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /*
  * spec_cuda.c — the device side of the decoding levels (see spec_cuda.h).
  */
-#include "spec/spec_cuda.h"
+#include "decode/spec_cuda.h"
 
 #ifdef TF_HAVE_CUDA
 

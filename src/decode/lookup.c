@@ -1,7 +1,7 @@
 /*
  * lookup.c — the text-lookup draft of lookup.h.
  */
-#include "spec/lookup.h"
+#include "decode/lookup.h"
 
 int32_t tf_lookup_match(const int32_t *seq, int64_t n, int32_t min_len, int32_t max_len, int64_t *from) {
     *from = 0;
