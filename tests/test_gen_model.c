@@ -351,7 +351,7 @@ static void test_rope_scaling(void **state) {
     assert_int_equal(rf->n_dims, 1);
     assert_int_equal(rf->ne[0], 64);
     float want[64];
-    tf_gen_llama3_rope_factors(want, 128, 500000, 8, 1, 4, 8192);
+    tf_rope_llama3_factors(want, 128, 500000, 8, 1, 4, 8192);
     assert_memory_equal(rf->data, want, sizeof want);
     /* Llama 3.1: high frequencies untouched, low ones divided by the factor, smooth in between */
     assert_true(want[0] == 1.0f && want[63] == 8.0f);

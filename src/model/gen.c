@@ -124,24 +124,6 @@ uint64_t tf_gen_param_count(const tf_gen_params *p) {
     return n;
 }
 
-void tf_gen_llama3_rope_factors(float *out, int32_t head_dim, float rope_base, float factor, float low_freq_factor,
-                                float high_freq_factor, int32_t orig_ctx) {
-    const double low_wavelen = (double)orig_ctx / low_freq_factor;
-    const double high_wavelen = (double)orig_ctx / high_freq_factor;
-    for (int32_t i = 0; i < head_dim / 2; i++) {
-        double freq = 1.0 / pow((double)rope_base, (double)(2 * i) / (double)head_dim);
-        double wavelen = 2.0 * M_PI / freq;
-        double f;
-        if (wavelen < high_wavelen) f = 1.0;
-        else if (wavelen > low_wavelen) f = factor;
-        else {
-            double smooth = ((double)orig_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
-            f = 1.0 / ((1.0 - smooth) / factor + smooth);
-        }
-        out[i] = (float)f;
-    }
-}
-
 /* ---- validation ---- */
 
 static tf_status check_params(const tf_gen_params *p, tf_err *err) {
@@ -482,7 +464,7 @@ static tf_status init_ctx(gen_ctx *c, const tf_gen_params *p, tf_err *err) {
         if (!(c->row[i] = tf_alloc((size_t)max_ne0 * sizeof(float))))
             return tf_errf(err, TF_ERR_NOMEM, "gen-model: out of memory");
     if (p->rope_scaling == TF_ROPE_SCALING_LLAMA3)
-        tf_gen_llama3_rope_factors(c->rope_freqs, c->head_dim, p->rope_base, p->rope_factor,
+        tf_rope_llama3_factors(c->rope_freqs, c->head_dim, p->rope_base, p->rope_factor,
                                    p->llama3_low_freq_factor, p->llama3_high_freq_factor, p->rope_orig_ctx);
     if (c->n_threads > 1) TF_TRY(tf_pool_create(&c->pool, c->n_threads, err));
     return TF_OK;

@@ -114,8 +114,4 @@ uint64_t tf_gen_param_count(const tf_gen_params *p);
  * of the output naming out_path; TF_ERR_CANCELLED from progress. */
 tf_status tf_gen_model(const tf_gen_params *p, const char *out_path, tf_err *err);
 
-/* Llama 3.1 RoPE frequency divisors: out[i] for i < head_dim/2 (see above). */
-void tf_gen_llama3_rope_factors(float *out, int32_t head_dim, float rope_base, float factor, float low_freq_factor,
-                                float high_freq_factor, int32_t orig_ctx);
-
 #endif

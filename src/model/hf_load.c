@@ -6,7 +6,6 @@
 #include "backend/cpu/quant.h"
 #include "core/mem.h"
 #include "format/safetensors.h"
-#include "model/gen.h"
 #include "model/hf.h"
 #include "tokenizer/hf_tokenizer.h"
 
@@ -227,7 +226,7 @@ static tf_status build_tensors(builder *b, const tf_logger *lg) {
         int64_t hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
         float *fr = own(b->o, (size_t)(hd / 2) * sizeof(float));
         if (!fr) return nomem(b, "rope_freqs");
-        tf_gen_llama3_rope_factors(fr, (int32_t)hd, (float)c->rope_theta, (float)c->rope_factor,
+        tf_rope_llama3_factors(fr, (int32_t)hd, (float)c->rope_theta, (float)c->rope_factor,
                                    (float)c->llama3_low_freq_factor, (float)c->llama3_high_freq_factor,
                                    (int32_t)c->rope_orig_ctx);
         tf_gguf_tensor *g = &b->out[b->n_out++];

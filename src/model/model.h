@@ -139,6 +139,12 @@ tf_status tf_model_extend_rope(tf_model *m, tf_rope_scaling kind, float factor, 
 /* Fill rope_freq / rope_mscale from hp (and optional llama3 factors[n_rot/2]).
  * Exposed for tests. */
 void tf_rope_init(const tf_hparams *hp, const float *freq_factors, float *rope_freq, float *mscale);
+/* Llama 3.1 RoPE frequency divisors ("rope_freqs", the factors of
+ * tf_rope_init) of a checkpoint's rope_scaling: out[i] for i < head_dim/2 is 1
+ * for wavelengths under orig_ctx / high_freq_factor, factor above
+ * orig_ctx / low_freq_factor, and a smooth blend between. */
+void tf_rope_llama3_factors(float *out, int32_t head_dim, float rope_base, float factor, float low_freq_factor,
+                            float high_freq_factor, int32_t orig_ctx);
 
 /* KV bytes per token for a given cache element size (2 for f16, 4 for f32). */
 uint64_t tf_hparams_kv_bytes_per_token(const tf_hparams *hp, int elem_size);

@@ -57,3 +57,21 @@ void tf_rope_init(const tf_hparams *hp, const float *freq_factors, float *rope_f
 uint64_t tf_hparams_kv_bytes_per_token(const tf_hparams *hp, int elem_size) {
     return (uint64_t)hp->n_layer * 2u * (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim * (uint64_t)elem_size;
 }
+
+void tf_rope_llama3_factors(float *out, int32_t head_dim, float rope_base, float factor, float low_freq_factor,
+                            float high_freq_factor, int32_t orig_ctx) {
+    const double low_wavelen = (double)orig_ctx / low_freq_factor;
+    const double high_wavelen = (double)orig_ctx / high_freq_factor;
+    for (int32_t i = 0; i < head_dim / 2; i++) {
+        double freq = 1.0 / pow((double)rope_base, (double)(2 * i) / (double)head_dim);
+        double wavelen = 2.0 * M_PI / freq;
+        double f;
+        if (wavelen < high_wavelen) f = 1.0;
+        else if (wavelen > low_wavelen) f = factor;
+        else {
+            double smooth = ((double)orig_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+            f = 1.0 / ((1.0 - smooth) / factor + smooth);
+        }
+        out[i] = (float)f;
+    }
+}

@@ -204,10 +204,6 @@ void tf_cuda_chunk_select(tf_cuda *cu, int32_t *sel_d, void *scratch, const floa
 void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_view_slots, const uint16_t *full_k,
                     const uint16_t *full_v, int32_t n_full_slots, int32_t n_pairs, int32_t head_dim,
                     const int32_t *sel_d, int32_t max_sel, int32_t n_sel_chunks, int32_t chunk, int32_t n_tok);
-/* Copy slots [src0, src0+n) of every pair of src to [dst0, dst0+n) of dst. */
-void tf_cuda_copy_slots(tf_cuda *cu, uint16_t *dst_k, uint16_t *dst_v, int32_t n_dst_slots, int32_t dst0,
-                        const uint16_t *src_k, const uint16_t *src_v, int32_t n_src_slots, int32_t src0, int32_t n,
-                        int32_t n_pairs, int32_t head_dim);
 
 /* ---- streaming cache C_q ------------------------------------------------- */
 

@@ -209,24 +209,6 @@ extern "C" void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, 
                                            sel_d, max_sel, chunk, n_tok);
 }
 
-__global__ void k_copy_slots(uint16_t *dk, uint16_t *dv, int32_t n_dst, int32_t d0, const uint16_t *sk,
-                             const uint16_t *sv, int32_t n_src, int32_t s0, int32_t n, int32_t hd) {
-    const int pr = blockIdx.x;
-    const int64_t src = ((int64_t)pr * n_src + s0) * hd, dst = ((int64_t)pr * n_dst + d0) * hd;
-    for (int64_t e = threadIdx.x; e < (int64_t)n * hd; e += blockDim.x) {
-        dk[dst + e] = sk[src + e];
-        dv[dst + e] = sv[src + e];
-    }
-}
-
-extern "C" void tf_cuda_copy_slots(tf_cuda *cu, uint16_t *dst_k, uint16_t *dst_v, int32_t n_dst_slots, int32_t dst0,
-                                   const uint16_t *src_k, const uint16_t *src_v, int32_t n_src_slots, int32_t src0,
-                                   int32_t n, int32_t n_pairs, int32_t head_dim) {
-    if (n < 1) return;
-    k_copy_slots<<<n_pairs, 256, 0, cu->stream>>>(dst_k, dst_v, n_dst_slots, dst0, src_k, src_v, n_src_slots, src0, n,
-                                                  head_dim);
-}
-
 /* ---- streaming cache C_q ----------------------------------------------------------- */
 
 /* Block (view slot i, layer): the ring slot map[i], keys rotated at position i
