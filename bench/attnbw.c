@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
         for (int ri = 0; ri < n_rows; ri++) {
             int n = rows[ri];
             for (int i = 0; i < n; i++) kv_len[i] = L - n + i + 1;
-            tf_attn_args a = {.q = q, .ldq = (int64_t)n_head * hd, .kv = &kv, .layer = 0, .n_q = n,
+            tf_attn_args a = {.q = q, .ldq = (int64_t)n_head * hd, .kv = tf_kv_layer_view(&kv, 0), .n_q = n,
                               .kv_len = kv_len, .n_head = n_head, .scale = 1.0f / sqrtf((float)hd),
                               .out = out, .ldo = (int64_t)n_head * hd};
             tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch); /* warm-up */

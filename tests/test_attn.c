@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include "backend/cpu/attn.h"
+#include "kv/kv.h"
 #include "backend/cpu/quant.h"
 #include "core/mem.h"
 
@@ -50,7 +51,7 @@ static void run_case(const shape *sh, tf_dtype type, tf_attn_kernel kern, tf_poo
     for (int i = 0; i < sh->n_q; i++)
         len[i] = sh->causal ? sh->n_slots - sh->n_q + i + 1 : 1 + (int32_t)(tf_rng_next(rng) % sh->n_slots);
     for (size_t i = 0; i < (size_t)sh->n_q * ldo + 16; i++) out[i] = CANARY;
-    tf_attn_args a = {.q = q, .ldq = q_dim, .kv = &kv, .layer = 1, .n_q = sh->n_q, .kv_len = len,
+    tf_attn_args a = {.q = q, .ldq = q_dim, .kv = tf_kv_layer_view(&kv, 1), .n_q = sh->n_q, .kv_len = len,
                       .n_head = sh->n_head, .scale = 1.0f / sqrtf((float)sh->hd), .out = out, .ldo = ldo};
     void *scratch = tf_alloc(tf_attn_scratch_size(tf_pool_size(pool), sh->n_q, sh->n_head, sh->hd, sh->n_slots));
     tf_cpu_attn_kernel(pool, kern, &a, scratch);
@@ -286,7 +287,7 @@ static void test_batch_invariance(void **state) {
             for (tf_attn_kernel kern = 0; kern < TF_ATTN_KERNEL_COUNT; kern++) {
                 if (!tf_attn_kernel_supported(kern)) continue;
                 for (int pi = 0; pi < 2; pi++) {
-                    tf_attn_args a = {.q = q, .ldq = qd, .kv = &kv, .layer = 0, .n_q = n_q, .kv_len = len,
+                    tf_attn_args a = {.q = q, .ldq = qd, .kv = tf_kv_layer_view(&kv, 0), .n_q = n_q, .kv_len = len,
                                       .n_head = n_head, .scale = 0.35f, .out = out_b, .ldo = qd};
                     tf_cpu_attn_kernel(pools[pi], kern, &a, scratch);
                     for (size_t i = 0; i < (size_t)n_q * qd; i++) assert_true(isfinite(out_b[i]));

@@ -34,6 +34,7 @@ int main(void) {
 #else
 
 #include "backend/cpu/attn.h"
+#include "kv/kv.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/quant.h"
 #include "backend/cuda/cuda_backend.h"
@@ -233,7 +234,7 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
     tf_kv_store(&kv, 0, 0, n_slots, k, v, kv_dim);
     kv.n_used = n_slots;
     float *ref = malloc(sizeof(float) * n_q * q_dim), *got = malloc(sizeof(float) * n_q * q_dim);
-    tf_attn_args a = {.q = q, .ldq = q_dim, .kv = &kv, .layer = 0, .n_q = n_q, .kv_len = len, .n_head = n_head,
+    tf_attn_args a = {.q = q, .ldq = q_dim, .kv = tf_kv_layer_view(&kv, 0), .n_q = n_q, .kv_len = len, .n_head = n_head,
                       .scale = 1.0f / sqrtf((float)hd), .out = ref, .ldo = q_dim};
     tf_ref_attn(&a);
     tf_cuda_kv dkv;

@@ -1,22 +1,12 @@
 /*
- * kv.h — KV cache storage on the CPU.
+ * kv.h — a KV cache on the CPU: storage reserved for n_slots tokens in the
+ * CPU's layout (backend/cpu/kv_layout.h: K in transposed blocks of
+ * TF_KV_BLK slots, V one row per slot; f32, f16, q8_0 or q4_0), the slots in
+ * use and the position each holds.
  *
- * Layout per layer and KV head (slots are cache rows; a slot holds one token):
- *   K: blocks of TF_KV_BLK slots, each block transposed to [head_dim][TF_KV_BLK]
- *      so attention scores vectorize over keys for any head_dim;
- *   V: [slot][head_dim], row-major.
- * Element type f32, f16, q8_0 or q4_0. The quantized types keep a scale per
- * 32 dimensions of one key or value (ggml's Q8_0 / Q4_0 rules: x = d * q with
- * d in f16, q in -127..127 / -8..7), laid out so that attention reads them the
- * way it reads f16 (head_dim must be a multiple of 32):
- *   q8_0 K block: int8 [head_dim][BLK], then f16 d [head_dim/32][BLK];
- *   q4_0 K block: uint8 [head_dim/2][BLK] (lane j of row i: dims 2i and 2i+1
- *                 of slot j, q + 8 in the low and high nibble), then f16 d
- *                 [head_dim/32][BLK];
- *   V slot: head_dim/32 blocks of ggml's block_q8_0 / block_q4_0 layout.
- * pos[slot] is the token position the slot holds;
- * within a cache, slots are in increasing position order, so "visible to a
- * query at position p" is always a prefix of the slots.
+ * pos[slot] is the token position the slot holds; within a cache, slots are
+ * in increasing position order, so "visible to a query at position p" is
+ * always a prefix of the slots.
  *
  * All storage is reserved at init for n_slots; appending and truncating
  * (rollback) never allocate or copy.
@@ -24,13 +14,12 @@
 #ifndef TF_KV_KV_H
 #define TF_KV_KV_H
 
+#include "backend/cpu/kv_layout.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define TF_KV_BLK 16
 
 typedef struct tf_kv_cache {
     int32_t n_layer, n_head_kv, head_dim;
@@ -67,6 +56,13 @@ static inline uint8_t *tf_kv_k(const tf_kv_cache *kv, int il, int h) {
 static inline uint8_t *tf_kv_v(const tf_kv_cache *kv, int il, int h) {
     return kv->v + (size_t)il * kv->layer_stride + (size_t)h * kv->head_stride;
 }
+
+/* The layout of one KV head of kv, and the view of layer il that attention reads. */
+static inline tf_kv_layout tf_kv_layout_of(const tf_kv_cache *kv) {
+    return (tf_kv_layout){.type = kv->type, .head_dim = kv->head_dim, .k_blk_bytes = kv->k_blk_bytes,
+                          .v_row_bytes = kv->v_row_bytes};
+}
+tf_kv_view tf_kv_layer_view(const tf_kv_cache *kv, int il);
 
 /* Write the keys/values of n tokens for layer il into slots [slot0, slot0+n).
  *   k, v: [n][n_head_kv * head_dim] f32 (row stride ld). */

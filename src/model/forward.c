@@ -149,7 +149,7 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
                        f->q + (size_t)r * q_dim, sizeof(float) * q_dim);
         tf_op_rope(f->k, n, kv_dim, hp->n_head_kv, (int)hd, hp->n_rot, hp->rope_neox, f->rope_cos, f->rope_sin);
         tf_kv_store(kv, il, slot0, n, f->k, f->v, kv_dim);
-        tf_attn_args aa = {.q = f->q, .ldq = q_dim, .kv = kv, .layer = il, .n_q = n, .kv_len = len,
+        tf_attn_args aa = {.q = f->q, .ldq = q_dim, .kv = tf_kv_layer_view(kv, il), .n_q = n, .kv_len = len,
                            .n_head = hp->n_head, .scale = 1.0f / sqrtf((float)hd), .out = f->att, .ldo = q_dim};
         tf_cpu_attn(f->pool, f->isa, &aa, f->attn_scratch);
         matmul(f, &L->wo, f->att, n, f->tmp, E);

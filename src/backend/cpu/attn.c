@@ -46,7 +46,7 @@ size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int3
 static void run_items(void *arg, int ith, int nth) {
     plan *p = arg;
     const tf_attn_args *a = p->a;
-    const tf_kv_cache *kv = a->kv;
+    const tf_kv_view *kv = &a->kv;
     float *ts = (float *)(p->thread_scratch + (size_t)ith * p->thread_scratch_size);
     const int g = p->g, hd = p->hd;
     for (;;) {
@@ -63,11 +63,11 @@ static void run_items(void *arg, int ith, int nth) {
         attn_item item = {
             .q = a->q + (size_t)q0 * a->ldq + (size_t)h * g * hd,
             .ldq = a->ldq,
-            .kbase = tf_kv_k(kv, a->layer, h),
-            .vbase = tf_kv_v(kv, a->layer, h),
-            .kv_type = kv->type,
-            .k_blk_bytes = kv->k_blk_bytes,
-            .v_row_bytes = kv->v_row_bytes,
+            .kbase = tf_kv_view_k(kv, h),
+            .vbase = tf_kv_view_v(kv, h),
+            .kv_type = kv->lay.type,
+            .k_blk_bytes = kv->lay.k_blk_bytes,
+            .v_row_bytes = kv->lay.v_row_bytes,
             .hd = hd,
             .g = g,
             .n_qpos = nq,
@@ -181,8 +181,8 @@ void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch
 
 void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, void *scratch) {
     TF_ASSERT(tf_attn_kernel_supported(k));
-    const tf_kv_cache *kv = a->kv;
-    plan p = {.a = a, .g = a->n_head / kv->n_head_kv, .hd = kv->head_dim};
+    const tf_kv_view *kv = &a->kv;
+    plan p = {.a = a, .g = a->n_head / kv->n_head_kv, .hd = kv->lay.head_dim};
     p.item_fn = variants[k].item;
     int nth = tf_pool_size(pool);
     int32_t kmax = 0;
@@ -217,8 +217,8 @@ void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, 
 }
 
 void tf_ref_attn(const tf_attn_args *a) {
-    const tf_kv_cache *kv = a->kv;
-    const int hd = kv->head_dim, g = a->n_head / kv->n_head_kv;
+    const tf_kv_view *kv = &a->kv;
+    const int hd = kv->lay.head_dim, g = a->n_head / kv->n_head_kv;
     for (int32_t i = 0; i < a->n_q; i++) {
         for (int hq = 0; hq < a->n_head; hq++) {
             const float *q = a->q + (size_t)i * a->ldq + (size_t)hq * hd;
@@ -226,7 +226,7 @@ void tf_ref_attn(const tf_attn_args *a) {
             double mx = -INFINITY;
             float k[1024], v[1024];
             for (int32_t s = 0; s < a->kv_len[i]; s++) {
-                tf_kv_read(kv, a->layer, hq / g, s, k, NULL);
+                tf_kv_head_read(&kv->lay, tf_kv_view_k(kv, hq / g), tf_kv_view_v(kv, hq / g), s, k, NULL);
                 double dot = 0;
                 for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];
                 dot *= a->scale;
@@ -234,7 +234,7 @@ void tf_ref_attn(const tf_attn_args *a) {
             }
             double l = 0, acc[1024] = {0};
             for (int32_t s = 0; s < a->kv_len[i]; s++) {
-                tf_kv_read(kv, a->layer, hq / g, s, k, v);
+                tf_kv_head_read(&kv->lay, tf_kv_view_k(kv, hq / g), tf_kv_view_v(kv, hq / g), s, k, v);
                 double dot = 0;
                 for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];
                 double w = exp(dot * a->scale - mx);

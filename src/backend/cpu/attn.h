@@ -24,18 +24,17 @@
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
 
+#include "backend/cpu/kv_layout.h"
 #include "backend/cpu/quant.h"
 #include "core/threads.h"
-#include "kv/kv.h"
 
 typedef struct tf_attn_args {
     const float *q;        /* [n_q][n_head * head_dim], row stride ldq */
     int64_t ldq;
-    const tf_kv_cache *kv; /* K/V storage */
-    int layer;
+    tf_kv_view kv;         /* one layer's K/V storage (kv/kv.h: tf_kv_layer_view) */
     int32_t n_q;           /* query rows */
-    const int32_t *kv_len; /* [n_q] visible slots of each row (>= 1, <= kv->n_used) */
-    int32_t n_head;        /* query heads (multiple of kv->n_head_kv) */
+    const int32_t *kv_len; /* [n_q] visible slots of each row (>= 1, <= the slots written) */
+    int32_t n_head;        /* query heads (multiple of kv.n_head_kv) */
     float scale;           /* usually 1/sqrt(head_dim) */
     float *out;            /* [n_q][n_head * head_dim], row stride ldo */
     int64_t ldo;

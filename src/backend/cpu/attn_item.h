@@ -2,7 +2,7 @@
 #ifndef TF_BACKEND_CPU_ATTN_ITEM_H
 #define TF_BACKEND_CPU_ATTN_ITEM_H
 
-#include "kv/kv.h"
+#include "backend/cpu/kv_layout.h"
 
 typedef struct attn_item {
     const float *q;         /* first query row of the item, at head g0 of the group; row stride ldq */

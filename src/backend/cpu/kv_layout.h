@@ -1,0 +1,74 @@
+/*
+ * kv_layout.h — how the CPU stores keys and values, and the view of one
+ * layer's storage that attention reads. The caches' bookkeeping (capacity,
+ * slots in use, positions, retrieval and ring policies) is kv/'s; this is
+ * only the byte layout, which belongs to the backend.
+ *
+ * Per layer and KV head (slots are cache rows; a slot holds one token):
+ *   K: blocks of TF_KV_BLK slots, each block transposed to [head_dim][TF_KV_BLK]
+ *      so attention scores vectorize over keys for any head_dim;
+ *   V: [slot][head_dim], row-major.
+ * Element type f32, f16, q8_0 or q4_0. The quantized types keep a scale per
+ * 32 dimensions of one key or value (ggml's Q8_0 / Q4_0 rules: x = d * q with
+ * d in f16, q in -127..127 / -8..7), laid out so that attention reads them the
+ * way it reads f16 (head_dim must be a multiple of 32):
+ *   q8_0 K block: int8 [head_dim][BLK], then f16 d [head_dim/32][BLK];
+ *   q4_0 K block: uint8 [head_dim/2][BLK] (lane j of row i: dims 2i and 2i+1
+ *                 of slot j, q + 8 in the low and high nibble), then f16 d
+ *                 [head_dim/32][BLK];
+ *   V slot: head_dim/32 blocks of ggml's block_q8_0 / block_q4_0 layout.
+ * A K block and a V slot hold the same bytes per slot.
+ */
+#ifndef TF_BACKEND_CPU_KV_LAYOUT_H
+#define TF_BACKEND_CPU_KV_LAYOUT_H
+
+#include "core/dtype.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TF_KV_BLK 16
+
+/* The layout of one KV head's storage. */
+typedef struct tf_kv_layout {
+    uint32_t type;      /* TF_DTYPE_F32, F16, Q8_0 or Q4_0 */
+    int32_t head_dim;
+    size_t k_blk_bytes; /* bytes of one K block (TF_KV_BLK slots) */
+    size_t v_row_bytes; /* bytes of one V slot */
+} tf_kv_layout;
+
+/* What attention reads: one layer's K and V storage, KV head h at
+ * k + h * head_stride and v + h * head_stride. */
+typedef struct tf_kv_view {
+    tf_kv_layout lay;
+    const uint8_t *k, *v;
+    size_t head_stride;
+    int32_t n_head_kv;
+} tf_kv_view;
+
+/* The layout of type for heads of head_dim (type and head_dim already
+ * checked: f32/f16 any, q8_0/q4_0 a multiple of 32). */
+tf_kv_layout tf_kv_layout_make(uint32_t type, int32_t head_dim);
+
+/* Whether type is q8_0 or q4_0. */
+static inline int tf_kv_layout_quantized(uint32_t type) { return type == TF_DTYPE_Q8_0 || type == TF_DTYPE_Q4_0; }
+
+/* One KV head's storage: K blocks at kb, V slots at vb. */
+/* Write the key k and value v (head_dim floats each) of one slot. */
+void tf_kv_head_store(const tf_kv_layout *L, uint8_t *kb, uint8_t *vb, int32_t slot, const float *k, const float *v);
+/* Read back the key / value of one slot as f32 (either output may be NULL). */
+void tf_kv_head_read(const tf_kv_layout *L, const uint8_t *kb, const uint8_t *vb, int32_t slot, float *k_out,
+                     float *v_out);
+/* K block blk as floats, out[head_dim][TF_KV_BLK], exactly as stored
+ * (quantized values are d * q, exact in f32). */
+void tf_kv_head_k_block_f32(const tf_kv_layout *L, const uint8_t *kb, int32_t blk, float *out);
+/* Copy n slots (K and V) from slot s of one head's storage to slot o of
+ * another's of the same layout, bit for bit. */
+void tf_kv_head_copy(const tf_kv_layout *L, uint8_t *dst_kb, uint8_t *dst_vb, int32_t o, const uint8_t *src_kb,
+                     const uint8_t *src_vb, int32_t s, int32_t n);
+
+/* KV head h of a view. */
+static inline const uint8_t *tf_kv_view_k(const tf_kv_view *vw, int h) { return vw->k + (size_t)h * vw->head_stride; }
+static inline const uint8_t *tf_kv_view_v(const tf_kv_view *vw, int h) { return vw->v + (size_t)h * vw->head_stride; }
+
+#endif
