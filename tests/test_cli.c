@@ -100,6 +100,53 @@ static void test_version(void **state) {
     EXPECT("--help", 0, "triforce --version");
 }
 
+/* The line of `--help` output that documents flag (its first word after the
+ * short name), copied to line; fails if there is none. */
+static void help_line(const char *flag, char *line, size_t cap) {
+    char key[64];
+    snprintf(key, sizeof key, " %s ", flag);
+    const char *at = strstr(g_out, key);
+    if (!at) fail_msg("--help has no line for %s", flag);
+    const char *b = at, *e = strchr(at, '\n');
+    while (b > g_out && b[-1] != '\n') b--;
+    size_t n = e ? (size_t)(e - b) : strlen(b);
+    if (n >= cap) n = cap - 1;
+    memcpy(line, b, n);
+    line[n] = '\0';
+}
+
+/* The defaults `generate --help` states are the library's own
+ * (tf_decoder_default_params), which the CLI starts from. */
+static void test_help_states_defaults(void **state) {
+    (void)state;
+    const tf_decoder_params d = tf_decoder_default_params();
+    assert_int_equal(tf_run("generate --help"), 0);
+    struct { const char *flag; char want[64]; } rows[16];
+    int n = 0;
+#define ROW(fl, ...) (rows[n].flag = fl, snprintf(rows[n].want, sizeof rows[n].want, __VA_ARGS__), n++)
+    ROW("--gamma1", "(default %d)", d.gamma1);
+    ROW("--gamma2", "(default %d)", d.gamma2);
+    ROW("--budget", "(default %d)", d.budget);
+    ROW("--chunk", "(default %d)", d.chunk);
+    ROW("--rebuild-stride", "(default %d)", d.rebuild_stride);
+    ROW("--bypass-accept", "(default %g)", (double)d.bypass_accept);
+    ROW("--sinks", "(default %d)", d.sinks);
+    ROW("--window", "(default %d)", d.window);
+    ROW("--batch-size", "(default %d)", d.n_batch);
+    ROW("--temp", "(default %g;", (double)d.sampling.temp);
+    ROW("--top-k", "(default %d)", d.sampling.top_k);
+    ROW("--top-p", "(default %g)", (double)d.sampling.top_p);
+    ROW("--min-p", "(default %g)", (double)d.sampling.min_p);
+    ROW("--kv-type", "%s (default)", tf_kv_type_name(d.kv_type));
+    ROW("--middle", "(%s, default)", tf_middle_name(d.middle));
+#undef ROW
+    char line[512];
+    for (int i = 0; i < n; i++) {
+        help_line(rows[i].flag, line, sizeof line);
+        if (!strstr(line, rows[i].want)) fail_msg("%s: help says '%s', the library's default is '%s'", rows[i].flag, line, rows[i].want);
+    }
+}
+
 static void test_with_stories(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
@@ -380,6 +427,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_help_states_defaults),
         cmocka_unit_test(test_with_stories),
         cmocka_unit_test(test_hf_dir),
         cmocka_unit_test(test_perplexity_matches_reference),

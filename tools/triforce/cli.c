@@ -244,24 +244,27 @@ static int set_value(cli_opts *o, const opt_def *d, const char *name, const char
 int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage, int max_pos, int argc,
               char **argv) {
     memset(o, 0, sizeof *o);
+    /* the decoding and sampling defaults are the library's (one place; the
+     * help texts state them, and test_cli checks that they agree) */
+    const tf_decoder_params dd = tf_decoder_default_params();
     o->n_predict = 128;
-    o->n_batch = 256;
+    o->n_batch = dd.n_batch;
     o->seed = -1;
-    o->temp = 0.8f;
-    o->top_k = 40;
-    o->top_p = 0.95f;
-    o->min_p = 0.05f;
-    o->kv_type = "f16";
-    o->middle = "auto";
+    o->temp = dd.sampling.temp;
+    o->top_k = dd.sampling.top_k;
+    o->top_p = dd.sampling.top_p;
+    o->min_p = dd.sampling.min_p;
+    o->kv_type = tf_kv_type_name(dd.kv_type);
+    o->middle = tf_middle_name(dd.middle);
     o->gen_seed = 1;
-    o->gamma1 = 2;
-    o->gamma2 = 6;
-    o->budget = 4096;
-    o->chunk = 8;
-    o->rebuild_stride = 16;
-    o->bypass_accept = 0.2f;
-    o->sinks = 16;
-    o->window = 240;
+    o->gamma1 = dd.gamma1;
+    o->gamma2 = dd.gamma2;
+    o->budget = dd.budget;
+    o->chunk = dd.chunk;
+    o->rebuild_stride = dd.rebuild_stride;
+    o->bypass_accept = dd.bypass_accept;
+    o->sinks = dd.sinks;
+    o->window = dd.window;
     o->reps = 3;
     o->output = "md";
     o->bw_mib = 1024;
