@@ -790,11 +790,11 @@ static void test_prefill_from(void **state) {
 
 /* The target caches of two decoders agree bitwise on positions [0, n). */
 static void expect_same_kv(const tf_kv_cache *a, const tf_kv_cache *b, int32_t n, const char *label) {
-    size_t hd = (size_t)a->head_dim, el = (size_t)a->elem;
     for (int il = 0; il < a->n_layer; il++)
         for (int h = 0; h < a->n_head_kv; h++) {
             size_t off = (size_t)il * a->layer_stride + (size_t)h * a->head_stride;
-            size_t kb = (size_t)(n / TF_KV_BLK) * TF_KV_BLK * hd * el, vb = (size_t)n * hd * el;
+            /* whole K blocks and V rows, in bytes of any cache type */
+            size_t kb = (size_t)(n / TF_KV_BLK) * a->k_blk_bytes, vb = (size_t)n * a->v_row_bytes;
             if (memcmp(a->k + off, b->k + off, kb) != 0 || memcmp(a->v + off, b->v + off, vb) != 0)
                 fail_msg("%s: layer %d head %d: the caches differ within the first %d positions", label, il, h, n);
         }

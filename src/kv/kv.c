@@ -1,4 +1,5 @@
-/* kv.c — KV cache reservation and the per-layer stores, reads and copies over the CPU layout (backend/cpu/kv_layout.h). */
+/* kv.c — KV cache reservation, and per-layer stores, reads and copies over
+ * the CPU's layout (backend/cpu/kv_layout.h). */
 #include "kv/kv.h"
 
 #include "core/mem.h"
@@ -32,7 +33,6 @@ tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_
     kv->head_dim = head_dim;
     kv->n_slots = (int32_t)slots;
     kv->type = type;
-    kv->elem = type == TF_DTYPE_F32 ? 4 : type == TF_DTYPE_F16 ? 2 : 0;
     tf_kv_layout lay = tf_kv_layout_make(type, head_dim);
     kv->v_row_bytes = lay.v_row_bytes;
     kv->k_blk_bytes = lay.k_blk_bytes;

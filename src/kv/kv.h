@@ -25,7 +25,6 @@ typedef struct tf_kv_cache {
     int32_t n_layer, n_head_kv, head_dim;
     int32_t n_slots;  /* capacity (multiple of TF_KV_BLK) */
     uint32_t type;    /* TF_DTYPE_F32, F16, Q8_0 or Q4_0 */
-    int32_t elem;     /* bytes per element: 4 or 2 (f32, f16); 0 for the quantized types */
     size_t k_blk_bytes; /* bytes of one K block (TF_KV_BLK slots of one KV head) */
     size_t v_row_bytes; /* bytes of one V slot of one KV head */
     size_t head_stride; /* bytes between consecutive KV heads, K and V alike */
