@@ -45,17 +45,21 @@ tf_decoder_params tf_decoder_default_params(void) {
     };
 }
 
+/* The index of name in names[n], or -1. */
+static int name_index(const char *const *names, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
 static const char *const k_middle_names[] = {"always", "auto", "never"};
 
 const char *tf_middle_name(tf_middle m) { return (unsigned)m < 3 ? k_middle_names[m] : "unknown"; }
 
 bool tf_middle_from_name(const char *name, tf_middle *out) {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(name, k_middle_names[i]) == 0) {
-            *out = (tf_middle)i;
-            return true;
-        }
-    return false;
+    int i = name_index(k_middle_names, 3, name);
+    if (i >= 0) *out = (tf_middle)i;
+    return i >= 0;
 }
 
 static const char *const k_device_names[] = {"auto", "cpu", "cuda"};
@@ -63,12 +67,9 @@ static const char *const k_device_names[] = {"auto", "cpu", "cuda"};
 const char *tf_device_name(tf_device dev) { return (unsigned)dev < 3 ? k_device_names[dev] : "unknown"; }
 
 bool tf_device_from_name(const char *name, tf_device *out) {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(name, k_device_names[i]) == 0) {
-            *out = (tf_device)i;
-            return true;
-        }
-    return false;
+    int i = name_index(k_device_names, 3, name);
+    if (i >= 0) *out = (tf_device)i;
+    return i >= 0;
 }
 
 int tf_cuda_devices(void) {
