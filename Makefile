@@ -271,7 +271,7 @@ FUZZ_SAN     := -fsanitize=address,undefined,float-divide-by-zero -fno-sanitize-
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                 -Iinclude -Isrc
 FUZZ_LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -lpthread
-FUZZ_LIB_SRCS := $(filter-out src/model/forward%,$(filter src/core/% src/format/% src/tokenizer/% src/model/%,\
+FUZZ_LIB_SRCS := $(filter-out src/model/forward% src/model/weights%,$(filter src/core/% src/format/% src/tokenizer/% src/model/%,\
                  $(LIB_SRCS))) src/backend/cpu/quant_ref.c
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=build-fuzz/obj/%.o)
 

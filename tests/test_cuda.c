@@ -42,7 +42,7 @@ int main(void) {
 #include "core/mem.h"
 #include "kv/retrieval.h"
 #include "model/forward.h"
-#include "model/forward_cuda.h"
+#include "backend/cuda/backend_cuda.h"
 #include "model/gen.h"
 #include "model/quantize.h"
 #include "sampling/sampling.h"
@@ -53,6 +53,7 @@ int main(void) {
 #include <string.h>
 
 static tf_cuda *g_cu;
+static tf_backend g_be; /* over g_cu */
 static char g_cu_err[TF_ERR_MSG_MAX];
 static tf_pool *g_pool;
 static tf_rng g_rng;
@@ -237,15 +238,17 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
     tf_attn_args a = {.q = q, .ldq = q_dim, .kv = tf_kv_layer_view(&kv, 0), .n_q = n_q, .kv_len = len, .n_head = n_head,
                       .scale = 1.0f / sqrtf((float)hd), .out = ref, .ldo = q_dim};
     tf_ref_attn(&a);
-    tf_cuda_kv dkv;
-    CHECK(tf_cuda_kv_init(&dkv, g_cu, 1, n_head_kv, hd, n_slots, "test cache", &g_err));
+    tf_kv_cache dkv;
+    CHECK(tf_kv_init_on(&dkv, &g_be, 1, n_head_kv, hd, n_slots, TF_DTYPE_F16, "test cache", &g_err));
     float *dk = dup_d(k, sizeof(float) * n_slots * kv_dim), *dv = dup_d(v, sizeof(float) * n_slots * kv_dim);
     int32_t zero = 0, *dzero = dup_d(&zero, sizeof zero);
-    tf_cuda_kv_store(g_cu, dkv.k, dkv.v, n_head_kv, hd, n_slots, dk, dv, kv_dim, n_slots, dzero);
+    tf_cuda_kv_store(g_cu, (uint16_t *)dkv.k, (uint16_t *)dkv.v, n_head_kv, hd, dkv.n_slots, dk, dv, kv_dim, n_slots,
+                     dzero);
     float *dq = dup_d(q, sizeof(float) * n_q * q_dim), *dout = dup_d(NULL, sizeof(float) * n_q * q_dim);
     int32_t *dlen = dup_d(len, sizeof(int32_t) * n_q);
     void *scr = dup_d(NULL, tf_cuda_attn_scratch(n_q, n_head, hd, n_slots));
-    tf_cuda_attn da = {.q = dq, .ldq = q_dim, .k = dkv.k, .v = dkv.v, .n_slots = n_slots, .n_q = n_q,
+    tf_cuda_attn da = {.q = dq, .ldq = q_dim, .k = (const uint16_t *)dkv.k, .v = (const uint16_t *)dkv.v,
+                       .n_slots = dkv.n_slots, .n_q = n_q,
                        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
@@ -273,7 +276,7 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
         }
         free(one);
     }
-    tf_cuda_kv_free(&dkv, g_cu);
+    tf_kv_free(&dkv);
     dfree(dk), dfree(dv), dfree(dzero), dfree(dq), dfree(dout), dfree(dlen), dfree(scr);
     tf_kv_free(&kv);
     free(k), free(v), free(q), free(len), free(ref), free(got);
@@ -302,15 +305,16 @@ static void test_retrieval(void **state) {
     tf_rcache_params p = {.chunk = 8, .budget = 512, .recent = 16};
     tf_kv_cache full;
     assert_int_equal(tf_kv_init(&full, L, Hkv, hd, n_slots, TF_DTYPE_F16, &g_err), TF_OK);
-    tf_cuda_kv dfull;
-    CHECK(tf_cuda_kv_init(&dfull, g_cu, L, Hkv, hd, full.n_slots, "test C_p", &g_err));
+    tf_kv_cache dfull;
+    CHECK(tf_kv_init_on(&dfull, &g_be, L, Hkv, hd, full.n_slots, TF_DTYPE_F16, "test C_p", &g_err));
+    const uint16_t *dfk = (const uint16_t *)dfull.k, *dfv = (const uint16_t *)dfull.v;
     float *k = rnd((size_t)n_tok * Hkv * hd, -1, 1), *v = rnd((size_t)n_tok * Hkv * hd, -1, 1);
     float *dk = dup_d(k, sizeof(float) * n_tok * Hkv * hd), *dv = dup_d(v, sizeof(float) * n_tok * Hkv * hd);
     int32_t zero = 0, *dzero = dup_d(&zero, sizeof zero);
     for (int il = 0; il < L; il++) {
         tf_kv_store(&full, il, 0, n_tok, k, v, Hkv * hd);
-        tf_cuda_kv_store(g_cu, tf_cuda_kv_k(&dfull, il), tf_cuda_kv_v(&dfull, il), Hkv, hd, full.n_slots, dk, dv,
-                         Hkv * hd, n_tok, dzero);
+        tf_cuda_kv_store(g_cu, (uint16_t *)tf_kv_k(&dfull, il, 0), (uint16_t *)tf_kv_v(&dfull, il, 0), Hkv, hd,
+                         full.n_slots, dk, dv, Hkv * hd, n_tok, dzero);
     }
     full.n_used = n_tok;
     tf_rcache rc;
@@ -319,9 +323,9 @@ static void test_retrieval(void **state) {
     /* sums: in three appends on the device (bitwise equal to the CPU's) */
     size_t sum_n = (size_t)L * Hkv * rc.n_chunk_cap * hd;
     float *dsum = dup_d(NULL, sizeof(float) * sum_n), *sum = malloc(sizeof(float) * sum_n);
-    tf_cuda_chunk_sums(g_cu, dsum, dfull.k, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 0, 1000);
-    tf_cuda_chunk_sums(g_cu, dsum, dfull.k, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 1000, 1003);
-    tf_cuda_chunk_sums(g_cu, dsum, dfull.k, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 1003, n_tok);
+    tf_cuda_chunk_sums(g_cu, dsum, dfk, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 0, 1000);
+    tf_cuda_chunk_sums(g_cu, dsum, dfk, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 1000, 1003);
+    tf_cuda_chunk_sums(g_cu, dsum, dfk, L * Hkv, full.n_slots, hd, p.chunk, rc.n_chunk_cap, 1003, n_tok);
     get_d(sum, dsum, sizeof(float) * sum_n);
     int32_t n_chunks = (n_tok + p.chunk - 1) / p.chunk;
     for (int pr = 0; pr < L * Hkv; pr++)
@@ -351,17 +355,18 @@ static void test_retrieval(void **state) {
     tf_kv_cache view;
     assert_int_equal(tf_rcache_view_init(&view, &rc, &full, 64, &g_err), TF_OK);
     assert_int_equal(tf_rcache_gather(&rc, &full, &view, &g_err), TF_OK);
-    tf_cuda_kv dview;
-    CHECK(tf_cuda_kv_init(&dview, g_cu, L, Hkv, hd, view.n_slots, "test C_r", &g_err));
-    tf_cuda_gather(g_cu, dview.k, dview.v, dview.n_slots, dfull.k, dfull.v, dfull.n_slots, L * Hkv, hd, dsel,
-                   rc.max_sel, nsc, p.chunk, n_tok);
+    tf_kv_cache dview;
+    CHECK(tf_kv_init_on(&dview, &g_be, L, Hkv, hd, view.n_slots, TF_DTYPE_F16, "test C_r", &g_err));
+    uint16_t *dvk = (uint16_t *)dview.k, *dvv = (uint16_t *)dview.v;
+    tf_cuda_gather(g_cu, dvk, dvv, dview.n_slots, dfk, dfv, dfull.n_slots, L * Hkv, hd, dsel, rc.max_sel, nsc,
+                   p.chunk, n_tok);
     uint16_t *gk = malloc(2 * (size_t)dview.n_slots * hd), *gv = malloc(2 * (size_t)dview.n_slots * hd);
     float kr[256], vr[256];
     for (int il = 0; il < L; il++)
         for (int h = 0; h < Hkv; h++) {
             size_t off = ((size_t)il * Hkv + h) * dview.n_slots * hd;
-            get_d(gk, dview.k + off, 2 * (size_t)dview.n_slots * hd);
-            get_d(gv, dview.v + off, 2 * (size_t)dview.n_slots * hd);
+            get_d(gk, dvk + off, 2 * (size_t)dview.n_slots * hd);
+            get_d(gv, dvv + off, 2 * (size_t)dview.n_slots * hd);
             for (int s = 0; s < nsel; s++) {
                 tf_kv_read(&view, il, h, s, kr, vr);
                 for (int d = 0; d < hd; d++)
@@ -371,8 +376,8 @@ static void test_retrieval(void **state) {
                     }
             }
         }
-    tf_cuda_kv_free(&dview, g_cu);
-    tf_cuda_kv_free(&dfull, g_cu);
+    tf_kv_free(&dview);
+    tf_kv_free(&dfull);
     dfree(dk), dfree(dv), dfree(dzero), dfree(dsum), dfree(dqv), dfree(dsel), dfree(scr);
     tf_kv_free(&view);
     tf_rcache_free(&rc);
@@ -618,6 +623,8 @@ static int setup(void **state) {
     if (tf_cuda_open(&g_cu, 0, &err) != TF_OK) {
         g_cu = NULL;
         snprintf(g_cu_err, sizeof g_cu_err, "%s", err.msg);
+    } else if (tf_backend_cuda_wrap(&g_be, g_cu, &err) != TF_OK) {
+        return -1;
     } else {
         print_message("device: %s\n", tf_cuda_describe(g_cu));
     }
@@ -626,6 +633,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
+    tf_backend_free(&g_be);
     tf_cuda_close(g_cu);
     tf_pool_free(g_pool);
     return 0;

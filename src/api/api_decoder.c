@@ -6,7 +6,8 @@
 #include "model/model.h"
 #include "decode/spec.h"
 #ifdef TF_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/backend_cuda.h"
+#include "model/weights.h"
 #include "decode/spec_cuda.h"
 #endif
 
@@ -80,28 +81,19 @@ int tf_cuda_devices(void) {
 #endif
 }
 
-/* AUTO: CUDA if there is a device, it runs both models' architecture (llama
- * only: qwen2's biases and rotate-half RoPE have no device kernels) and it
- * computes with every weight type of both models and the KV cache type (f16 or
- * f32). */
+/* AUTO: CUDA if there is a device, the KV cache type is one it stores (f16,
+ * or f32 which it keeps in f16) and its backend runs every op and weight type
+ * of both models (tf_bweights_check: qwen2's biases and rotate-half RoPE have
+ * no device kernels yet). */
 static tf_device resolve_device(tf_device dev, tf_kv_type kv_type, const tf_model *target, const tf_model *draft) {
     if (dev != TF_DEVICE_AUTO) return dev;
 #ifdef TF_HAVE_CUDA
     if (tf_cuda_device_count() < 1) return TF_DEVICE_CPU;
     if (kv_type != TF_KV_F16 && kv_type != TF_KV_F32) return TF_DEVICE_CPU; /* quantized KV: CPU kernels only */
+    const tf_backend probe = {.ops = tf_backend_cuda_ops(), .ctx = NULL};
     const tf_model *ms[2] = {target, draft};
-    for (int i = 0; i < 2; i++) {
-        const tf_model *m = ms[i];
-        if (!m) continue;
-        if (m->hp.qkv_bias || m->hp.rope_neox) return TF_DEVICE_CPU;
-        if (!tf_cuda_mat_type_ok(m->tok_embd.type) || !tf_cuda_mat_type_ok(m->output.type)) return TF_DEVICE_CPU;
-        for (int il = 0; il < m->hp.n_layer; il++) {
-            const tf_layer_weights *L = &m->layers[il];
-            const tf_tensor *ts[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-            for (int j = 0; j < 7; j++)
-                if (!tf_cuda_mat_type_ok(ts[j]->type)) return TF_DEVICE_CPU;
-        }
-    }
+    for (int i = 0; i < 2; i++)
+        if (ms[i] && tf_bweights_check(&probe, ms[i], NULL) != TF_OK) return TF_DEVICE_CPU;
     return TF_DEVICE_CUDA;
 #else
     (void)kv_type, (void)target, (void)draft;

@@ -6,26 +6,28 @@
 #ifdef TF_HAVE_CUDA
 
 #include "core/mem.h"
-#include "model/forward_cuda.h"
+#include "backend/cuda/backend_cuda.h"
+#include "model/forward.h"
 
 #include <string.h>
 
 typedef struct tf_spec_dev tf_spec_dev;
 
 typedef struct dev_level {
-    tf_cuda_fwd fwd;
-    tf_cuda_kv view;        /* RETRIEVAL: gathered C_r + this round's tokens; STREAMING: rotated view */
+    tf_fwd fwd;
+    tf_kv_cache view;       /* RETRIEVAL: gathered C_r + this round's tokens; STREAMING: rotated view */
     float *ring_k, *ring_v; /* STREAMING: [n_layer][S + R][kv_dim] unrotated */
     int32_t ring_slots;
     float *cap_k, *cap_v;   /* STREAMING: [n_layer][n_batch][kv_dim] */
-    const tf_cuda_weights *w;
-    tf_spec *s;             /* back pointer for the prologue */
+    const tf_bweights *w;
+    tf_spec *s;            /* back pointer for the prologue */
 } dev_level;
 
 struct tf_spec_dev {
-    tf_cuda *cu;
-    tf_cuda_weights wt, wd; /* target, draft (wd unused when the draft is the target) */
-    tf_cuda_kv kv_p;        /* C_p */
+    tf_backend be;
+    tf_cuda *cu;            /* be's device */
+    tf_bweights wt, wd;     /* target, draft (wd unused when the draft is the target) */
+    tf_kv_cache kv_p;       /* C_p (f16, on the device) */
     /* C_r's chunk sums and selection */
     float *sums;
     int32_t *sel_d;
@@ -44,13 +46,14 @@ tf_status tf_spec_dev_init(tf_spec *s, tf_err *err) {
     tf_spec_dev *d = tf_calloc(sizeof *d);
     if (!d) return tf_errf(err, TF_ERR_NOMEM, "device decoder: out of memory");
     s->dev = d;
-    TF_TRY(tf_cuda_open(&d->cu, 0, err));
-    TF_TRY(tf_cuda_weights_init(&d->wt, d->cu, s->target, err));
-    if (s->draft && s->draft != s->target) TF_TRY(tf_cuda_weights_init(&d->wd, d->cu, s->draft, err));
+    TF_TRY(tf_backend_cuda_open(&d->be, 0, err));
+    d->cu = tf_backend_cuda_device(&d->be);
+    TF_TRY(tf_bweights_init(&d->wt, &d->be, s->target, err));
+    if (s->draft && s->draft != s->target) TF_TRY(tf_bweights_init(&d->wd, &d->be, s->draft, err));
     const tf_hparams *hp = &s->target->hp;
     int32_t n_slots = (s->cfg.n_ctx + 15) / 16 * 16;
-    TF_TRY(tf_cuda_kv_init(&d->kv_p, d->cu, hp->n_layer, hp->n_head_kv, hp->head_dim, n_slots, "the full cache C_p",
-                           err));
+    TF_TRY(tf_kv_init_on(&d->kv_p, &d->be, hp->n_layer, hp->n_head_kv, hp->head_dim, n_slots, TF_DTYPE_F16,
+                         "the full cache C_p", err));
     s->kv_p.n_slots = n_slots; /* host mirror of the capacity spec.c checks */
     bool has_rc = s->cfg.mode == TF_SPEC_RETRIEVAL || s->cfg.mode == TF_SPEC_TRIFORCE;
     int32_t rows = 1 + tf_spec_gamma2_max(&s->cfg) + (s->cfg.mode >= TF_SPEC_STREAMING ? s->cfg.gamma1 : 0);
@@ -94,7 +97,7 @@ static void scache_prologue(void *ud, const int32_t *extra_d) {
     for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++)
         if (&D->s->dev->lv[i] == D) L = &D->s->lv[i];
     const tf_hparams *hp = &L->m->hp;
-    tf_cuda_scache_view(D->s->dev->cu, D->view.k, D->view.v, D->view.n_slots, D->ring_k, D->ring_v, D->ring_slots,
+    tf_cuda_scache_view(D->s->dev->cu, (uint16_t *)D->view.k, (uint16_t *)D->view.v, D->view.n_slots, D->ring_k, D->ring_v, D->ring_slots,
                         extra_d + 1, extra_d, L->sc.sinks + L->sc.window, hp->n_layer, hp->n_head_kv, hp->head_dim,
                         hp->n_rot, D->w->rope_freq, L->m->rope_mscale);
 }
@@ -105,14 +108,14 @@ tf_status tf_spec_dev_level_init(tf_spec *s, spec_level *L, int32_t n_batch, int
     int i = level_index(s, L);
     dev_level *D = &d->lv[i];
     D->s = s;
-    D->w = L->m == s->target || !d->wd.block ? &d->wt : &d->wd;
+    D->w = L->m == s->target || !d->wd.m ? &d->wt : &d->wd;
     const tf_hparams *hp = &L->m->hp;
     int32_t n_kv = d->kv_p.n_slots, n_extra = 0;
     if (L->kind == LEVEL_RETRIEVAL) {
         int32_t cap = s->cfg.budget < d->kv_p.n_slots ? s->cfg.budget : d->kv_p.n_slots;
         cap = (cap + 256 + 4 * rows + 15) / 16 * 16; /* as tf_rcache_view_init */
-        TF_TRY(tf_cuda_kv_init(&D->view, d->cu, hp->n_layer, hp->n_head_kv, hp->head_dim, cap, "the retrieval cache C_r",
-                               err));
+        TF_TRY(tf_kv_init_on(&D->view, &d->be, hp->n_layer, hp->n_head_kv, hp->head_dim, cap, TF_DTYPE_F16,
+                             "the retrieval cache C_r", err));
         L->view.n_slots = cap;
         n_kv = cap;
     } else if (L->kind == LEVEL_STREAMING) {
@@ -128,8 +131,8 @@ tf_status tf_spec_dev_level_init(tf_spec *s, spec_level *L, int32_t n_batch, int
         sc->n_rot = hp->n_rot;
         D->ring_slots = sc->sinks + sc->ring;
         int32_t cap = sc->sinks + sc->window + n_batch;
-        TF_TRY(tf_cuda_kv_init(&D->view, d->cu, hp->n_layer, hp->n_head_kv, hp->head_dim, cap, "the streaming cache C_q",
-                               err));
+        TF_TRY(tf_kv_init_on(&D->view, &d->be, hp->n_layer, hp->n_head_kv, hp->head_dim, cap, TF_DTYPE_F16,
+                             "the streaming cache C_q", err));
         n_kv = cap;
         size_t ring = sizeof(float) * hp->n_layer * (size_t)D->ring_slots * sc->kv_dim;
         size_t capb = sizeof(float) * hp->n_layer * (size_t)n_batch * sc->kv_dim;
@@ -141,7 +144,7 @@ tf_status tf_spec_dev_level_init(tf_spec *s, spec_level *L, int32_t n_batch, int
         TF_TRY(tf_cuda_malloc(d->cu, (void **)&D->cap_v, capb, "captured values", err));
         n_extra = 1 + sc->sinks + sc->window + n_batch;
     }
-    TF_TRY(tf_cuda_fwd_init(&D->fwd, D->w, n_batch, n_logits, n_kv, n_extra, err));
+    TF_TRY(tf_fwd_init_on(&D->fwd, D->w, n_batch, n_logits, n_kv, n_extra, err));
     D->fwd.use_graphs = L->kind != LEVEL_FULL;
     if (L->kind == LEVEL_STREAMING) {
         D->fwd.cap_k = D->cap_k;
@@ -158,20 +161,20 @@ tf_status tf_spec_dev_level_init(tf_spec *s, spec_level *L, int32_t n_batch, int
 void tf_spec_dev_free(tf_spec *s) {
     tf_spec_dev *d = s->dev;
     if (!d) return;
-    if (d->cu) {
+    if (d->be.ops) {
         for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++) {
             dev_level *D = &d->lv[i];
-            tf_cuda_fwd_free(&D->fwd);
-            tf_cuda_kv_free(&D->view, d->cu);
+            tf_fwd_free(&D->fwd);
+            tf_kv_free(&D->view);
             void *ps[] = {D->ring_k, D->ring_v, D->cap_k, D->cap_v};
             for (int j = 0; j < 4; j++) tf_cuda_mfree(d->cu, ps[j]);
         }
-        tf_cuda_kv_free(&d->kv_p, d->cu);
+        tf_kv_free(&d->kv_p);
         void *ps[] = {d->sums, d->sel_d, d->sel_scratch, d->q_cap_d, d->q_last_d};
         for (int j = 0; j < 5; j++) tf_cuda_mfree(d->cu, ps[j]);
-        tf_cuda_weights_free(&d->wt);
-        tf_cuda_weights_free(&d->wd);
-        tf_cuda_close(d->cu);
+        tf_bweights_free(&d->wt);
+        tf_bweights_free(&d->wd);
+        tf_backend_free(&d->be);
     }
     tf_free(d->tok_h);
     tf_free(d->logits_h);
@@ -211,11 +214,11 @@ tf_status tf_spec_dev_forward(tf_spec *s, int i, const int32_t *toks, int32_t n,
     switch (L->kind) {
     case LEVEL_FULL: {
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
-        st = tf_cuda_forward(&D->fwd, &d->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
+        st = tf_forward(&D->fwd, &d->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
         if (st == TF_OK && d->sums) {
             const tf_hparams *hp = &s->target->hp;
-            tf_cuda_chunk_sums(d->cu, d->sums, d->kv_p.k, hp->n_layer * hp->n_head_kv, d->kv_p.n_slots,
-                               hp->head_dim, s->rc.p.chunk, d->n_chunk_cap, (int32_t)c, (int32_t)c + n);
+            tf_cuda_chunk_sums(d->cu, d->sums, (const uint16_t *)d->kv_p.k, hp->n_layer * hp->n_head_kv,
+                               d->kv_p.n_slots, hp->head_dim, s->rc.p.chunk, d->n_chunk_cap, (int32_t)c, (int32_t)c + n);
             d->rc_n_tok = (int32_t)c + n;
         }
         break;
@@ -226,7 +229,7 @@ tf_status tf_spec_dev_forward(tf_spec *s, int i, const int32_t *toks, int32_t n,
             return tf_errf(&s->err, TF_ERR_INTERNAL, "retrieval view full (%d + %d > %d slots)", slot0, n,
                            D->view.n_slots);
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
-        st = tf_cuda_forward(&D->fwd, &D->view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
+        st = tf_forward(&D->fwd, &D->view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
         break;
     }
     case LEVEL_STREAMING: {
@@ -244,7 +247,7 @@ tf_status tf_spec_dev_forward(tf_spec *s, int i, const int32_t *toks, int32_t n,
         for (int32_t j = 0; j < n; j++) ex[1 + vis + j] = (int32_t)ring_slot(sc, P + j);
         for (int32_t j = 0; j < n; j++) L->pos[j] = nv + j;
         D->view.n_used = nv;
-        st = tf_cuda_forward(&D->fwd, &D->view, toks, L->pos, n, nv, NULL, logits_from, &s->err);
+        st = tf_forward(&D->fwd, &D->view, toks, L->pos, n, nv, NULL, logits_from, &s->err);
         if (st == TF_OK) {
             const tf_hparams *hp = &L->m->hp;
             tf_cuda_scache_append(d->cu, D->ring_k, D->ring_v, D->ring_slots, D->cap_k, D->cap_v, D->fwd.n_batch,
@@ -271,8 +274,9 @@ tf_status tf_spec_dev_truncate(tf_spec *s, int i, int64_t n) {
         if (d->sums && n < d->rc_n_tok) {
             const tf_hparams *hp = &s->target->hp;
             if (n % s->rc.p.chunk) /* the partial chunk, from its first slot */
-                tf_cuda_chunk_sums(d->cu, d->sums, d->kv_p.k, hp->n_layer * hp->n_head_kv, d->kv_p.n_slots,
-                                   hp->head_dim, s->rc.p.chunk, d->n_chunk_cap, (int32_t)n - 1, (int32_t)n);
+                tf_cuda_chunk_sums(d->cu, d->sums, (const uint16_t *)d->kv_p.k, hp->n_layer * hp->n_head_kv,
+                                   d->kv_p.n_slots, hp->head_dim, s->rc.p.chunk, d->n_chunk_cap, (int32_t)n - 1,
+                                   (int32_t)n);
             d->rc_n_tok = (int32_t)n;
         }
         break;
@@ -298,7 +302,7 @@ tf_status tf_spec_dev_dists(tf_spec *s, int i, int64_t c, int32_t from, int32_t 
     if (rows < 1) return TF_OK;
     const int32_t V = L->m->hp.n_vocab;
     if (!d->logits_h) { /* greedy: argmax on the device */
-        TF_TRY(tf_cuda_fwd_argmax(&D->fwd, rows, d->tok_h, &s->err));
+        TF_TRY(tf_fwd_argmax(&D->fwd, rows, d->tok_h, &s->err));
         for (int32_t r = 0; r < rows; r++) {
             tf_dist *dist = &L->dist[(c + from + r + 1) % s->dmax];
             dist->n = 1;
@@ -307,7 +311,7 @@ tf_status tf_spec_dev_dists(tf_spec *s, int i, int64_t c, int32_t from, int32_t 
         }
         return TF_OK;
     }
-    TF_TRY(tf_cuda_fwd_logits(&D->fwd, rows, d->logits_h, &s->err));
+    TF_TRY(tf_fwd_logits(&D->fwd, rows, d->logits_h, &s->err));
     for (int32_t r = 0; r < rows; r++) {
         tf_sampling_dist(&s->samp, d->logits_h + (size_t)r * V);
         tf_dist *dist = &L->dist[(c + from + r + 1) % s->dmax];
@@ -329,7 +333,8 @@ tf_status tf_spec_dev_rebuild(tf_spec *s, spec_level *L) {
     tf_cuda_chunk_select(d->cu, d->sel_d, d->sel_scratch, d->sums, d->q_last_d, hp->n_layer, hp->n_head,
                          hp->n_head_kv, hp->head_dim, d->n_chunk_cap, s->rc.p.chunk, d->rc_n_tok, s->rc.p.budget,
                          d->r_chunks, d->max_sel, &n_sel_chunks, &n_sel);
-    tf_cuda_gather(d->cu, D->view.k, D->view.v, D->view.n_slots, d->kv_p.k, d->kv_p.v, d->kv_p.n_slots,
+    tf_cuda_gather(d->cu, (uint16_t *)D->view.k, (uint16_t *)D->view.v, D->view.n_slots, (const uint16_t *)d->kv_p.k,
+                   (const uint16_t *)d->kv_p.v, d->kv_p.n_slots,
                    hp->n_layer * hp->n_head_kv, hp->head_dim, d->sel_d, d->max_sel, n_sel_chunks, s->rc.p.chunk,
                    d->rc_n_tok);
     TF_TRY(tf_cuda_check(d->cu, "the retrieval cache rebuild", &s->err));

@@ -4,6 +4,7 @@
 
 #include "core/mem.h"
 
+#include <stdio.h>
 #include <string.h>
 
 tf_status tf_kv_check_type(tf_dtype type, int32_t head_dim, tf_err *err) {
@@ -20,14 +21,18 @@ tf_status tf_kv_check_type(tf_dtype type, int32_t head_dim, tf_err *err) {
 
 size_t tf_kv_head_bytes(tf_dtype type, int32_t head_dim) { return tf_dtype_row_size(type, head_dim); }
 
-tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_slots,
-                     tf_dtype type, tf_err *err) {
+tf_status tf_kv_init_on(tf_kv_cache *kv, tf_backend *be, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
+                        int32_t n_slots, tf_dtype type, const char *what, tf_err *err) {
     memset(kv, 0, sizeof *kv);
     if (n_slots < 1 || n_layer < 1 || n_head_kv < 1 || head_dim < 1)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache of %d slots: expected at least 1", n_slots);
+        return tf_errf(err, TF_ERR_INVALID_ARG, "%s of %d slots: expected at least 1", what, n_slots);
     TF_TRY(tf_kv_check_type(type, head_dim, err));
+    if (be) {
+        TF_TRY(tf_backend_require(be, TF_OP_KV_STORE, type, what, err));
+        TF_TRY(tf_backend_require(be, TF_OP_ATTN, type, what, err));
+    }
     int64_t slots = ((int64_t)n_slots + TF_KV_BLK - 1) / TF_KV_BLK * TF_KV_BLK;
-    if (slots > INT32_MAX) return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache of %d slots is too large", n_slots);
+    if (slots > INT32_MAX) return tf_errf(err, TF_ERR_INVALID_ARG, "%s of %d slots is too large", what, n_slots);
     kv->n_layer = n_layer;
     kv->n_head_kv = n_head_kv;
     kv->head_dim = head_dim;
@@ -40,24 +45,48 @@ tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_
     if (!tf_mul_ok((uint64_t)slots, (uint64_t)kv->v_row_bytes, &head) ||
         !tf_mul_ok(head, (uint64_t)n_head_kv, &layer) || !tf_mul_ok(layer, (uint64_t)n_layer, &total) ||
         total > SIZE_MAX / 2)
-        return tf_errf(err, TF_ERR_NOMEM, "KV cache of %d slots overflows the address space", n_slots);
+        return tf_errf(err, TF_ERR_NOMEM, "%s of %d slots overflows the address space", what, n_slots);
     kv->head_stride = (size_t)head;
     kv->layer_stride = (size_t)layer;
     kv->bytes = (size_t)total;
+    kv->pos = tf_alloc(sizeof(int32_t) * (size_t)slots);
+    if (!kv->pos) {
+        tf_kv_free(kv);
+        return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", what);
+    }
+    if (be && !be->ops->host_memory) {
+        /* zero-filled: slots never written stay finite, as on the host */
+        kv->be = be;
+        char w[256];
+        snprintf(w, sizeof w, "%s (%d slots, %s)", what, (int)slots, tf_dtype_name(type));
+        tf_status st = be->ops->alloc(be, (void **)&kv->k, kv->bytes, w, err);
+        if (st == TF_OK) st = be->ops->alloc(be, (void **)&kv->v, kv->bytes, w, err);
+        if (st != TF_OK) tf_kv_free(kv);
+        return st;
+    }
     kv->k = tf_alloc_pages(kv->bytes); /* zero-filled: unwritten slots stay finite */
     kv->v = tf_alloc_pages(kv->bytes);
-    kv->pos = tf_alloc(sizeof(int32_t) * (size_t)slots);
-    if (!kv->k || !kv->v || !kv->pos) {
+    if (!kv->k || !kv->v) {
         tf_kv_free(kv);
-        return tf_errf(err, TF_ERR_NOMEM, "cannot reserve a KV cache of %d tokens (%.1f MiB)", n_slots,
+        return tf_errf(err, TF_ERR_NOMEM, "cannot reserve %s of %d tokens (%.1f MiB)", what, n_slots,
                        2.0 * (double)total / (1 << 20));
     }
     return TF_OK;
 }
 
+tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_slots,
+                     tf_dtype type, tf_err *err) {
+    return tf_kv_init_on(kv, NULL, n_layer, n_head_kv, head_dim, n_slots, type, "a KV cache", err);
+}
+
 void tf_kv_free(tf_kv_cache *kv) {
-    tf_free_pages(kv->k, kv->bytes);
-    tf_free_pages(kv->v, kv->bytes);
+    if (kv->be) {
+        if (kv->k) kv->be->ops->free(kv->be, kv->k);
+        if (kv->v) kv->be->ops->free(kv->be, kv->v);
+    } else {
+        tf_free_pages(kv->k, kv->bytes);
+        tf_free_pages(kv->v, kv->bytes);
+    }
     tf_free(kv->pos);
     memset(kv, 0, sizeof *kv);
 }

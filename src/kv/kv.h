@@ -1,8 +1,9 @@
 /*
- * kv.h — a KV cache on the CPU: storage reserved for n_slots tokens in the
- * CPU's layout (backend/cpu/kv_layout.h: K in transposed blocks of
- * TF_KV_BLK slots, V one row per slot; f32, f16, q8_0 or q4_0), the slots in
- * use and the position each holds.
+ * kv.h — a KV cache: storage reserved for n_slots tokens on a backend, in
+ * that backend's layout (the sizes of backend/kv_view.h; on the CPU
+ * backend/cpu/kv_layout.h: K in transposed blocks of TF_KV_BLK slots, V one
+ * row per slot; f32, f16, q8_0 or q4_0), the slots in use and the position
+ * each holds. The bookkeeping (pos, n_used) is host memory on every backend.
  *
  * pos[slot] is the token position the slot holds; within a cache, slots are
  * in increasing position order, so "visible to a query at position p" is
@@ -14,6 +15,7 @@
 #ifndef TF_KV_KV_H
 #define TF_KV_KV_H
 
+#include "backend/backend.h"
 #include "backend/cpu/kv_layout.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -34,6 +36,7 @@ typedef struct tf_kv_cache {
     uint8_t *v;       /* [n_layer][n_head_kv][n_slots] rows of v_row_bytes */
     int32_t *pos;     /* [n_slots] */
     int32_t n_used;   /* slots filled: [0, n_used) */
+    tf_backend *be;   /* where k and v live; NULL: host memory (the CPU) */
 } tf_kv_cache;
 
 /* Whether the cache can hold type for heads of head_dim (f32 and f16 always;
@@ -46,6 +49,10 @@ size_t tf_kv_head_bytes(tf_dtype type, int32_t head_dim);
 /* Reserve a cache for n_slots tokens (rounded up to TF_KV_BLK). */
 tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_slots,
                      tf_dtype type, tf_err *err);
+/* The same on backend be (NULL or a host-memory backend: as tf_kv_init);
+ * TF_ERR_UNSUPPORTED names the backend and type it cannot store. */
+tf_status tf_kv_init_on(tf_kv_cache *kv, tf_backend *be, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
+                        int32_t n_slots, tf_dtype type, const char *what, tf_err *err);
 void tf_kv_free(tf_kv_cache *kv);
 
 /* Base of layer il's K / V storage for KV head h. */
@@ -62,6 +69,9 @@ static inline tf_kv_layout tf_kv_layout_of(const tf_kv_cache *kv) {
                           .v_row_bytes = kv->v_row_bytes};
 }
 tf_kv_view tf_kv_layer_view(const tf_kv_cache *kv, int il);
+
+/* The functions below read and write the storage directly: host-memory
+ * caches only. */
 
 /* Write the keys/values of n tokens for layer il into slots [slot0, slot0+n).
  *   k, v: [n][n_head_kv * head_dim] f32 (row stride ld). */

@@ -1,5 +1,6 @@
 /*
- * forward.c — the llama forward pass over a batch of tokens:
+ * forward.c — the llama forward pass over a batch of tokens, written once
+ * against the backend table (backend/backend.h):
  *
  *   x = embed(tokens)
  *   per layer:  q, k, v = Wq . norm(x) (+ bq), Wk . norm(x) (+ bk), Wv . norm(x) (+ bv)
@@ -9,87 +10,102 @@
  */
 #include "model/forward.h"
 
-#include "backend/cpu/attn.h"
-#include "backend/cpu/ops.h"
-#include "core/mem.h"
+#include "backend/cpu/backend_cpu.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Below this many multiply-adds a matrix product runs on the calling thread:
- * waking the pool costs more than it saves. */
-#define PARALLEL_MIN_WORK (1 << 15)
-
-static void matmul(tf_fwd *f, const tf_tensor *w, const float *x, int64_t n, float *y, int64_t ldy) {
-    int64_t work = w->ne[0] * w->ne[1] * n;
-    tf_cpu_matmul(work >= PARALLEL_MIN_WORK ? f->pool : NULL, f->kern, (tf_dtype)w->type, w->data, w->ne[1],
-                  w->ne[0], x, n, y, ldy, f->act_buf);
-}
-
-static size_t act_bytes(const tf_tensor *t, int32_t n) {
-    return (size_t)n * tf_act_scratch_row_size((tf_dtype)t->type, t->ne[0]);
-}
-
-tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
-                      tf_pool *pool, tf_isa isa, tf_err *err) {
-    memset(f, 0, sizeof *f);
+static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
+                         int32_t n_extra, tf_err *err) {
+    const tf_model *m = w->m;
     const tf_hparams *hp = &m->hp;
-    if (n_batch < 1 || n_logits < 0 || n_logits > n_batch)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "batch size %d / logits rows %d: expected 1 <= logits <= batch",
-                       n_batch, n_logits);
+    tf_backend *be = w->be;
+    if (n_batch < 1 || n_logits < 0 || n_logits > n_batch || n_kv_max < 1 || n_extra < 0)
+        return tf_errf(err, TF_ERR_INVALID_ARG,
+                       "forward pass of batch %d, %d logits rows, %d KV slots: expected 1 <= logits <= batch", n_batch,
+                       n_logits, n_kv_max);
+    f->be = be;
+    f->w = w;
     f->m = m;
-    f->pool = pool;
-    f->isa = isa;
-    f->kern = tf_cpu_kernels_get(isa);
     f->n_batch = n_batch;
     f->n_logits = n_logits;
-    size_t nb = (size_t)n_batch;
+    f->n_kv_max = n_kv_max;
+    f->n_extra = n_extra;
+    const tf_backend_ops *o = be->ops;
+    size_t nb = (size_t)n_batch, n_lg = (size_t)(n_logits > 0 ? n_logits : 1);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
-    size_t act = 0;
-    const tf_tensor *mats[] = {&m->output};
-    act = act_bytes(mats[0], n_logits > 0 ? n_logits : 1);
+    size_t mm = o->matmul_scratch(be, &w->output, (int32_t)n_lg);
     for (int il = 0; il < hp->n_layer; il++) {
-        const tf_layer_weights *L = &m->layers[il];
-        const tf_tensor *ts[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (act_bytes(ts[i], n_batch) > act) act = act_bytes(ts[i], n_batch);
+        const tf_blayer *L = &w->layers[il];
+        const tf_bmat *ms[TF_LAYER_MATS] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < TF_LAYER_MATS; i++) {
+            size_t b = o->matmul_scratch(be, ms[i], n_batch);
+            if (b > mm) mm = b;
+        }
     }
     struct { void **p; size_t bytes; } bufs[] = {
         {(void **)&f->x, nb * hp->n_embd * 4},      {(void **)&f->xn, nb * hp->n_embd * 4},
         {(void **)&f->q, nb * q_dim * 4},           {(void **)&f->att, nb * q_dim * 4},
         {(void **)&f->k, nb * kv_dim * 4},          {(void **)&f->v, nb * kv_dim * 4},
         {(void **)&f->tmp, nb * hp->n_embd * 4},    {(void **)&f->gate, nb * hp->n_ff * 4},
-        {(void **)&f->up, nb * hp->n_ff * 4},       {(void **)&f->rope_cos, nb * (hp->n_rot / 2) * 4},
-        {(void **)&f->rope_sin, nb * (hp->n_rot / 2) * 4}, {(void **)&f->kv_len, nb * 4},
-        {&f->act_buf, act},
-        {&f->attn_scratch, tf_attn_scratch_size(tf_pool_size(pool), n_batch, hp->n_head, hp->head_dim, n_kv_max)},
-        {(void **)&f->logits, (size_t)(n_logits > 0 ? n_logits : 1) * hp->n_vocab * 4},
+        {(void **)&f->up, nb * hp->n_ff * 4},
+        {&f->rope_table, o->rope_table_bytes(be, n_batch, hp->n_rot)},
+        {&f->mm_scratch, mm},
+        {&f->attn_scratch, o->attn_scratch(be, n_batch, hp->n_head, hp->head_dim, n_kv_max)},
+        {(void **)&f->logits, n_lg * hp->n_vocab * 4},
+        {(void **)&f->argmax_d, n_lg * 4},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        *bufs[i].p = tf_calloc(bufs[i].bytes);
+        if (!bufs[i].bytes) continue; /* e.g. no RoPE table on a device */
+        TF_TRY(o->alloc(be, bufs[i].p, bufs[i].bytes, "forward-pass scratch", err));
         f->bytes += bufs[i].bytes;
-        if (!*bufs[i].p) {
-            tf_fwd_free(f);
-            return tf_errf(err, TF_ERR_NOMEM, "cannot reserve %zu bytes of forward-pass scratch for batch %d",
-                           bufs[i].bytes, n_batch);
-        }
     }
+    f->args_bytes = sizeof(int32_t) * (3 * nb + 1 + (size_t)n_extra);
+    TF_TRY(o->alloc(be, (void **)&f->args_d, f->args_bytes, "forward-pass inputs", err));
+    if (o->host_memory) f->args_h = f->args_d; /* nothing to upload */
+    else TF_TRY(o->host_alloc(be, (void **)&f->args_h, f->args_bytes, "forward-pass inputs", err));
+    f->tok_d = f->args_d;
+    f->pos_d = f->tok_d + nb;
+    f->len_d = f->pos_d + nb;
+    f->slot0_d = f->len_d + nb;
+    f->extra_d = f->slot0_d + 1;
+    f->extra_h = f->args_h + 3 * nb + 1;
     return TF_OK;
 }
 
-void tf_fwd_free(tf_fwd *f) {
-    void *ps[] = {f->x, f->xn, f->q, f->att, f->k, f->v, f->tmp, f->gate, f->up,
-                  f->rope_cos, f->rope_sin, f->kv_len, f->act_buf, f->attn_scratch, f->logits};
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) tf_free(ps[i]);
+tf_status tf_fwd_init_on(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
+                         int32_t n_extra, tf_err *err) {
     memset(f, 0, sizeof *f);
+    tf_status st = reserve(f, w, n_batch, n_logits, n_kv_max, n_extra, err);
+    if (st != TF_OK) tf_fwd_free(f);
+    return st;
 }
 
-static void embed(tf_fwd *f, const int32_t *tokens, int32_t n) {
-    const tf_tensor *e = &f->m->tok_embd;
-    size_t row = tf_dtype_row_size(e->type, e->ne[0]);
-    for (int32_t i = 0; i < n; i++)
-        f->kern->dequantize[e->type]((const uint8_t *)e->data + (size_t)tokens[i] * row, f->x + (size_t)i * e->ne[0],
-                                     e->ne[0]);
+tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
+                      tf_pool *pool, tf_isa isa, tf_err *err) {
+    memset(f, 0, sizeof *f);
+    tf_status st = tf_backend_cpu_init(&f->own_be, pool, isa, err);
+    if (st == TF_OK) st = tf_bweights_init(&f->own_w, &f->own_be, m, err);
+    if (st == TF_OK) st = reserve(f, &f->own_w, n_batch, n_logits, n_kv_max, 0, err);
+    if (st != TF_OK) tf_fwd_free(f);
+    return st;
+}
+
+void tf_fwd_free(tf_fwd *f) {
+    tf_backend *be = f->be;
+    if (be && be->ops) {
+        const tf_backend_ops *o = be->ops;
+        o->sync(be, "freeing the forward pass", NULL);
+        for (int i = 0; i < f->n_graph; i++) o->graph_free(be, f->graph[i].g);
+        void *ps[] = {f->x, f->xn, f->q, f->att, f->k, f->v, f->tmp, f->gate, f->up, f->rope_table,
+                      f->mm_scratch, f->attn_scratch, f->logits, f->argmax_d, f->args_d};
+        for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+            if (ps[i]) o->free(be, ps[i]);
+        if (f->args_h && f->args_h != f->args_d) o->host_free(be, f->args_h);
+    }
+    tf_bweights_free(&f->own_w);
+    tf_backend_free(&f->own_be);
+    memset(f, 0, sizeof *f);
 }
 
 tf_status tf_forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_logits, int32_t n_slots,
@@ -114,58 +130,162 @@ tf_status tf_forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_logi
     return TF_OK;
 }
 
-tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
-                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
+/* Enqueue the pass after its inputs are in f->args_d. */
+static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv, tf_err *err) {
+    tf_backend *be = f->be;
+    const tf_backend_ops *o = be->ops;
+    const tf_bweights *w = f->w;
     const tf_model *m = f->m;
     const tf_hparams *hp = &m->hp;
-    TF_TRY(tf_forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
-    int32_t *len = f->kv_len;
-    const int64_t E = hp->n_embd, hd = hp->head_dim;
+    const int32_t E = hp->n_embd, hd = hp->head_dim;
     const int64_t q_dim = (int64_t)hp->n_head * hd, kv_dim = (int64_t)hp->n_head_kv * hd;
-    for (int32_t i = 0; i < n; i++) len[i] = kv_len ? kv_len[i] : slot0 + i + 1;
-    embed(f, tokens, n);
-    tf_op_rope_table(f->rope_cos, f->rope_sin, pos, n, hp->n_rot, m->rope_freq, m->rope_mscale);
-    for (int32_t i = 0; i < n; i++) kv->pos[slot0 + i] = pos[i];
-    if (kv->n_used < slot0 + n) kv->n_used = slot0 + n;
+    if (f->prologue) f->prologue(f->prologue_ud, f->extra_d);
+    o->embed(be, f->x, &w->tok_embd, f->tok_d, n);
+    const tf_rope_pass rp = {.pos = f->pos_d, .freq = w->rope_freq, .mscale = m->rope_mscale, .n = n,
+                             .n_rot = hp->n_rot, .neox = hp->rope_neox, .table = f->rope_table};
+    o->rope_prepare(be, &rp);
     for (int il = 0; il < hp->n_layer; il++) {
-        const tf_layer_weights *L = &m->layers[il];
-        tf_op_rmsnorm(f->xn, f->x, L->attn_norm.data, n, E, E, hp->rms_eps);
-        matmul(f, &L->wq, f->xn, n, f->q, q_dim);
-        matmul(f, &L->wk, f->xn, n, f->k, kv_dim);
-        matmul(f, &L->wv, f->xn, n, f->v, kv_dim);
-        if (hp->qkv_bias) { /* qwen2; per row, so batch invariance holds */
-            tf_op_add_bias(f->q, L->bq.data, n, q_dim, q_dim);
-            tf_op_add_bias(f->k, L->bk.data, n, kv_dim, kv_dim);
-            tf_op_add_bias(f->v, L->bv.data, n, kv_dim, kv_dim);
+        const tf_blayer *L = &w->layers[il];
+        o->rmsnorm(be, f->xn, f->x, L->attn_norm, n, E, hp->rms_eps);
+        TF_TRY(o->matmul(be, &L->wq, f->xn, n, f->q, q_dim, f->mm_scratch, err));
+        TF_TRY(o->matmul(be, &L->wk, f->xn, n, f->k, kv_dim, f->mm_scratch, err));
+        TF_TRY(o->matmul(be, &L->wv, f->xn, n, f->v, kv_dim, f->mm_scratch, err));
+        if (L->bq) { /* qwen2; per row, so batch invariance holds */
+            o->add_bias(be, f->q, L->bq, n, q_dim);
+            o->add_bias(be, f->k, L->bk, n, kv_dim);
+            o->add_bias(be, f->v, L->bv, n, kv_dim);
         }
         if (f->cap_k) {
-            memcpy(f->cap_k + (size_t)il * f->n_batch * kv_dim, f->k, sizeof(float) * (size_t)n * kv_dim);
-            memcpy(f->cap_v + (size_t)il * f->n_batch * kv_dim, f->v, sizeof(float) * (size_t)n * kv_dim);
+            size_t off = (size_t)il * f->n_batch * kv_dim, bytes = sizeof(float) * (size_t)n * kv_dim;
+            TF_TRY(o->copy(be, f->cap_k + off, f->k, bytes, err));
+            TF_TRY(o->copy(be, f->cap_v + off, f->v, bytes, err));
         }
-        tf_op_rope(f->q, n, q_dim, hp->n_head, (int)hd, hp->n_rot, hp->rope_neox, f->rope_cos, f->rope_sin);
-        if (f->cap_q)
-            for (int32_t r = f->cap_q_row; r < n && r - f->cap_q_row < f->cap_q_max; r++)
-                memcpy(f->cap_q + ((size_t)il * f->cap_q_max + (size_t)(r - f->cap_q_row)) * q_dim,
-                       f->q + (size_t)r * q_dim, sizeof(float) * q_dim);
-        tf_op_rope(f->k, n, kv_dim, hp->n_head_kv, (int)hd, hp->n_rot, hp->rope_neox, f->rope_cos, f->rope_sin);
-        tf_kv_store(kv, il, slot0, n, f->k, f->v, kv_dim);
-        tf_attn_args aa = {.q = f->q, .ldq = q_dim, .kv = tf_kv_layer_view(kv, il), .n_q = n, .kv_len = len,
-                           .n_head = hp->n_head, .scale = 1.0f / sqrtf((float)hd), .out = f->att, .ldo = q_dim};
-        tf_cpu_attn(f->pool, f->isa, &aa, f->attn_scratch);
-        matmul(f, &L->wo, f->att, n, f->tmp, E);
-        tf_op_add(f->x, f->tmp, n * E);
-        tf_op_rmsnorm(f->xn, f->x, L->ffn_norm.data, n, E, E, hp->rms_eps);
-        matmul(f, &L->w_gate, f->xn, n, f->gate, hp->n_ff);
-        matmul(f, &L->w_up, f->xn, n, f->up, hp->n_ff);
-        tf_op_silu_mul(f->gate, f->up, n * hp->n_ff);
-        matmul(f, &L->w_down, f->gate, n, f->tmp, E);
-        tf_op_add(f->x, f->tmp, n * E);
+        o->rope(be, f->q, q_dim, hp->n_head, hd, &rp);
+        if (f->cap_q) {
+            int32_t r0 = f->cap_q_row, r1 = n < r0 + f->cap_q_max ? n : r0 + f->cap_q_max;
+            if (r1 > r0)
+                TF_TRY(o->copy(be, f->cap_q + (size_t)il * f->cap_q_max * q_dim, f->q + (size_t)r0 * q_dim,
+                               sizeof(float) * (size_t)(r1 - r0) * q_dim, err));
+        }
+        o->rope(be, f->k, kv_dim, hp->n_head_kv, hd, &rp);
+        const tf_kv_view view = tf_kv_layer_view(kv, il);
+        o->kv_store(be, &view, f->slot0_d, n, f->k, f->v, kv_dim);
+        const tf_attn_call ac = {.q = f->q, .ldq = q_dim, .kv = view, .n_q = n, .n_head = hp->n_head,
+                                 .kv_len = f->len_d, .max_kv = max_kv, .scale = 1.0f / sqrtf((float)hd),
+                                 .out = f->att, .ldo = q_dim, .scratch = f->attn_scratch};
+        o->attn(be, &ac);
+        TF_TRY(o->matmul(be, &L->wo, f->att, n, f->tmp, E, f->mm_scratch, err));
+        o->add(be, f->x, f->tmp, (int64_t)n * E);
+        o->rmsnorm(be, f->xn, f->x, L->ffn_norm, n, E, hp->rms_eps);
+        TF_TRY(o->matmul(be, &L->w_gate, f->xn, n, f->gate, hp->n_ff, f->mm_scratch, err));
+        TF_TRY(o->matmul(be, &L->w_up, f->xn, n, f->up, hp->n_ff, f->mm_scratch, err));
+        o->silu_mul(be, f->gate, f->up, (int64_t)n * hp->n_ff);
+        TF_TRY(o->matmul(be, &L->w_down, f->gate, n, f->tmp, E, f->mm_scratch, err));
+        o->add(be, f->x, f->tmp, (int64_t)n * E);
     }
     int32_t n_out = n - logits_from;
     if (n_out > 0) {
-        const float *xl = f->x + (size_t)logits_from * E;
-        tf_op_rmsnorm(f->xn, xl, m->output_norm.data, n_out, E, E, hp->rms_eps);
-        matmul(f, &m->output, f->xn, n_out, f->logits, hp->n_vocab);
+        o->rmsnorm(be, f->xn, f->x + (size_t)logits_from * E, w->output_norm, n_out, E, hp->rms_eps);
+        TF_TRY(o->matmul(be, &w->output, f->xn, n_out, f->logits, hp->n_vocab, f->mm_scratch, err));
     }
+    return o->check(be, "the forward pass", err);
+}
+
+/* The graph of this shape, captured on first use (the oldest is dropped when
+ * the table is full). */
+static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv,
+                           tf_err *err) {
+    tf_backend *be = f->be;
+    const tf_backend_ops *o = be->ops;
+    int gi = 0;
+    for (; gi < f->n_graph; gi++) {
+        const __typeof__(f->graph[0]) *G = &f->graph[gi];
+        if (G->n == n && G->logits_from == logits_from && G->kv == (const void *)kv->k && G->cap_q == f->cap_q &&
+            G->cap_q_row == f->cap_q_row && G->cap_q_max == f->cap_q_max && G->cap_k == f->cap_k &&
+            G->prologue == (const void *)f->prologue)
+            break;
+    }
+    if (gi == f->n_graph) {
+        if (f->n_graph == TF_FWD_GRAPHS) {
+            o->graph_free(be, f->graph[0].g);
+            memmove(&f->graph[0], &f->graph[1], sizeof f->graph[0] * (TF_FWD_GRAPHS - 1));
+            f->n_graph--;
+        }
+        gi = f->n_graph;
+        TF_TRY(o->graph_begin(be, err));
+        tf_status st = o->upload(be, f->args_d, f->args_h, f->args_bytes, err);
+        if (st == TF_OK) st = enqueue(f, kv, n, logits_from, max_kv, err);
+        void *g = NULL;
+        tf_err end_err = {0};
+        tf_status st2 = o->graph_end(be, &g, &end_err);
+        if (st != TF_OK) {
+            if (g) o->graph_free(be, g);
+            return st;
+        }
+        if (st2 != TF_OK) return tf_errf(err, st2, "%s", end_err.msg);
+        f->graph[gi].n = n;
+        f->graph[gi].logits_from = logits_from;
+        f->graph[gi].kv = kv->k;
+        f->graph[gi].cap_q = f->cap_q;
+        f->graph[gi].cap_q_row = f->cap_q_row;
+        f->graph[gi].cap_q_max = f->cap_q_max;
+        f->graph[gi].cap_k = f->cap_k;
+        f->graph[gi].prologue = (const void *)f->prologue;
+        f->graph[gi].g = g;
+        f->n_graph++;
+        f->graph_captures++;
+    }
+    f->graph_launches++;
+    return o->graph_launch(be, f->graph[gi].g, err);
+}
+
+tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
+                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
+    const tf_hparams *hp = &f->m->hp;
+    const tf_backend_ops *o = f->be->ops;
+    TF_TRY(tf_forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
+    if (kv->n_layer != hp->n_layer || kv->n_head_kv != hp->n_head_kv || kv->head_dim != hp->head_dim)
+        return tf_errf(err, TF_ERR_INVALID_ARG,
+                       "forward: the KV cache's shape (%d layers, %d KV heads of %d) is not the model's (%d, %d, %d)",
+                       kv->n_layer, kv->n_head_kv, kv->head_dim, hp->n_layer, hp->n_head_kv, hp->head_dim);
+    const bool kv_host = !kv->be || kv->be->ops->host_memory;
+    if (kv->be != f->be && !(kv_host && o->host_memory))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: the KV cache is not on the %s backend", o->name);
+    if (f->pending) TF_TRY(o->sync(f->be, "the previous forward pass", err)); /* the staging is reused */
+    int32_t *tok_h = f->args_h, *pos_h = tok_h + f->n_batch, *len_h = pos_h + f->n_batch, *slot0_h = len_h + f->n_batch;
+    int32_t max_len = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t len = kv_len ? kv_len[i] : slot0 + i + 1;
+        tok_h[i] = tokens[i];
+        pos_h[i] = pos[i];
+        len_h[i] = len;
+        if (len > max_len) max_len = len;
+    }
+    *slot0_h = slot0;
+    for (int32_t i = 0; i < n; i++) kv->pos[slot0 + i] = pos[i];
+    if (kv->n_used < slot0 + n) kv->n_used = slot0 + n;
+    const bool graph = f->use_graphs && n <= o->graph_rows;
+    const int32_t max_kv = graph ? kv->n_slots : max_len; /* a replayed graph serves every length */
+    if (max_kv > f->n_kv_max)
+        return tf_errf(err, TF_ERR_INTERNAL, "forward: a cache of %d slots exceeds the scratch's %d", max_kv,
+                       f->n_kv_max);
+    f->pending = !o->host_memory;
+    if (graph) return run_graph(f, kv, n, logits_from, max_kv, err);
+    TF_TRY(o->upload(f->be, f->args_d, f->args_h, f->args_bytes, err));
+    return enqueue(f, kv, n, logits_from, max_kv, err);
+}
+
+tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err) {
+    tf_backend *be = f->be;
+    be->ops->argmax(be, f->argmax_d, f->logits, n_rows, f->m->hp.n_vocab);
+    TF_TRY(be->ops->check(be, "argmax", err));
+    TF_TRY(be->ops->download(be, out, f->argmax_d, sizeof(int32_t) * (size_t)n_rows, err));
+    f->pending = false;
+    return TF_OK;
+}
+
+tf_status tf_fwd_logits(tf_fwd *f, int32_t n_rows, float *out, tf_err *err) {
+    TF_TRY(f->be->ops->download(f->be, out, f->logits, sizeof(float) * (size_t)n_rows * f->m->hp.n_vocab, err));
+    f->pending = false;
     return TF_OK;
 }

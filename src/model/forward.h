@@ -8,6 +8,9 @@
  * cache (slots = positions, kv_len[i] = slot0 + i + 1) or any other view kept
  * in position order. Weights and kernels are the same for all.
  *
+ * The pass is written once against the backend table (backend/backend.h):
+ * the same code runs on the CPU and on a CUDA device.
+ *
  * A tf_fwd holds the scratch buffers for batches of up to n_batch tokens and
  * up to n_logits rows of logits; it is reserved once, so a forward call never
  * allocates.
@@ -15,29 +18,43 @@
 #ifndef TF_MODEL_FORWARD_H
 #define TF_MODEL_FORWARD_H
 
+#include "backend/backend.h"
 #include "backend/cpu/quant.h"
 #include "kv/kv.h"
 #include "model/model.h"
+#include "model/weights.h"
+
+/* Run before the layers with the per-call extra ints in backend memory (and
+ * captured into a graph with the pass): the device streaming level builds
+ * its rotated view there. */
+typedef void (*tf_fwd_prologue_fn)(void *ud, const int32_t *extra);
+
+#define TF_FWD_GRAPHS 12
 
 typedef struct tf_fwd {
+    tf_backend *be;               /* not owned (except own_be below) */
+    const tf_bweights *w;         /* not owned (except own_w below) */
     const tf_model *m;
-    tf_pool *pool;                /* not owned */
-    const tf_cpu_kernels *kern;
-    tf_isa isa;
-    int32_t n_batch, n_logits;
-    /* scratch, rows of n_batch: */
+    int32_t n_batch, n_logits, n_kv_max, n_extra;
+    /* scratch (backend buffers), rows of n_batch: */
     float *x, *xn;                /* [n_batch][n_embd] residual stream, normed */
     float *q, *att;               /* [n_batch][n_head*head_dim] */
     float *k, *v;                 /* [n_batch][n_head_kv*head_dim] */
     float *tmp;                   /* [n_batch][n_embd] */
     float *gate, *up;             /* [n_batch][n_ff] */
-    float *rope_cos, *rope_sin;   /* [n_batch][n_rot/2] */
-    int32_t *kv_len;              /* [n_batch] visible slots per row */
-    void *act_buf;                /* activation conversion for the widest matrix */
-    void *attn_scratch;
-    float *logits;                /* [n_logits][n_vocab] */
+    void *rope_table, *mm_scratch, *attn_scratch;
+    float *logits;                /* [n_logits][n_vocab]; host memory on the CPU */
+    int32_t *argmax_d;            /* [n_logits] */
+    /* Per-call values in one buffer, uploaded from host staging (the same
+     * memory on a host-memory backend): tokens[n_batch] pos[n_batch]
+     * kv_len[n_batch] slot0[1] extra[n_extra]. */
+    int32_t *args_d, *args_h;
+    int32_t *tok_d, *pos_d, *len_d, *slot0_d, *extra_d;
+    int32_t *extra_h;             /* the prologue's inputs, written by the caller */
+    size_t args_bytes;
+    bool pending;                 /* the staging may still be read by an enqueued copy */
     size_t bytes;                 /* total reserved */
-    /* Optional captures, set by the caller (NULL: off), filled by tf_forward:
+    /* Optional captures (backend buffers owned by the caller; NULL: off):
      *   cap_q:  [n_layer][cap_q_max][n_head*head_dim]  post-RoPE queries of
      *           rows [cap_q_row, cap_q_row + cap_q_max) (retrieval scoring);
      *   cap_k, cap_v: [n_layer][n_batch][n_head_kv*head_dim]  pre-RoPE keys
@@ -46,20 +63,48 @@ typedef struct tf_fwd {
     float *cap_q;
     int32_t cap_q_row, cap_q_max;
     float *cap_k, *cap_v;
+    tf_fwd_prologue_fn prologue;
+    void *prologue_ud;
+    /* Graphs (backends with graph_rows > 0, when use_graphs is set): passes
+     * of up to graph_rows rows are captured once per shape (rows, logits
+     * rows, cache, captures, prologue) and replayed. */
+    bool use_graphs;
+    struct {
+        int32_t n, logits_from, cap_q_row, cap_q_max;
+        const void *kv, *cap_q, *cap_k, *prologue;
+        void *g;
+    } graph[TF_FWD_GRAPHS];
+    int n_graph;
+    int64_t graph_launches, graph_captures;
+    /* what tf_fwd_init made for itself (the CPU convenience) */
+    tf_backend own_be;
+    tf_bweights own_w;
 } tf_fwd;
 
-/* n_kv_max: the most slots any cache used with this scratch will hold. */
+/* Scratch for passes of w's model on w's backend. n_kv_max: the most slots
+ * any cache used with this scratch will hold; n_extra: ints of prologue
+ * input. */
+tf_status tf_fwd_init_on(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
+                         int32_t n_extra, tf_err *err);
+/* The same on the CPU: a CPU backend on pool with isa, over m's own memory. */
 tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
                       tf_pool *pool, tf_isa isa, tf_err *err);
 void tf_fwd_free(tf_fwd *f);
 
 /* Run n tokens (1 <= n <= n_batch). Their K/V go to slots [slot0, slot0+n)
- * of kv (kv->n_used becomes at least slot0+n; pos[] is recorded per slot);
- * row i attends to slots [0, kv_len[i]) (NULL: slot0 + i + 1, the causal
- * full-cache view). Logits of rows [logits_from, n) are written to f->logits
- * (at most n_logits rows; logits_from == n computes none). */
+ * of kv (a cache on the same backend; kv->n_used becomes at least slot0+n;
+ * pos[] is recorded per slot); row i attends to slots [0, kv_len[i]) (NULL:
+ * slot0 + i + 1, the causal full-cache view). Logits of rows
+ * [logits_from, n) are written to f->logits (at most n_logits rows;
+ * logits_from == n computes none). On a device the work is enqueued: read
+ * the results with tf_fwd_argmax / tf_fwd_logits. */
 tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
                      int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err);
+
+/* Greedy tokens of the first n_rows logits rows of the last pass, to host out. */
+tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err);
+/* The first n_rows logits rows, to host out [n_rows][n_vocab]. */
+tf_status tf_fwd_logits(tf_fwd *f, int32_t n_rows, float *out, tf_err *err);
 
 /* The argument checks of tf_forward, shared by every backend's forward pass:
  * 1 <= n <= n_batch, slots [slot0, slot0+n) inside n_slots, logits rows within

@@ -22,29 +22,11 @@
 #ifndef TF_BACKEND_CPU_KV_LAYOUT_H
 #define TF_BACKEND_CPU_KV_LAYOUT_H
 
+#include "backend/kv_view.h"
 #include "core/dtype.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define TF_KV_BLK 16
-
-/* The layout of one KV head's storage. */
-typedef struct tf_kv_layout {
-    uint32_t type;      /* TF_DTYPE_F32, F16, Q8_0 or Q4_0 */
-    int32_t head_dim;
-    size_t k_blk_bytes; /* bytes of one K block (TF_KV_BLK slots) */
-    size_t v_row_bytes; /* bytes of one V slot */
-} tf_kv_layout;
-
-/* What attention reads: one layer's K and V storage, KV head h at
- * k + h * head_stride and v + h * head_stride. */
-typedef struct tf_kv_view {
-    tf_kv_layout lay;
-    const uint8_t *k, *v;
-    size_t head_stride;
-    int32_t n_head_kv;
-} tf_kv_view;
 
 /* The layout of type for heads of head_dim (type and head_dim already
  * checked: f32/f16 any, q8_0/q4_0 a multiple of 32). */
@@ -66,9 +48,5 @@ void tf_kv_head_k_block_f32(const tf_kv_layout *L, const uint8_t *kb, int32_t bl
  * another's of the same layout, bit for bit. */
 void tf_kv_head_copy(const tf_kv_layout *L, uint8_t *dst_kb, uint8_t *dst_vb, int32_t o, const uint8_t *src_kb,
                      const uint8_t *src_vb, int32_t s, int32_t n);
-
-/* KV head h of a view. */
-static inline const uint8_t *tf_kv_view_k(const tf_kv_view *vw, int h) { return vw->k + (size_t)h * vw->head_stride; }
-static inline const uint8_t *tf_kv_view_v(const tf_kv_view *vw, int h) { return vw->v + (size_t)h * vw->head_stride; }
 
 #endif

@@ -1,0 +1,31 @@
+/* backend.c — what every backend shares: op names and the refusal message. */
+#include "backend/backend.h"
+
+#include "core/dtype.h"
+
+static const char *const k_op_names[TF_OP_COUNT] = {
+    [TF_OP_EMBED] = "embed",       [TF_OP_RMSNORM] = "rmsnorm",   [TF_OP_ROPE] = "rope",
+    [TF_OP_ROPE_NEOX] = "rope_neox", [TF_OP_MATMUL] = "matmul",   [TF_OP_ADD_BIAS] = "add_bias",
+    [TF_OP_ADD] = "add",           [TF_OP_SILU_MUL] = "silu_mul", [TF_OP_KV_STORE] = "kv_store",
+    [TF_OP_ATTN] = "attn",         [TF_OP_ARGMAX] = "argmax",     [TF_OP_GRAPH] = "graph",
+};
+
+const char *tf_op_name(tf_op op) { return (unsigned)op < TF_OP_COUNT ? k_op_names[op] : "unknown"; }
+
+static bool op_has_type(tf_op op) {
+    return op == TF_OP_EMBED || op == TF_OP_MATMUL || op == TF_OP_KV_STORE || op == TF_OP_ATTN;
+}
+
+tf_status tf_backend_require(const tf_backend *be, tf_op op, uint32_t type, const char *what, tf_err *err) {
+    if (tf_backend_supports(be, op, type)) return TF_OK;
+    if (op_has_type(op))
+        return tf_errf(err, TF_ERR_UNSUPPORTED, "%s: the %s backend has no %s op for %s", what, be->ops->name,
+                       tf_op_name(op), tf_dtype_name(type));
+    return tf_errf(err, TF_ERR_UNSUPPORTED, "%s: the %s backend has no %s op", what, be->ops->name, tf_op_name(op));
+}
+
+void tf_backend_free(tf_backend *be) {
+    if (be->ops && be->ops->destroy) be->ops->destroy(be);
+    be->ops = NULL;
+    be->ctx = NULL;
+}

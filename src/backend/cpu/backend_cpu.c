@@ -1,0 +1,208 @@
+/*
+ * backend_cpu.c — the CPU backend's table: thin adapters from the backend
+ * interface to the kernels of backend/cpu (quant, matmul, attn, ops,
+ * kv_layout), which keep their own tests against scalar references.
+ */
+#include "backend/cpu/backend_cpu.h"
+
+#include "backend/cpu/attn.h"
+#include "backend/cpu/kv_layout.h"
+#include "backend/cpu/ops.h"
+#include "core/mem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cpu_ctx {
+    tf_pool *pool; /* not owned */
+    tf_isa isa;
+    const tf_cpu_kernels *kern;
+    char desc[64];
+} cpu_ctx;
+
+static cpu_ctx *ctx_of(const tf_backend *be) { return be->ctx; }
+
+/* Below this many multiply-adds a matrix product runs on the calling thread:
+ * waking the pool costs more than it saves. */
+#define PARALLEL_MIN_WORK (1 << 15)
+
+static bool cpu_supports(const tf_backend *be, tf_op op, uint32_t type) {
+    switch (op) {
+    case TF_OP_EMBED:
+    case TF_OP_MATMUL: {
+        const tf_cpu_kernels *k = be->ctx ? ctx_of(be)->kern : tf_cpu_kernels_get(TF_ISA_SCALAR); /* a probe */
+        return type < TF_DTYPE_COUNT && k->dequantize[type] != NULL && k->vec_dot[type] != NULL;
+    }
+    case TF_OP_KV_STORE:
+    case TF_OP_ATTN: return type == TF_DTYPE_F32 || type == TF_DTYPE_F16 || tf_kv_layout_quantized(type);
+    case TF_OP_GRAPH: return false;
+    case TF_OP_COUNT: return false;
+    default: return true;
+    }
+}
+
+static const char *cpu_describe(const tf_backend *be) { return ctx_of(be)->desc; }
+
+static void cpu_destroy(tf_backend *be) { tf_free(be->ctx); }
+
+static tf_status cpu_alloc(tf_backend *be, void **p, size_t bytes, const char *what, tf_err *err) {
+    (void)be;
+    *p = tf_calloc(bytes ? bytes : 1);
+    if (!*p) return tf_errf(err, TF_ERR_NOMEM, "cannot reserve %zu bytes for %s", bytes, what);
+    return TF_OK;
+}
+
+static void cpu_free(tf_backend *be, void *p) {
+    (void)be;
+    tf_free(p);
+}
+
+static tf_status cpu_memcpy(tf_backend *be, void *dst, const void *src, size_t bytes, tf_err *err) {
+    (void)be, (void)err;
+    if (dst != src && bytes) memcpy(dst, src, bytes);
+    return TF_OK;
+}
+
+static tf_status cpu_ok(tf_backend *be, const char *what, tf_err *err) {
+    (void)be, (void)what, (void)err;
+    return TF_OK;
+}
+
+static void cpu_embed(tf_backend *be, float *x, const tf_bmat *t, const int32_t *tok, int32_t n) {
+    size_t row = tf_dtype_row_size(t->type, t->n_cols);
+    for (int32_t i = 0; i < n; i++)
+        ctx_of(be)->kern->dequantize[t->type]((const uint8_t *)t->data + (size_t)tok[i] * row,
+                                             x + (size_t)i * t->n_cols, t->n_cols);
+}
+
+static void cpu_rmsnorm(tf_backend *be, float *y, const float *x, const float *w, int32_t n, int32_t dim, float eps) {
+    (void)be;
+    tf_op_rmsnorm(y, x, w, n, dim, dim, eps);
+}
+
+/* The table: cos [n_max][n_rot/2], then sin. */
+static size_t cpu_rope_table_bytes(const tf_backend *be, int32_t n_max, int32_t n_rot) {
+    (void)be;
+    return 2 * sizeof(float) * (size_t)n_max * (size_t)(n_rot / 2 > 0 ? n_rot / 2 : 1);
+}
+
+static void cpu_rope_prepare(tf_backend *be, const tf_rope_pass *rp) {
+    (void)be;
+    float *cos_t = rp->table, *sin_t = cos_t + (size_t)rp->n * (rp->n_rot / 2);
+    tf_op_rope_table(cos_t, sin_t, rp->pos, rp->n, rp->n_rot, rp->freq, rp->mscale);
+}
+
+static void cpu_rope(tf_backend *be, float *x, int64_t ld, int32_t n_head, int32_t head_dim, const tf_rope_pass *rp) {
+    (void)be;
+    const float *cos_t = rp->table, *sin_t = cos_t + (size_t)rp->n * (rp->n_rot / 2);
+    tf_op_rope(x, rp->n, ld, n_head, head_dim, rp->n_rot, rp->neox, cos_t, sin_t);
+}
+
+static size_t cpu_matmul_scratch(const tf_backend *be, const tf_bmat *w, int32_t n_max) {
+    (void)be;
+    return (size_t)n_max * tf_act_scratch_row_size((tf_dtype)w->type, w->n_cols);
+}
+
+static tf_status cpu_matmul(tf_backend *be, const tf_bmat *w, const float *x, int32_t n, float *y, int64_t ldy,
+                            void *scratch, tf_err *err) {
+    (void)err;
+    cpu_ctx *c = ctx_of(be);
+    int64_t work = w->n_rows * w->n_cols * n;
+    tf_cpu_matmul(work >= PARALLEL_MIN_WORK ? c->pool : NULL, c->kern, (tf_dtype)w->type, w->data, w->n_rows,
+                  w->n_cols, x, n, y, ldy, scratch);
+    return TF_OK;
+}
+
+static void cpu_add_bias(tf_backend *be, float *y, const float *b, int32_t n, int64_t dim) {
+    (void)be;
+    tf_op_add_bias(y, b, n, dim, dim);
+}
+
+static void cpu_add(tf_backend *be, float *y, const float *x, int64_t n) {
+    (void)be;
+    tf_op_add(y, x, n);
+}
+
+static void cpu_silu_mul(tf_backend *be, float *g, const float *u, int64_t n) {
+    (void)be;
+    tf_op_silu_mul(g, u, n);
+}
+
+static void cpu_kv_store(tf_backend *be, const tf_kv_view *kv, const int32_t *slot0, int32_t n, const float *k,
+                         const float *v, int64_t ld) {
+    (void)be;
+    const int hd = kv->lay.head_dim;
+    for (int h = 0; h < kv->n_head_kv; h++)
+        for (int32_t i = 0; i < n; i++)
+            tf_kv_head_store(&kv->lay, tf_kv_view_k(kv, h), tf_kv_view_v(kv, h), *slot0 + i,
+                             k + (size_t)i * ld + (size_t)h * hd, v + (size_t)i * ld + (size_t)h * hd);
+}
+
+static size_t cpu_attn_scratch(const tf_backend *be, int32_t n_q_max, int32_t n_head, int32_t head_dim,
+                               int32_t n_kv_max) {
+    return tf_attn_scratch_size(tf_pool_size(ctx_of(be)->pool), n_q_max, n_head, head_dim, n_kv_max);
+}
+
+static void cpu_attn(tf_backend *be, const tf_attn_call *a) {
+    cpu_ctx *c = ctx_of(be);
+    tf_attn_args aa = {.q = a->q, .ldq = a->ldq, .kv = a->kv, .n_q = a->n_q, .kv_len = a->kv_len,
+                       .n_head = a->n_head, .scale = a->scale, .out = a->out, .ldo = a->ldo};
+    tf_cpu_attn(c->pool, c->isa, &aa, a->scratch);
+}
+
+static void cpu_argmax(tf_backend *be, int32_t *out, const float *logits, int32_t n_rows, int32_t n_vocab) {
+    (void)be;
+    for (int32_t r = 0; r < n_rows; r++) {
+        const float *l = logits + (size_t)r * n_vocab;
+        int32_t best = -1;
+        for (int32_t i = 0; i < n_vocab; i++)
+            if (!isnan(l[i]) && (best < 0 || l[i] > l[best])) best = i; /* strict: the first maximum */
+        out[r] = best < 0 ? 0 : best;
+    }
+}
+
+static const tf_backend_ops k_cpu_ops = {
+    .name = "cpu",
+    .host_memory = true,
+    .graph_rows = 0,
+    .supports = cpu_supports,
+    .describe = cpu_describe,
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_free,
+    .upload = cpu_memcpy,
+    .download = cpu_memcpy,
+    .copy = cpu_memcpy,
+    .check = cpu_ok,
+    .sync = cpu_ok,
+    .embed = cpu_embed,
+    .rmsnorm = cpu_rmsnorm,
+    .rope_table_bytes = cpu_rope_table_bytes,
+    .rope_prepare = cpu_rope_prepare,
+    .rope = cpu_rope,
+    .matmul_scratch = cpu_matmul_scratch,
+    .matmul = cpu_matmul,
+    .add_bias = cpu_add_bias,
+    .add = cpu_add,
+    .silu_mul = cpu_silu_mul,
+    .kv_store = cpu_kv_store,
+    .attn_scratch = cpu_attn_scratch,
+    .attn = cpu_attn,
+    .argmax = cpu_argmax,
+};
+
+tf_status tf_backend_cpu_init(tf_backend *be, tf_pool *pool, tf_isa isa, tf_err *err) {
+    be->ops = NULL;
+    cpu_ctx *c = tf_calloc(sizeof *c);
+    if (!c) return tf_errf(err, TF_ERR_NOMEM, "CPU backend: out of memory");
+    c->pool = pool;
+    c->isa = isa;
+    c->kern = tf_cpu_kernels_get(isa);
+    snprintf(c->desc, sizeof c->desc, "cpu (%s, %d threads)", c->kern->isa, tf_pool_size(pool));
+    be->ops = &k_cpu_ops;
+    be->ctx = c;
+    return TF_OK;
+}

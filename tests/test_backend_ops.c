@@ -1,0 +1,489 @@
+/*
+ * test_backend_ops.c — every op of every backend table against a scalar
+ * reference, through the table itself (backend/backend.h): the CPU at each
+ * instruction set this machine runs (scalar, avx2, avx512) and, in a CUDA
+ * build on a machine with a device, the CUDA table; without one that part
+ * is skipped with a line saying why.
+ *
+ * Inputs are fresh random data from the run's seed. Every buffer carries
+ * guard bytes after its end that must survive the op; every output is checked
+ * for NaN/Inf; errors are NMSE against double-precision references (or exact
+ * where the op is a copy). Ops a table denies through supports() are listed,
+ * and a table that claims an op must have the function for it.
+ */
+#include "testutil.h"
+
+#include "backend/backend.h"
+#include "backend/cpu/attn.h"
+#include "backend/cpu/backend_cpu.h"
+#include "backend/cpu/quant.h"
+#include "core/dtype.h"
+#include "kv/kv.h"
+#include "sampling/sampling.h"
+#ifdef TF_HAVE_CUDA
+#include "backend/cuda/backend_cuda.h"
+#endif
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD 64
+static const uint8_t GUARD_BYTE = 0xA5;
+
+static tf_rng g_rng;
+static tf_pool *g_pool;
+static tf_err g_err;
+
+/* ---- buffers with guard bytes ------------------------------------------------------------------- */
+
+static void *dbuf(tf_backend *be, const void *host, size_t bytes) {
+    void *d = NULL;
+    assert_int_equal(be->ops->alloc(be, &d, bytes + GUARD, "test buffer", &g_err), TF_OK);
+    uint8_t *g = malloc(bytes + GUARD);
+    if (host) memcpy(g, host, bytes);
+    else memset(g, 0, bytes);
+    memset(g + bytes, GUARD_BYTE, GUARD);
+    assert_int_equal(be->ops->upload(be, d, g, bytes + GUARD, &g_err), TF_OK);
+    assert_int_equal(be->ops->sync(be, "upload", &g_err), TF_OK);
+    free(g);
+    return d;
+}
+
+/* Download bytes of d to host and check that the guard after them survived. */
+static void dget(tf_backend *be, void *host, const void *d, size_t bytes, const char *what) {
+    uint8_t *g = malloc(bytes + GUARD);
+    assert_int_equal(be->ops->check(be, what, &g_err), TF_OK);
+    assert_int_equal(be->ops->download(be, g, d, bytes + GUARD, &g_err), TF_OK);
+    for (int i = 0; i < GUARD; i++)
+        if (g[bytes + i] != GUARD_BYTE) {
+            print_error("%s (%s): wrote past the end of its output (guard byte %d)\n", what, be->ops->name, i);
+            fail();
+        }
+    if (host) memcpy(host, g, bytes);
+    free(g);
+}
+
+static void dfree(tf_backend *be, void *d) { be->ops->free(be, d); }
+
+static float *rnd(size_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    tu_fill_uniform(&g_rng, x, n, lo, hi);
+    return x;
+}
+
+static double nmse_of(const float *got, const double *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)got[i] - ref[i];
+        num += e * e;
+        den += ref[i] * ref[i];
+    }
+    return num / (den > 0 ? den : 1);
+}
+
+static void expect_nmse(const char *be_desc, const char *what, const float *got, const double *ref, size_t n,
+                        double bound) {
+    if (tu_has_nonfinite(got, n)) {
+        print_error("%s, %s: NaN or Inf in the output\n", be_desc, what);
+        fail();
+    }
+    double nmse = nmse_of(got, ref, n);
+    if (nmse > bound) {
+        print_error("%s, %s: NMSE %g > %g\n", be_desc, what, nmse, bound);
+        fail();
+    }
+}
+
+/* ---- the ops ------------------------------------------------------------------------------------ */
+
+/* Weight types of the matrix checks; 256 columns fit every block size. */
+#define MM_COLS 256
+
+static void quantize_rows(tf_dtype t, const float *x, int64_t rows, int64_t cols, uint8_t *out) {
+    size_t rb = tf_dtype_row_size(t, cols);
+    for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, x + r * cols, out + (size_t)r * rb, cols);
+}
+
+static void check_embed_matmul(tf_backend *be, const char *desc) {
+    const int64_t rows = 96, cols = MM_COLS;
+    int n_types = 0;
+    for (int t = 0; t < TF_DTYPE_COUNT; t++) {
+        if (!tf_backend_supports(be, TF_OP_MATMUL, (uint32_t)t)) continue;
+        n_types++;
+        float *wf = rnd((size_t)rows * cols, -1, 1);
+        size_t wb = tf_dtype_row_size((tf_dtype)t, cols) * (size_t)rows;
+        uint8_t *wq = malloc(wb);
+        quantize_rows((tf_dtype)t, wf, rows, cols, wq);
+        float *wd = malloc(sizeof(float) * rows * cols); /* the weights as stored */
+        for (int64_t r = 0; r < rows; r++)
+            tf_ref_dequantize_row((tf_dtype)t, wq + (size_t)r * (wb / rows), wd + r * cols, cols);
+        void *dw = dbuf(be, wq, wb);
+        tf_bmat w = {.data = dw, .type = (uint32_t)t, .n_rows = rows, .n_cols = cols};
+        char what[96];
+        /* embed: rows of the table, exactly as stored */
+        if (tf_backend_supports(be, TF_OP_EMBED, (uint32_t)t)) {
+            int32_t tok[5];
+            for (int i = 0; i < 5; i++) tok[i] = (int32_t)(tf_rng_next(&g_rng) % rows);
+            int32_t *dtok = dbuf(be, tok, sizeof tok);
+            float *dx = dbuf(be, NULL, sizeof(float) * 5 * cols), *x = malloc(sizeof(float) * 5 * cols);
+            be->ops->embed(be, dx, &w, dtok, 5);
+            snprintf(what, sizeof what, "embed %s", tf_dtype_name(t));
+            dget(be, x, dx, sizeof(float) * 5 * cols, what);
+            double *ref = malloc(sizeof(double) * 5 * cols);
+            for (int i = 0; i < 5; i++)
+                for (int64_t c = 0; c < cols; c++) ref[i * cols + c] = wd[tok[i] * cols + c];
+            expect_nmse(desc, what, x, ref, 5 * (size_t)cols, 1e-12);
+            dfree(be, dtok), dfree(be, dx), free(x), free(ref);
+        }
+        /* matmul: 1 row (decode), 5 (verification), 19 (past CUDA's GEMV batch) */
+        const int ns[] = {1, 5, 19};
+        for (int k = 0; k < 3; k++) {
+            int n = ns[k];
+            float *x = rnd((size_t)n * cols, -1, 1);
+            float *dx = dbuf(be, x, sizeof(float) * n * cols);
+            float *dy = dbuf(be, NULL, sizeof(float) * n * rows), *y = malloc(sizeof(float) * n * rows);
+            void *scr = dbuf(be, NULL, be->ops->matmul_scratch(be, &w, n));
+            assert_int_equal(be->ops->matmul(be, &w, dx, n, dy, rows, scr, &g_err), TF_OK);
+            snprintf(what, sizeof what, "matmul %s, %d rows", tf_dtype_name(t), n);
+            dget(be, y, dy, sizeof(float) * n * rows, what);
+            double *ref = malloc(sizeof(double) * n * rows);
+            for (int i = 0; i < n; i++)
+                for (int64_t r = 0; r < rows; r++) {
+                    double acc = 0;
+                    for (int64_t c = 0; c < cols; c++) acc += (double)wd[r * cols + c] * x[i * cols + c];
+                    ref[i * rows + r] = acc;
+                }
+            /* float activations: rounding only; integer activations: their quantization */
+            uint32_t act = tf_act_type((tf_dtype)t);
+            double bound = act == TF_DTYPE_F32 || act == TF_DTYPE_F16 || act == TF_DTYPE_BF16 ? 1e-5 : 1e-4;
+            expect_nmse(desc, what, y, ref, (size_t)n * rows, bound);
+            dfree(be, dx), dfree(be, dy), dfree(be, scr), free(x), free(y), free(ref);
+        }
+        dfree(be, dw), free(wf), free(wq), free(wd);
+    }
+    print_message("%s: matmul checked for %d weight types\n", desc, n_types);
+    assert_true(n_types >= 4); /* f32, f16, bf16, q8_0 at least on every backend */
+}
+
+static void check_elementwise(tf_backend *be, const char *desc) {
+    const int n = 6, dim = 576;
+    const size_t N = (size_t)n * dim;
+    float *x = rnd(N, -3, 3), *u = rnd(N, -2, 2), *w = rnd(dim, 0.5f, 1.5f), *b = rnd(dim, -1, 1);
+    float *got = malloc(sizeof(float) * N);
+    double *ref = malloc(sizeof(double) * N);
+    float *dx = dbuf(be, x, sizeof(float) * N), *du = dbuf(be, u, sizeof(float) * N), *dw = dbuf(be, w, sizeof(float) * dim);
+    float *dy = dbuf(be, NULL, sizeof(float) * N);
+    /* rmsnorm */
+    const float eps = 1e-5f;
+    be->ops->rmsnorm(be, dy, dx, dw, n, dim, eps);
+    dget(be, got, dy, sizeof(float) * N, "rmsnorm");
+    for (int r = 0; r < n; r++) {
+        double ss = 0;
+        for (int i = 0; i < dim; i++) ss += (double)x[r * dim + i] * x[r * dim + i];
+        double s = 1.0 / sqrt(ss / dim + eps);
+        for (int i = 0; i < dim; i++) ref[r * dim + i] = x[r * dim + i] * s * w[i];
+    }
+    expect_nmse(desc, "rmsnorm", got, ref, N, 1e-12);
+    /* add: y = x, then y += u */
+    assert_int_equal(be->ops->copy(be, dy, dx, sizeof(float) * N, &g_err), TF_OK);
+    be->ops->add(be, dy, du, (int64_t)N);
+    dget(be, got, dy, sizeof(float) * N, "add");
+    for (size_t i = 0; i < N; i++) ref[i] = (double)x[i] + u[i];
+    expect_nmse(desc, "add", got, ref, N, 1e-14);
+    /* silu_mul: y = x, then y = silu(y) * u */
+    assert_int_equal(be->ops->copy(be, dy, dx, sizeof(float) * N, &g_err), TF_OK);
+    be->ops->silu_mul(be, dy, du, (int64_t)N);
+    dget(be, got, dy, sizeof(float) * N, "silu_mul");
+    for (size_t i = 0; i < N; i++) ref[i] = (double)x[i] / (1.0 + exp(-(double)x[i])) * u[i];
+    expect_nmse(desc, "silu_mul", got, ref, N, 1e-12);
+    /* add_bias */
+    if (tf_backend_supports(be, TF_OP_ADD_BIAS, 0)) {
+        float *db = dbuf(be, b, sizeof(float) * dim);
+        assert_int_equal(be->ops->copy(be, dy, dx, sizeof(float) * N, &g_err), TF_OK);
+        be->ops->add_bias(be, dy, db, n, dim);
+        dget(be, got, dy, sizeof(float) * N, "add_bias");
+        for (size_t i = 0; i < N; i++) ref[i] = (double)x[i] + b[i % dim];
+        expect_nmse(desc, "add_bias", got, ref, N, 1e-14);
+        dfree(be, db);
+    }
+    dfree(be, dx), dfree(be, du), dfree(be, dw), dfree(be, dy);
+    free(x), free(u), free(w), free(b), free(got), free(ref);
+}
+
+static void check_rope(tf_backend *be, const char *desc) {
+    const int n = 7, n_head = 4, hd = 64;
+    const size_t N = (size_t)n * n_head * hd;
+    for (int neox = 0; neox < 2; neox++)
+        for (int partial = 0; partial < 2; partial++) {
+            if (!tf_backend_supports(be, neox ? TF_OP_ROPE_NEOX : TF_OP_ROPE, 0)) continue;
+            const int n_rot = partial ? 32 : hd;
+            float freq[32];
+            for (int i = 0; i < n_rot / 2; i++) freq[i] = powf(10000.0f, -2.0f * i / n_rot);
+            int32_t pos[7];
+            for (int i = 0; i < n; i++) pos[i] = (int32_t)(tf_rng_next(&g_rng) % 100000);
+            float *x = rnd(N, -2, 2), *got = malloc(sizeof(float) * N);
+            double *ref = malloc(sizeof(double) * N);
+            int32_t *dpos = dbuf(be, pos, sizeof pos);
+            float *dfreq = dbuf(be, freq, sizeof freq), *dx = dbuf(be, x, sizeof(float) * N);
+            size_t tb = be->ops->rope_table_bytes(be, n, n_rot);
+            void *table = tb ? dbuf(be, NULL, tb) : NULL;
+            const float mscale = 1.1f;
+            tf_rope_pass rp = {.pos = dpos, .freq = dfreq, .mscale = mscale, .n = n, .n_rot = n_rot,
+                               .neox = neox != 0, .table = table};
+            be->ops->rope_prepare(be, &rp);
+            be->ops->rope(be, dx, (int64_t)n_head * hd, n_head, hd, &rp);
+            char what[64];
+            snprintf(what, sizeof what, "rope%s, %d of %d dims rotated", neox ? "_neox" : "", n_rot, hd);
+            dget(be, got, dx, sizeof(float) * N, what);
+            for (size_t i = 0; i < N; i++) ref[i] = x[i];
+            for (int r = 0; r < n; r++)
+                for (int h = 0; h < n_head; h++) {
+                    const float *xh = x + ((size_t)r * n_head + h) * hd;
+                    double *yh = ref + ((size_t)r * n_head + h) * hd;
+                    for (int i = 0; i < n_rot / 2; i++) {
+                        int a = neox ? i : 2 * i, c = neox ? i + n_rot / 2 : 2 * i + 1;
+                        double th = (double)pos[r] * freq[i], cs = cos(th) * mscale, sn = sin(th) * mscale;
+                        yh[a] = xh[a] * cs - xh[c] * sn;
+                        yh[c] = xh[a] * sn + xh[c] * cs;
+                    }
+                }
+            expect_nmse(desc, what, got, ref, N, 1e-10);
+            dfree(be, dpos), dfree(be, dfreq), dfree(be, dx);
+            if (table) dfree(be, table);
+            free(x), free(got), free(ref);
+        }
+}
+
+/* kv_store then attention, against tf_ref_attn over a host cache holding the
+ * same values; decode batches must also give every row's bits alone. */
+static void attn_case(tf_backend *be, const char *desc, tf_dtype type, int n_head, int n_head_kv, int hd, int n_slots,
+                      int n_q) {
+    const int kv_dim = n_head_kv * hd, q_dim = n_head * hd;
+    tf_kv_cache host, dev;
+    assert_int_equal(tf_kv_init(&host, 1, n_head_kv, hd, n_slots, type, &g_err), TF_OK);
+    assert_int_equal(tf_kv_init_on(&dev, be, 1, n_head_kv, hd, n_slots, type, "test cache", &g_err), TF_OK);
+    float *k = rnd((size_t)n_slots * kv_dim, -2, 2), *v = rnd((size_t)n_slots * kv_dim, -1, 1);
+    float *q = rnd((size_t)n_q * q_dim, -1.5f, 1.5f);
+    tf_kv_store(&host, 0, 0, n_slots, k, v, kv_dim);
+    /* through the op, in two calls (slot0 0, then the rest) */
+    float *dk = dbuf(be, k, sizeof(float) * n_slots * kv_dim), *dv = dbuf(be, v, sizeof(float) * n_slots * kv_dim);
+    int32_t s0[2] = {0, n_slots / 3};
+    int32_t *ds0 = dbuf(be, s0, sizeof s0);
+    tf_kv_view view = tf_kv_layer_view(&dev, 0);
+    be->ops->kv_store(be, &view, ds0, s0[1], dk, dv, kv_dim);
+    be->ops->kv_store(be, &view, ds0 + 1, n_slots - s0[1], dk + (size_t)s0[1] * kv_dim, dv + (size_t)s0[1] * kv_dim,
+                      kv_dim);
+    int32_t *len = malloc(sizeof(int32_t) * n_q);
+    for (int i = 0; i < n_q; i++) len[i] = 1 + (int32_t)(tf_rng_next(&g_rng) % n_slots);
+    len[0] = n_slots;
+    float *ref = malloc(sizeof(float) * n_q * q_dim), *got = malloc(sizeof(float) * n_q * q_dim);
+    tf_attn_args ra = {.q = q, .ldq = q_dim, .kv = tf_kv_layer_view(&host, 0), .n_q = n_q, .kv_len = len,
+                       .n_head = n_head, .scale = 1.0f / sqrtf((float)hd), .out = ref, .ldo = q_dim};
+    tf_ref_attn(&ra);
+    float *dq = dbuf(be, q, sizeof(float) * n_q * q_dim), *dout = dbuf(be, NULL, sizeof(float) * n_q * q_dim);
+    int32_t *dlen = dbuf(be, len, sizeof(int32_t) * n_q);
+    void *scr = dbuf(be, NULL, be->ops->attn_scratch(be, n_q, n_head, hd, n_slots));
+    tf_attn_call ac = {.q = dq, .ldq = q_dim, .kv = view, .n_q = n_q, .n_head = n_head, .kv_len = dlen,
+                       .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
+                       .scratch = scr};
+    be->ops->attn(be, &ac);
+    char what[128];
+    snprintf(what, sizeof what, "kv_store + attn, %s cache, heads %d/%d, head_dim %d, %d slots, %d rows",
+             tf_dtype_name(type), n_head, n_head_kv, hd, n_slots, n_q);
+    dget(be, got, dout, sizeof(float) * n_q * q_dim, what);
+    double *refd = malloc(sizeof(double) * n_q * q_dim);
+    for (int i = 0; i < n_q * q_dim; i++) refd[i] = ref[i];
+    /* bf16 products on the f16 / quantized fast paths (attn.h): about 2^-9 per value */
+    expect_nmse(desc, what, got, refd, (size_t)n_q * q_dim, type == TF_DTYPE_F32 ? 1e-10 : 1e-4);
+    if (n_q > 1 && n_q <= 16) { /* batch invariance: each row alone gives the same bits */
+        float *one = malloc(sizeof(float) * q_dim);
+        for (int i = 0; i < n_q; i++) {
+            tf_attn_call a1 = ac;
+            a1.q = dq + (size_t)i * q_dim;
+            a1.kv_len = dlen + i;
+            a1.n_q = 1;
+            be->ops->attn(be, &a1);
+            assert_int_equal(be->ops->download(be, one, dout, sizeof(float) * q_dim, &g_err), TF_OK);
+            if (memcmp(one, got + (size_t)i * q_dim, sizeof(float) * q_dim) != 0) {
+                print_error("%s, %s: row %d alone differs from the batch (batch invariance)\n", desc, what, i);
+                fail();
+            }
+        }
+        free(one);
+    }
+    dfree(be, dk), dfree(be, dv), dfree(be, ds0), dfree(be, dq), dfree(be, dout), dfree(be, dlen), dfree(be, scr);
+    tf_kv_free(&host);
+    tf_kv_free(&dev);
+    free(k), free(v), free(q), free(len), free(ref), free(got), free(refd);
+}
+
+static void check_attention(tf_backend *be, const char *desc) {
+    const tf_dtype types[] = {TF_DTYPE_F16, TF_DTYPE_F32, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
+    int n_types = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        if (!tf_backend_supports(be, TF_OP_ATTN, types[t]) || !tf_backend_supports(be, TF_OP_KV_STORE, types[t]))
+            continue;
+        n_types++;
+        attn_case(be, desc, types[t], 8, 2, 64, 300, 1);
+        attn_case(be, desc, types[t], 8, 2, 64, 300, 5);  /* verification rows, GQA */
+        attn_case(be, desc, types[t], 4, 4, 128, 700, 3);
+        attn_case(be, desc, types[t], 9, 3, 64, 160, 24); /* SmolLM2's heads; past the decode batch */
+    }
+    assert_true(n_types >= 1);
+}
+
+static void check_argmax(tf_backend *be, const char *desc) {
+    const int rows = 4, V = 1000;
+    float *l = rnd((size_t)rows * V, -5, 5);
+    l[0 * V + 17] = NAN;                         /* NaN never wins */
+    l[1 * V + 3] = 9.0f, l[1 * V + 700] = 9.0f;  /* a tie: the lower id */
+    for (int i = 0; i < V; i++) l[2 * V + i] = NAN;
+    l[2 * V + 999] = -1.0f;                      /* the only number in a row of NaN */
+    float *dl = dbuf(be, l, sizeof(float) * rows * V);
+    int32_t *dout = dbuf(be, NULL, sizeof(int32_t) * rows), got[4];
+    be->ops->argmax(be, dout, dl, rows, V);
+    dget(be, got, dout, sizeof got, "argmax");
+    for (int r = 0; r < rows; r++)
+        if (got[r] != tf_argmax(l + (size_t)r * V, V)) {
+            print_error("%s, argmax row %d: %d, expected %d\n", desc, r, got[r], tf_argmax(l + (size_t)r * V, V));
+            fail();
+        }
+    dfree(be, dl), dfree(be, dout), free(l);
+}
+
+/* A table that claims an op has its function. */
+static void check_table(const tf_backend *be, const char *desc) {
+    const tf_backend_ops *o = be->ops;
+    const struct { tf_op op; const void *fn; } ops[] = {
+        {TF_OP_EMBED, (const void *)o->embed},       {TF_OP_RMSNORM, (const void *)o->rmsnorm},
+        {TF_OP_ROPE, (const void *)o->rope},         {TF_OP_ROPE_NEOX, (const void *)o->rope},
+        {TF_OP_MATMUL, (const void *)o->matmul},     {TF_OP_ADD_BIAS, (const void *)o->add_bias},
+        {TF_OP_ADD, (const void *)o->add},           {TF_OP_SILU_MUL, (const void *)o->silu_mul},
+        {TF_OP_KV_STORE, (const void *)o->kv_store}, {TF_OP_ATTN, (const void *)o->attn},
+        {TF_OP_ARGMAX, (const void *)o->argmax},     {TF_OP_GRAPH, (const void *)o->graph_begin},
+    };
+    char denied[256] = "";
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        bool typed = ops[i].op == TF_OP_EMBED || ops[i].op == TF_OP_MATMUL || ops[i].op == TF_OP_KV_STORE ||
+                     ops[i].op == TF_OP_ATTN;
+        bool any = false;
+        for (uint32_t t = 0; t < (typed ? TF_DTYPE_COUNT : 1); t++) any |= tf_backend_supports(be, ops[i].op, t);
+        if (any && !ops[i].fn) {
+            print_error("%s: claims %s but has no function for it\n", desc, tf_op_name(ops[i].op));
+            fail();
+        }
+        if (!any) snprintf(denied + strlen(denied), sizeof denied - strlen(denied), " %s", tf_op_name(ops[i].op));
+    }
+    print_message("%s: ops it denies:%s\n", desc, denied[0] ? denied : " none");
+    /* and a denied op is refused by name */
+    if (!tf_backend_supports(be, TF_OP_MATMUL, TF_DTYPE_COUNT)) {
+        tf_err e = {0};
+        assert_int_equal(tf_backend_require(be, TF_OP_MATMUL, TF_DTYPE_COUNT, "tensor x", &e), TF_ERR_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, "tensor x"));
+        assert_non_null(strstr(e.msg, "matmul"));
+    }
+}
+
+static void check_backend(tf_backend *be) {
+    const char *desc = be->ops->describe(be);
+    check_table(be, desc);
+    check_elementwise(be, desc);
+    check_rope(be, desc);
+    check_embed_matmul(be, desc);
+    check_attention(be, desc);
+    check_argmax(be, desc);
+}
+
+static void test_cpu_tables(void **state) {
+    (void)state;
+    const tf_isa isas[] = {TF_ISA_SCALAR, TF_ISA_AVX2, TF_ISA_AVX512};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (isas[i] > tf_cpu_best_isa()) {
+            print_message("cpu: instruction set %d not on this machine, not checked\n", (int)isas[i]);
+            continue;
+        }
+        tf_backend be;
+        assert_int_equal(tf_backend_cpu_init(&be, g_pool, isas[i], &g_err), TF_OK);
+        check_backend(&be);
+        tf_backend_free(&be);
+    }
+}
+
+static void test_cuda_table(void **state) {
+    (void)state;
+#ifdef TF_HAVE_CUDA
+    tf_backend be;
+    tf_err e = {0};
+    if (tf_backend_cuda_open(&be, 0, &e) != TF_OK) {
+        print_message("skipped: no usable CUDA device (%s)\n", e.msg);
+        skip();
+    }
+    check_backend(&be);
+    tf_backend_free(&be);
+#else
+    print_message("skipped: a CPU-only build (make CUDA=1 builds the CUDA table)\n");
+    skip();
+#endif
+}
+
+/* The harness itself: a kernel that is off by a little is caught (the
+ * negative control of the NMSE checks). */
+static void off_add(tf_backend *be, float *y, const float *x, int64_t n) {
+    (void)be;
+    for (int64_t i = 0; i < n; i++) y[i] += x[i] * 1.001f;
+}
+static void off_end_silu(tf_backend *be, float *g, const float *u, int64_t n) {
+    (void)be;
+    for (int64_t i = 0; i <= n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * (i < n ? u[i] : 1.0f); /* one past */
+}
+
+static void test_negative_control(void **state) {
+    (void)state;
+    tf_backend cpu;
+    assert_int_equal(tf_backend_cpu_init(&cpu, g_pool, TF_ISA_BEST, &g_err), TF_OK);
+    tf_backend_ops broken = *cpu.ops;
+    broken.add = off_add;
+    broken.silu_mul = off_end_silu;
+    tf_backend be = {.ops = &broken, .ctx = cpu.ctx};
+    const size_t N = 6 * 576;
+    float *x = rnd(N, -3, 3), *u = rnd(N, -2, 2), *got = malloc(sizeof(float) * N);
+    double *ref = malloc(sizeof(double) * N);
+    float *dy = dbuf(&be, x, sizeof(float) * N), *du = dbuf(&be, u, sizeof(float) * N);
+    be.ops->add(&be, dy, du, (int64_t)N);
+    be.ops->download(&be, got, dy, sizeof(float) * N, &g_err);
+    for (size_t i = 0; i < N; i++) ref[i] = (double)x[i] + u[i];
+    assert_true(nmse_of(got, ref, N) > 1e-14); /* the bound check_elementwise applies to add */
+    /* the guard after a buffer catches a write one element past the end */
+    assert_int_equal(be.ops->upload(&be, dy, x, sizeof(float) * N, &g_err), TF_OK);
+    be.ops->silu_mul(&be, dy, du, (int64_t)N);
+    uint8_t tail[GUARD];
+    memcpy(tail, (uint8_t *)dy + sizeof(float) * N, GUARD);
+    int intact = 1;
+    for (int i = 0; i < GUARD; i++) intact &= tail[i] == GUARD_BYTE;
+    assert_false(intact);
+    dfree(&be, dy), dfree(&be, du);
+    free(x), free(u), free(got), free(ref);
+    tf_backend_free(&cpu);
+}
+
+static int setup(void **state) {
+    (void)state;
+    tf_rng_seed(&g_rng, tu_seed());
+    return tf_pool_create(&g_pool, 2, &g_err) == TF_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    tf_pool_free(g_pool);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_tables),
+        cmocka_unit_test(test_cuda_table),
+        cmocka_unit_test(test_negative_control),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
