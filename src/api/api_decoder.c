@@ -8,7 +8,6 @@
 #ifdef TF_HAVE_CUDA
 #include "backend/cuda/backend_cuda.h"
 #include "model/weights.h"
-#include "decode/spec_cuda.h"
 #endif
 
 #include <stdio.h>
@@ -212,14 +211,11 @@ tf_status tf_decoder_step(tf_decoder *d, int32_t *out, int32_t cap, int32_t *n_o
 }
 
 const char *tf_decoder_device(const tf_decoder *d) {
-#ifdef TF_HAVE_CUDA
     static _Thread_local char buf[600];
-    if (d->s.dev) {
-        snprintf(buf, sizeof buf, "cuda: %s", tf_spec_dev_describe(&d->s));
+    if (d->s.be.ops && !d->s.be.ops->host_memory) {
+        snprintf(buf, sizeof buf, "%s: %s", d->s.be.ops->name, d->s.be.ops->describe(&d->s.be));
         return buf;
     }
-#endif
-    (void)d;
     return "cpu";
 }
 

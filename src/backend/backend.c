@@ -1,7 +1,13 @@
 /* backend.c — what every backend shares: op names and the refusal message. */
 #include "backend/backend.h"
 
+#include "backend/cpu/backend_cpu.h"
 #include "core/dtype.h"
+#ifdef TF_HAVE_CUDA
+#include "backend/cuda/backend_cuda.h"
+#endif
+
+#include <string.h>
 
 static const char *const k_op_names[TF_OP_COUNT] = {
     [TF_OP_EMBED] = "embed",       [TF_OP_RMSNORM] = "rmsnorm",   [TF_OP_ROPE] = "rope",
@@ -22,6 +28,20 @@ tf_status tf_backend_require(const tf_backend *be, tf_op op, uint32_t type, cons
         return tf_errf(err, TF_ERR_UNSUPPORTED, "%s: the %s backend has no %s op for %s", what, be->ops->name,
                        tf_op_name(op), tf_dtype_name(type));
     return tf_errf(err, TF_ERR_UNSUPPORTED, "%s: the %s backend has no %s op", what, be->ops->name, tf_op_name(op));
+}
+
+tf_status tf_backend_open(tf_backend *be, const char *name, tf_pool *pool, int isa, tf_err *err) {
+    be->ops = NULL;
+    be->ctx = NULL;
+    if (strcmp(name, "cpu") == 0) return tf_backend_cpu_init(be, pool, (tf_isa)isa, err);
+    if (strcmp(name, "cuda") == 0) {
+#ifdef TF_HAVE_CUDA
+        return tf_backend_cuda_open(be, 0, err);
+#else
+        return tf_errf(err, TF_ERR_UNSUPPORTED, "this build has no CUDA backend (rebuild with `make CUDA=1`)");
+#endif
+    }
+    return tf_errf(err, TF_ERR_INVALID_ARG, "backend '%s': expected cpu or cuda", name);
 }
 
 void tf_backend_free(tf_backend *be) {

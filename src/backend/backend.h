@@ -32,6 +32,7 @@
 
 #include "backend/kv_view.h"
 #include "core/error.h"
+#include "core/threads.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -168,6 +169,10 @@ static inline bool tf_backend_supports(const tf_backend *be, tf_op op, uint32_t 
 /* TF_OK if be runs op for type; else TF_ERR_UNSUPPORTED naming the backend,
  * the op, the type (when the op has one) and `what` (a tensor, a cache). */
 tf_status tf_backend_require(const tf_backend *be, tf_op op, uint32_t type, const char *what, tf_err *err);
+
+/* Open backend `name` ("cpu": on pool, instruction sets capped at isa, a
+ * tf_isa; "cuda": device 0, which needs a CUDA build). */
+tf_status tf_backend_open(tf_backend *be, const char *name, tf_pool *pool, int isa, tf_err *err);
 
 /* Release the backend's state (NULL ops: nothing). */
 void tf_backend_free(tf_backend *be);

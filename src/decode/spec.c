@@ -59,9 +59,6 @@ static void dist_copy(tf_dist *dst, const tf_dist *src) {
 
 /* Where the level's next token goes and how the pass is positioned. */
 static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n, int32_t logits_from) {
-#ifdef TF_HAVE_CUDA
-    if (s->dev) return tf_spec_dev_forward(s, i, toks, n, logits_from);
-#endif
     spec_level *L = &s->lv[i];
     int64_t c = L->n_cached;
     tf_status st = TF_OK;
@@ -69,7 +66,10 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
     case LEVEL_FULL: {
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
         st = tf_forward(&L->fwd, &s->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
-        if (st == TF_OK && s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
+        if (st == TF_OK && s->has_rc) {
+            if (s->dev) tf_spec_dev_sums(s, (int32_t)c, (int32_t)c + n);
+            else tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
+        }
         break;
     }
     case LEVEL_RETRIEVAL: {
@@ -83,6 +83,10 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
     }
     case LEVEL_STREAMING: {
         if (L->sc.n_seen != c) return tf_errf(&s->err, TF_ERR_INTERNAL, "streaming cache out of step");
+        if (s->dev) {
+            st = tf_spec_dev_stream_forward(s, L, toks, n, logits_from);
+            break;
+        }
         int32_t pos0;
         int32_t slot0 = tf_scache_view(&L->sc, &pos0);
         for (int32_t j = 0; j < n; j++) L->pos[j] = pos0 + j;
@@ -98,15 +102,15 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
 
 static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
     if (s->lv[i].kind == LEVEL_LOOKUP) return TF_OK; /* nothing cached */
-#ifdef TF_HAVE_CUDA
-    if (s->dev) return tf_spec_dev_truncate(s, i, n);
-#endif
     spec_level *L = &s->lv[i];
     if (n >= L->n_cached) return TF_OK;
     switch (L->kind) {
     case LEVEL_FULL:
         tf_kv_truncate(&s->kv_p, (int32_t)n);
-        if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, (int32_t)n);
+        if (s->has_rc && s->dev) /* the partial chunk's sum, from its first slot */
+            tf_spec_dev_sums(s, n % s->rc.p.chunk ? (int32_t)n - 1 : (int32_t)n, (int32_t)n);
+        else if (s->has_rc)
+            tf_rcache_truncate(&s->rc, &s->kv_p, (int32_t)n);
         break;
     case LEVEL_RETRIEVAL:
         if (n < L->r_base) return tf_errf(&s->err, TF_ERR_INTERNAL, "retrieval rollback below its base");
@@ -118,6 +122,33 @@ static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
     case LEVEL_LOOKUP: break; /* returned above */
     }
     L->n_cached = n;
+    return TF_OK;
+}
+
+/* The distributions of rows [from, n) of level L's last pass (which started
+ * at sequence position c) into its ring. On a device, greedy decoding reads
+ * back one token per row (argmax there); sampled decoding reads the logits
+ * rows back and transforms them here, as on the CPU. */
+static tf_status level_dists(tf_spec *s, spec_level *L, int64_t c, int32_t from, int32_t n) {
+    const int32_t V = L->m->hp.n_vocab, rows = n - from;
+    if (rows < 1) return TF_OK;
+    if (!s->be.ops->host_memory && s->cfg.sampling.temp <= 0.0f) {
+        TF_TRY(tf_fwd_argmax(&L->fwd, rows, s->tok_h, &s->err));
+        for (int32_t r = 0; r < rows; r++) {
+            tf_dist *d = dist_at(s, L, c + from + r + 1);
+            d->n = 1, d->id[0] = s->tok_h[r], d->p[0] = 1.0f;
+        }
+        return TF_OK;
+    }
+    const float *logits = L->fwd.logits;
+    if (!s->be.ops->host_memory) {
+        TF_TRY(tf_fwd_logits(&L->fwd, rows, s->logits_h, &s->err));
+        logits = s->logits_h;
+    }
+    for (int32_t r = 0; r < rows; r++) {
+        tf_sampling_dist(&s->samp, logits + (size_t)r * V);
+        dist_copy(dist_at(s, L, c + from + r + 1), &s->samp.dist);
+    }
     return TF_OK;
 }
 
@@ -150,14 +181,7 @@ static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) 
     }
     L->last_feed = c;
     TF_TRY(level_forward(s, i, s->seq + c, n, from));
-    const int32_t V = L->m->hp.n_vocab;
-#ifdef TF_HAVE_CUDA
-    if (s->dev) TF_TRY(tf_spec_dev_dists(s, i, c, from, n));
-#endif
-    for (int32_t r = from; r < n && !s->dev; r++) {
-        tf_sampling_dist(&s->samp, L->fwd.logits + (size_t)(r - from) * V);
-        dist_copy(dist_at(s, L, c + r + 1), &s->samp.dist);
-    }
+    TF_TRY(level_dists(s, L, c, from, n));
     L->st.passes++;
     L->st.rows += n;
     L->st.seconds += now_s() - t0;
@@ -167,11 +191,8 @@ static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) 
 /* Rebuild C_r from the newest target query and C_p's current contents. */
 static tf_status rebuild_retrieval(tf_spec *s, spec_level *L) {
     double t0 = now_s();
-#ifdef TF_HAVE_CUDA
     if (s->dev) TF_TRY(tf_spec_dev_rebuild(s, L));
-    else
-#endif
-        TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
+    else TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
     L->r_base = s->lv[0].n_cached;
     L->r_sel = s->rc.n_sel;
     L->view.n_used = L->r_sel;
@@ -188,15 +209,14 @@ static void save_last_query(tf_spec *s, int32_t row) {
     const tf_hparams *hp = &s->target->hp;
     size_t q_dim = (size_t)hp->n_head * hp->head_dim;
     if (row < 0 || row >= s->q_cap_rows) return;
-#ifdef TF_HAVE_CUDA
-    if (s->dev) {
-        if (tf_spec_dev_save_query(s, row) != TF_OK) s->passes_since_rebuild = s->cfg.rebuild_stride; /* err kept */
-        return;
-    }
-#endif
+    tf_backend *be = &s->be;
     for (int il = 0; il < hp->n_layer; il++)
-        memcpy(s->q_last + (size_t)il * q_dim, s->q_cap + ((size_t)il * s->q_cap_rows + (size_t)row) * q_dim,
-               sizeof(float) * q_dim);
+        if (be->ops->copy(be, s->q_last + (size_t)il * q_dim,
+                          s->q_cap + ((size_t)il * s->q_cap_rows + (size_t)row) * q_dim, sizeof(float) * q_dim,
+                          &s->err) != TF_OK) {
+            s->passes_since_rebuild = s->cfg.rebuild_stride; /* a rebuild reports the kept error */
+            return;
+        }
 }
 
 static void push(tf_spec *s, int32_t tok) { s->seq[s->n_seq++] = tok; }
@@ -447,46 +467,44 @@ static tf_status level_alloc_host(tf_spec *s, spec_level *L, const tf_model *m, 
 static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf_model *m, int32_t rows,
                             tf_err *err) {
     const tf_spec_cfg *c = &s->cfg;
+    tf_backend *be = &s->be;
     L->kind = kind;
     L->m = m;
     L->accept_ewma = 1.0f;
-    int32_t n_batch = rows, n_kv = c->n_ctx;
+    int32_t n_batch = rows, n_kv = c->n_ctx, n_extra = 0;
     if (kind == LEVEL_LOOKUP) return level_alloc_host(s, L, NULL, 1, err); /* no forward, no cache */
-#ifdef TF_HAVE_CUDA
-    if (s->dev) { /* the same batch shapes; the caches and scratch live on the device */
-        n_batch = kind == LEVEL_FULL        ? (c->n_batch > rows ? c->n_batch : rows)
-                  : kind == LEVEL_RETRIEVAL ? rows + 2
-                                            : (rows + 2 > 64 ? rows + 2 : 64);
-        TF_TRY(tf_spec_dev_level_init(s, L, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, rows, err));
-        return level_alloc_host(s, L, m, n_batch, err);
-    }
-#endif
     if (kind == LEVEL_FULL) {
         n_batch = c->n_batch > rows ? c->n_batch : rows;
+        n_kv = s->kv_p.n_slots;
     } else if (kind == LEVEL_RETRIEVAL) {
         n_batch = rows + 2;
-        TF_TRY(tf_rcache_view_init(&L->view, &s->rc, &s->kv_p, 256 + 4 * rows, err));
+        TF_TRY(tf_rcache_view_init(&L->view, &s->rc, &s->kv_p, 256 + 4 * rows, err)); /* on C_p's backend */
         n_kv = L->view.n_slots;
     } else {
         n_batch = rows + 2 > 64 ? rows + 2 : 64;
-        TF_TRY(tf_scache_init(&L->sc, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot, m->hp.rope_neox,
-                              m->rope_freq, m->rope_mscale, c->sinks, c->window, 2 * rows + 8, n_batch,
-                              c->kv_type, err));
+        if (s->dev)
+            TF_TRY(tf_spec_dev_stream_init(s, L, n_batch, rows, &n_extra, err));
+        else
+            TF_TRY(tf_scache_init(&L->sc, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot,
+                                  m->hp.rope_neox, m->rope_freq, m->rope_mscale, c->sinks, c->window, 2 * rows + 8,
+                                  n_batch, c->kv_type, err));
         n_kv = L->sc.view.n_slots;
     }
-    TF_TRY(tf_fwd_init(&L->fwd, m, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, s->pool, c->isa, err));
+    const tf_bweights *w = m == s->target || !s->wd.m ? &s->wt : &s->wd;
+    TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, n_extra, err));
+    L->fwd.use_graphs = kind != LEVEL_FULL; /* where the backend has graphs: the small, repeated passes */
     if (kind == LEVEL_STREAMING) {
-        size_t cap = (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
-        L->fwd.cap_k = tf_alloc(sizeof(float) * cap);
-        L->fwd.cap_v = tf_alloc(sizeof(float) * cap);
-        if (!L->fwd.cap_k || !L->fwd.cap_v) return tf_errf(err, TF_ERR_NOMEM, "streaming level: out of memory");
+        size_t cap = sizeof(float) * (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
+        TF_TRY(be->ops->alloc(be, (void **)&L->fwd.cap_k, cap, "the streaming level's captured keys", err));
+        TF_TRY(be->ops->alloc(be, (void **)&L->fwd.cap_v, cap, "the streaming level's captured values", err));
+        if (s->dev) tf_spec_dev_stream_bind(s, L);
     }
     return level_alloc_host(s, L, m, n_batch, err);
 }
 
-static void level_free(spec_level *L) {
-    if (L->fwd.cap_k) tf_free(L->fwd.cap_k);
-    if (L->fwd.cap_v) tf_free(L->fwd.cap_v);
+static void level_free(tf_spec *s, spec_level *L) {
+    if (L->fwd.cap_k) s->be.ops->free(&s->be, L->fwd.cap_k);
+    if (L->fwd.cap_v) s->be.ops->free(&s->be, L->fwd.cap_v);
     tf_fwd_free(&L->fwd);
     if (L->kind == LEVEL_RETRIEVAL) tf_kv_free(&L->view);
     if (L->kind == LEVEL_STREAMING) tf_scache_free(&L->sc);
@@ -525,17 +543,19 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     s->dmax = rows + 8; /* positions alive at once: a target pass's candidates and its bonus */
     const tf_hparams *hp = &target->hp;
     tf_status st;
-    if (cfg->device == TF_SPEC_DEVICE_CUDA) {
-#ifdef TF_HAVE_CUDA
-        st = tf_spec_dev_init(s, err); /* C_p, chunk sums and weights on the device */
-#else
-        st = tf_errf(err, TF_ERR_UNSUPPORTED, "this build has no CUDA backend (rebuild with `make CUDA=1`)");
-#endif
-    } else if (cfg->device != TF_SPEC_DEVICE_CPU) {
+    if (cfg->device != TF_SPEC_DEVICE_CPU && cfg->device != TF_SPEC_DEVICE_CUDA)
         st = tf_errf(err, TF_ERR_INVALID_ARG, "device %d: expected cpu (0) or cuda (1)", cfg->device);
-    } else {
-        st = tf_kv_init(&s->kv_p, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx, cfg->kv_type, err);
-    }
+    else
+        st = tf_backend_open(&s->be, cfg->device == TF_SPEC_DEVICE_CUDA ? "cuda" : "cpu", pool, cfg->isa, err);
+    if (st == TF_OK) st = tf_bweights_init(&s->wt, &s->be, target, err);
+    if (st == TF_OK && draft && draft != target) st = tf_bweights_init(&s->wd, &s->be, draft, err);
+    /* a device keeps f32 in f16, the one type its attention reads; other types it refuses by name */
+    tf_dtype kv_type = cfg->kv_type;
+    if (st == TF_OK && kv_type == TF_DTYPE_F32 && !tf_backend_supports(&s->be, TF_OP_ATTN, TF_DTYPE_F32))
+        kv_type = TF_DTYPE_F16;
+    if (st == TF_OK)
+        st = tf_kv_init_on(&s->kv_p, &s->be, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx, kv_type,
+                           "the full cache C_p", err);
     level_kind kinds[TF_SPEC_MAX_LEVELS];
     const tf_model *models[TF_SPEC_MAX_LEVELS];
     int n = 0;
@@ -556,6 +576,11 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     if (cfg->lookup > 0 && n > 1 && kinds[n - 1] == LEVEL_STREAMING && !draft) /* ar and retrieval ignore it */
         kinds[n - 1] = LEVEL_LOOKUP, models[n - 1] = NULL;
     s->n_levels = n;
+    if (st == TF_OK && !s->be.ops->host_memory) { /* the device's retrieval sums and streaming rings */
+        bool has_rc = false;
+        for (int i = 0; i < n; i++) has_rc |= kinds[i] == LEVEL_RETRIEVAL;
+        st = tf_spec_dev_init(s, has_rc, rows, err);
+    }
     for (int i = 0; i < n && st == TF_OK; i++)
         if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc && s->dev) {
             s->has_rc = true; /* the device keeps the sums (tf_spec_dev_init) */
@@ -575,30 +600,42 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     if (st == TF_OK) st = tf_verifier_init(&s->ver, hp->n_vocab, err);
     tf_rng_seed(&s->rng, cfg->sampling.seed ^ 0x7f4a7c159e3779b9ull);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim;
-    s->q_cap_rows = rows + 2;
-    s->seq = tf_alloc(sizeof(int32_t) * (size_t)cfg->n_ctx);
-    if (s->has_rc) {
-        s->q_cap = tf_calloc(sizeof(float) * (size_t)hp->n_layer * (size_t)s->q_cap_rows * q_dim);
-        s->q_last = tf_calloc(sizeof(float) * (size_t)hp->n_layer * q_dim);
+    s->q_cap_rows = rows + 2; /* also the most logits rows of any level's pass */
+    if (st == TF_OK && s->has_rc) {
+        tf_backend *be = &s->be;
+        st = be->ops->alloc(be, (void **)&s->q_cap, sizeof(float) * (size_t)hp->n_layer * s->q_cap_rows * q_dim,
+                            "the captured target queries", err);
+        if (st == TF_OK)
+            st = be->ops->alloc(be, (void **)&s->q_last, sizeof(float) * (size_t)hp->n_layer * q_dim,
+                                "the newest target query", err);
     }
-    if (st == TF_OK && (!s->seq || (s->has_rc && (!s->q_cap || !s->q_last))))
-        st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
+    s->seq = tf_alloc(sizeof(int32_t) * (size_t)cfg->n_ctx);
+    if (st == TF_OK && !s->be.ops->host_memory) { /* what a device's passes read back */
+        s->tok_h = tf_alloc(sizeof(int32_t) * (size_t)s->q_cap_rows);
+        if (cfg->sampling.temp > 0.0f) s->logits_h = tf_alloc(sizeof(float) * (size_t)s->q_cap_rows * hp->n_vocab);
+        if (!s->tok_h || (cfg->sampling.temp > 0.0f && !s->logits_h))
+            st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
+    }
+    if (st == TF_OK && !s->seq) st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
     if (st != TF_OK) tf_spec_free(s);
     return st;
 }
 
 void tf_spec_free(tf_spec *s) {
-#ifdef TF_HAVE_CUDA
-    tf_spec_dev_free(s); /* also clears the host mirrors of device caches */
-#endif
-    for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++) level_free(&s->lv[i]);
+    tf_spec_dev_free(s);
+    for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++) level_free(s, &s->lv[i]);
     if (s->has_rc) tf_rcache_free(&s->rc);
     tf_kv_free(&s->kv_p);
+    if (s->q_cap) s->be.ops->free(&s->be, s->q_cap);
+    if (s->q_last) s->be.ops->free(&s->be, s->q_last);
+    tf_bweights_free(&s->wd);
+    tf_bweights_free(&s->wt);
+    tf_backend_free(&s->be);
     tf_sampling_free(&s->samp);
     tf_verifier_free(&s->ver);
     tf_free(s->seq);
-    tf_free(s->q_cap);
-    tf_free(s->q_last);
+    tf_free(s->tok_h);
+    tf_free(s->logits_h);
     memset(s, 0, sizeof *s);
 }
 
@@ -618,10 +655,8 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
         memset(&L->st, 0, sizeof L->st);
     }
     tf_kv_truncate(&s->kv_p, 0);
-    if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, 0);
-#ifdef TF_HAVE_CUDA
     if (s->dev) tf_spec_dev_reset(s);
-#endif
+    else if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, 0);
     s->n_seq = s->n_emitted = 0;
     s->passes_since_rebuild = 0;
     controllers_init(s);

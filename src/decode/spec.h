@@ -118,9 +118,11 @@ typedef struct tf_spec {
     tf_spec_cfg cfg;
     const tf_model *target, *draft;
     tf_pool *pool;            /* not owned */
+    tf_backend be;            /* where every level computes: the CPU (pool, isa) or a CUDA device */
+    tf_bweights wt, wd;       /* the target's and (when it is another model) the draft's weights on be */
     int n_levels;
     spec_level lv[TF_SPEC_MAX_LEVELS];
-    tf_kv_cache kv_p;         /* C_p */
+    tf_kv_cache kv_p;         /* C_p, on be */
     tf_rcache rc;             /* chunk sums over C_p (when a retrieval level exists) */
     bool has_rc;
     int32_t *seq;             /* working sequence [n_ctx] */
@@ -135,15 +137,17 @@ typedef struct tf_spec {
     tf_sampling samp;         /* the transform, shared by all levels */
     tf_verifier ver;
     tf_rng rng;
-    float *q_cap;             /* [n_layer][rows][q_dim] target queries of the last pass */
+    float *q_cap;             /* [n_layer][rows][q_dim] target queries of the last pass (a buffer on be) */
     int32_t q_cap_rows;
-    float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p */
+    float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p (a buffer on be) */
+    int32_t *tok_h;           /* device: [rows] greedy tokens of a pass, read back */
+    float *logits_h;          /* device, sampled: [rows][n_vocab] logits of a pass, read back */
     int32_t passes_since_rebuild;
     tf_gamma_ctl gctl[2];     /* gamma2 0: the running choice, one per route (their drafts differ) */
     int route;                /* the current target pass's route: TF_ROUTE_MIDDLE or TF_ROUTE_SKIP */
     tf_route_ctl rctl;        /* middle AUTO: the running choice */
     int64_t route_passes[2];  /* target passes per route while decoding */
-    struct tf_spec_dev *dev;  /* device state (spec_cuda.c); NULL on the CPU */
+    struct tf_spec_dev *dev;  /* the device's retrieval sums and streaming rings (spec_cuda.c); NULL on the CPU */
     tf_err err;
 } tf_spec;
 

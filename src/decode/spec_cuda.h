@@ -1,42 +1,40 @@
 /*
- * spec_cuda.h — the device side of the decoding levels (private to spec.c).
+ * spec_cuda.h — what the decoding levels do differently on a CUDA device
+ * (private to spec.c). Everything else — the forward passes, the caches'
+ * storage and bookkeeping, the query captures, the distributions — is the
+ * same code on both devices, over the backend table (backend/backend.h).
  *
- * With tf_spec_cfg.device == TF_SPEC_DEVICE_CUDA, spec.c keeps its algorithm
- * (extend / verify / roll back, the host bookkeeping of every cache) and
- * hands the data work of each level to these functions: forward passes over
- * device caches (C_p, the gathered C_r view, the rotated C_q view), chunk
- * sums, selection and gather for C_r, the C_q ring, and the per-position
- * distributions (greedy: argmax on the device, 4 bytes per row come back;
- * sampled: the logits rows come back and the host transform runs on them).
- * The draft and middle levels replay CUDA graphs.
+ * Left here: the retrieval level's chunk key sums, selection and gather
+ * (kept on the device, next to C_p), and the streaming level's ring of
+ * unrotated keys with the rotated view built from it in the pass's prologue
+ * (captured into the level's CUDA graph).
  *
- * Compiled only with TF_HAVE_CUDA.
+ * In a build without CUDA these functions exist and refuse
+ * (TF_ERR_UNSUPPORTED); spec.c calls them only when s->dev is set.
  */
 #ifndef TF_DECODE_SPEC_CUDA_H
 #define TF_DECODE_SPEC_CUDA_H
 
 #include "decode/spec.h"
 
-#ifdef TF_HAVE_CUDA
-
-/* Open the device, upload the weights, reserve C_p and the chunk sums. */
-tf_status tf_spec_dev_init(tf_spec *s, tf_err *err);
-/* Device buffers of level L (its index in s->lv) with the batch and logits
- * rows spec.c chose; sets the host fields spec.c reads (fwd.n_batch, view.n_slots). */
-tf_status tf_spec_dev_level_init(tf_spec *s, spec_level *L, int32_t n_batch, int32_t n_logits, int32_t rows,
-                                 tf_err *err);
+/* The device state: the chunk sums and selection when a retrieval level exists. */
+tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, int32_t rows, tf_err *err);
 void tf_spec_dev_free(tf_spec *s);
 void tf_spec_dev_reset(tf_spec *s);
 
-tf_status tf_spec_dev_forward(tf_spec *s, int i, const int32_t *toks, int32_t n, int32_t logits_from);
-tf_status tf_spec_dev_truncate(tf_spec *s, int i, int64_t n);
-/* Distributions of rows [from, n) of level i's last pass into its ring at positions c + r + 1. */
-tf_status tf_spec_dev_dists(tf_spec *s, int i, int64_t c, int32_t from, int32_t n);
-/* Select and gather C_r from the newest target query; sets s->rc.n_sel. */
-tf_status tf_spec_dev_rebuild(tf_spec *s, spec_level *L);
-tf_status tf_spec_dev_save_query(tf_spec *s, int32_t row);
-/* The description of the device in use (tf_cuda_describe). */
-const char *tf_spec_dev_describe(const tf_spec *s);
+/* A streaming level: its view (L->sc.view, on the device) and ring, and
+ * L->sc's bookkeeping; *n_extra: ints of prologue input for the forward. */
+tf_status tf_spec_dev_stream_init(tf_spec *s, spec_level *L, int32_t n_batch, int32_t rows, int32_t *n_extra,
+                                  tf_err *err);
+/* After the level's forward is reserved: its prologue builds the view. */
+void tf_spec_dev_stream_bind(tf_spec *s, spec_level *L);
+/* The streaming level's pass: view, forward, ring append. */
+tf_status tf_spec_dev_stream_forward(tf_spec *s, spec_level *L, const int32_t *toks, int32_t n, int32_t logits_from);
 
-#endif
+/* Recompute the chunk sums of C_p after it holds slots [0, s1), from slot s0
+ * (an append: the first new slot; a rollback: s1 - 1). */
+void tf_spec_dev_sums(tf_spec *s, int32_t s0, int32_t s1);
+/* Select and gather C_r into L->view from the newest target query; sets s->rc.n_sel. */
+tf_status tf_spec_dev_rebuild(tf_spec *s, spec_level *L);
+
 #endif

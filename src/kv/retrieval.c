@@ -547,7 +547,8 @@ tf_status tf_rcache_view_init(tf_kv_cache *view, const tf_rcache *rc, const tf_k
     if (n_extra < 0 || n > INT32_MAX - TF_KV_BLK)
         return tf_errf(err, TF_ERR_INVALID_ARG, "retrieval cache view: %d extra slots: expected 0..%d", n_extra,
                        INT32_MAX - TF_KV_BLK - rc->p.budget);
-    return tf_kv_init(view, full->n_layer, full->n_head_kv, full->head_dim, (int32_t)n, (tf_dtype)full->type, err);
+    return tf_kv_init_on(view, full->be, full->n_layer, full->n_head_kv, full->head_dim, (int32_t)n,
+                         (tf_dtype)full->type, "the retrieval cache C_r", err);
 }
 
 void tf_rcache_copy_slots(tf_kv_cache *dst, int32_t dst_slot, const tf_kv_cache *src, int32_t src_slot, int32_t n) {
