@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 1
+#define TF_VERSION_MINOR 2
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "2.1.0"
+#define TF_VERSION_STRING "2.2.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -248,6 +248,20 @@ TF_API bool tf_kv_type_parse(const char *name, tf_kv_type *out);
  * q8_0 / q4_0 are meaningful only where head_dim is a multiple of 32). */
 TF_API uint64_t tf_model_kv_type_bytes_per_token(const tf_model *model, tf_kv_type type);
 
+/* Where a decoder or a context computes. AUTO: CUDA when this library was built with it
+ * (`make CUDA=1`), a device is present and every weight type is one the
+ * CUDA backend computes with (f32, f16, bf16, q8_0); otherwise the CPU. */
+typedef enum tf_device {
+    TF_DEVICE_AUTO = 0,
+    TF_DEVICE_CPU = 1,
+    TF_DEVICE_CUDA = 2, /* fails with TF_ERR_UNSUPPORTED and a reason when unavailable */
+} tf_device;
+
+TF_API const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
+TF_API bool tf_device_from_name(const char *name, tf_device *out);
+/* Number of usable CUDA devices (0 without CUDA support, a driver or a device). */
+TF_API int tf_cuda_devices(void);
+
 typedef struct tf_context_params {
     int32_t n_ctx;      /* tokens of KV cache to reserve (0: the trained context) */
     int32_t n_batch;    /* tokens per forward pass during prefill */
@@ -263,6 +277,13 @@ TF_API tf_context_params tf_context_default_params(void);
 
 TF_API tf_status tf_context_init(tf_context **out, const tf_model *model, const tf_context_params *params, char *errbuf,
                                  size_t errbuf_size);
+/* The same on a device (since 2.2.0; tf_context_init is TF_DEVICE_CPU): the
+ * weights, the KV cache and the forward pass on a CUDA GPU, logits copied
+ * back to the host after each eval. AUTO chooses as for decoders. On CUDA
+ * the KV cache is f16 (an f32 request is stored in f16; q8_0 and q4_0 are
+ * refused). The results agree with the CPU's to rounding, not bit for bit. */
+TF_API tf_status tf_context_init_on(tf_context **out, const tf_model *model, const tf_context_params *params,
+                                    tf_device device, char *errbuf, size_t errbuf_size);
 TF_API void tf_context_free(tf_context *ctx);
 
 /* Message of the context's last failure ("" if none). */
@@ -328,20 +349,6 @@ TF_API const char *tf_decode_mode_name(tf_decode_mode mode);
 TF_API bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out);
 
 typedef struct tf_decoder tf_decoder;
-
-/* Where a decoder computes. AUTO: CUDA when this library was built with it
- * (`make CUDA=1`), a device is present and every weight type is one the
- * CUDA backend computes with (f32, f16, bf16, q8_0); otherwise the CPU. */
-typedef enum tf_device {
-    TF_DEVICE_AUTO = 0,
-    TF_DEVICE_CPU = 1,
-    TF_DEVICE_CUDA = 2, /* fails with TF_ERR_UNSUPPORTED and a reason when unavailable */
-} tf_device;
-
-TF_API const char *tf_device_name(tf_device dev); /* "auto", "cpu", "cuda" */
-TF_API bool tf_device_from_name(const char *name, tf_device *out);
-/* Number of usable CUDA devices (0 without CUDA support, a driver or a device). */
-TF_API int tf_cuda_devices(void);
 
 /* Three-level modes (streaming, triforce): where a target pass's candidates
  * come from. Through the middle level (target <- middle <- draft), or straight

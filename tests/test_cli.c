@@ -354,6 +354,18 @@ static void test_perplexity_matches_reference(void **state) {
     const char *dot = strchr(last, '.');
     assert_non_null(dot);
     assert_true(dot[5] == '\n' || dot[5] == '\0');
+    /* --device: cpu is the default (the same figure); an unknown name is a usage
+     * error; cuda without a GPU is refused by name */
+    char line[64];
+    snprintf(line, sizeof line, "PPL = %.4f", got);
+    snprintf(args, sizeof args, "perplexity -m %s -f %s -c %d --kv-type f32 --device cpu", model, txt, ctx);
+    EXPECT(args, 0, line);
+    snprintf(args, sizeof args, "perplexity -m %s -f %s -c %d --device gpu", model, txt, ctx);
+    EXPECT(args, 2, "--device 'gpu': expected cuda, cpu or auto");
+    if (tf_cuda_devices() == 0) {
+        snprintf(args, sizeof args, "perplexity -m %s -f %s -c %d --device cuda", model, txt, ctx);
+        EXPECT(args, 1, "CUDA");
+    }
     tf_model_close(m);
     unlink(txt);
 }

@@ -364,6 +364,65 @@ static void test_fill_random(void **state) {
     unlink(path);
 }
 
+/* tf_context_init_on: TF_DEVICE_CPU is tf_context_init bit for bit (and so is
+ * AUTO where no GPU can be used); CUDA without a usable device, and a value
+ * outside the enum, are refused with a message; with a GPU the device's
+ * logits agree with the CPU's to rounding. */
+static void test_context_devices(void **state) {
+    (void)state;
+    tu_gen_case c = {"devices", 64, 2, 4, 2, 96, TF_ROPE_SCALING_NONE, 1, 0, false, TF_DTYPE_F16};
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s", tu_gen(&c, 41));
+    tf_model *m;
+    assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
+    tf_model_info in;
+    tf_model_get_info(m, &in);
+    tf_context_params cp = tf_context_default_params();
+    cp.n_ctx = 32;
+    cp.n_batch = 8;
+    cp.logits_all = true;
+    int32_t toks[12];
+    for (int i = 0; i < 12; i++) toks[i] = 3 + (i * 7) % 90;
+    const size_t nl = 12 * (size_t)in.n_vocab;
+    float *ref = malloc(sizeof(float) * nl), *got = malloc(sizeof(float) * nl);
+    tf_context *ctx;
+    assert_int_equal(tf_context_init(&ctx, m, &cp, err, sizeof err), TF_OK);
+    assert_int_equal(tf_context_eval(ctx, toks, 12, ref), TF_OK);
+    tf_context_free(ctx);
+    const tf_device devs[] = {TF_DEVICE_CPU, TF_DEVICE_AUTO, TF_DEVICE_CUDA};
+    for (int d = 0; d < 3; d++) {
+        bool gpu = tf_cuda_devices() > 0;
+        tf_status st = tf_context_init_on(&ctx, m, &cp, devs[d], err, sizeof err);
+        if (devs[d] == TF_DEVICE_CUDA && !gpu) {
+            assert_int_equal(st, TF_ERR_UNSUPPORTED);
+            assert_non_null(strstr(err, "CUDA"));
+            continue;
+        }
+        assert_int_equal(st, TF_OK);
+        assert_int_equal(tf_context_eval(ctx, toks, 12, got), TF_OK);
+        if (devs[d] == TF_DEVICE_CPU || !gpu) {
+            assert_memory_equal(got, ref, sizeof(float) * nl);
+        } else {
+            double num = 0, den = 0;
+            for (size_t i = 0; i < nl; i++) {
+                assert_true(isfinite(got[i]));
+                num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+                den += (double)ref[i] * ref[i];
+            }
+            if (num / den > 1e-4) {
+                print_error("context on %s: NMSE %g against the CPU\n", tf_device_name(devs[d]), num / den);
+                fail();
+            }
+        }
+        tf_context_free(ctx);
+    }
+    assert_int_equal(tf_context_init_on(&ctx, m, &cp, (tf_device)7, err, sizeof err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "device 7"));
+    free(ref), free(got);
+    tf_model_close(m);
+    unlink(path);
+}
+
 /* Logits of n tokens evaluated in one batch equal, bit for bit, those of the
  * same tokens decoded one at a time after the same prefill: the target's
  * verification pass must reproduce autoregressive decoding exactly for greedy
@@ -674,6 +733,7 @@ int main(void) {
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_progress_and_cancel),
         cmocka_unit_test(test_fill_random),
+        cmocka_unit_test(test_context_devices),
         cmocka_unit_test(test_batch_invariant_logits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

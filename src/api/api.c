@@ -4,6 +4,7 @@
  */
 #include "triforce.h"
 
+#include "api/device.h"
 #include "api/kv_type.h"
 #include "core/mem.h"
 #include "core/rng.h"
@@ -21,9 +22,12 @@ struct tf_context {
     const tf_model *m;
     tf_context_params params;
     tf_pool *pool;
-    tf_kv_cache kv;
+    tf_backend be;    /* the CPU on pool, or a device */
+    tf_bweights w;    /* m's weights on be */
+    tf_kv_cache kv;   /* on be */
     tf_fwd fwd;
     int32_t *pos;     /* [n_batch] position scratch */
+    float *logits_h;  /* on a device: the last eval's logits rows, read back */
     int32_t n_past;
     const float *last_logits;
     tf_err err;
@@ -171,6 +175,11 @@ tf_context_params tf_context_default_params(void) {
 
 tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_params *params, char *errbuf,
                           size_t errbuf_size) {
+    return tf_context_init_on(out, m, params, TF_DEVICE_CPU, errbuf, errbuf_size);
+}
+
+tf_status tf_context_init_on(tf_context **out, const tf_model *m, const tf_context_params *params, tf_device device,
+                             char *errbuf, size_t errbuf_size) {
     *out = NULL;
     tf_context *c = calloc(1, sizeof *c);
     tf_err err = {0};
@@ -201,16 +210,28 @@ tf_status tf_context_init(tf_context **out, const tf_model *m, const tf_context_
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
     else if (p->isa < 0 || p->isa > 3)
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
+    else
+        st = tf_api_check_device(device, &err);
     if (st == TF_OK && p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     tf_isa isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1);
+    tf_device dev = tf_api_resolve_device(device, p->kv_type, m, NULL);
+    tf_dtype kv_type = tf_kv_type_dtype(p->kv_type);
+    const int32_t n_logits = p->logits_all ? p->n_batch : 1;
     if (st == TF_OK) st = tf_pool_create(&c->pool, p->n_threads, &err);
+    if (st == TF_OK) st = tf_backend_open(&c->be, dev == TF_DEVICE_CUDA ? "cuda" : "cpu", c->pool, isa, &err);
+    if (st == TF_OK) st = tf_bweights_init(&c->w, &c->be, m, &err);
+    /* a device keeps f32 in f16, the one type its attention reads; other types it refuses by name */
+    if (st == TF_OK && kv_type == TF_DTYPE_F32 && !tf_backend_supports(&c->be, TF_OP_ATTN, TF_DTYPE_F32))
+        kv_type = TF_DTYPE_F16;
     if (st == TF_OK)
-        st = tf_kv_init(&c->kv, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
-                        tf_kv_type_dtype(p->kv_type), &err);
-    if (st == TF_OK)
-        st = tf_fwd_init(&c->fwd, m, p->n_batch, p->logits_all ? p->n_batch : 1, c->kv.n_slots, c->pool, isa, &err);
+        st = tf_kv_init_on(&c->kv, &c->be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx, kv_type,
+                           "a KV cache", &err);
+    if (st == TF_OK) st = tf_fwd_init_on(&c->fwd, &c->w, p->n_batch, n_logits, c->kv.n_slots, 0, &err);
     if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))
         st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");
+    if (st == TF_OK && !c->be.ops->host_memory &&
+        !(c->logits_h = malloc(sizeof(float) * (size_t)n_logits * m->hp.n_vocab)))
+        st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory for %d logits rows", n_logits);
     if (st != TF_OK) {
         copy_err(&err, errbuf, errbuf_size);
         tf_context_free(c);
@@ -224,8 +245,11 @@ void tf_context_free(tf_context *c) {
     if (!c) return;
     tf_fwd_free(&c->fwd);
     tf_kv_free(&c->kv);
+    tf_bweights_free(&c->w);
+    tf_backend_free(&c->be);
     tf_pool_free(c->pool);
     free(c->pos);
+    free(c->logits_h);
     free(c);
 }
 
@@ -248,10 +272,15 @@ tf_status tf_context_eval(tf_context *c, const int32_t *tokens, int32_t n, float
         for (int32_t i = 0; i < nb; i++) c->pos[i] = c->n_past + i;
         int32_t from = c->params.logits_all ? 0 : nb - 1;
         tf_status st = tf_forward(&c->fwd, &c->kv, tokens + done, c->pos, nb, c->n_past, NULL, from, &c->err);
+        const float *lg = c->fwd.logits;
+        if (st == TF_OK && !c->be.ops->host_memory) { /* read the rows back */
+            st = tf_fwd_logits(&c->fwd, nb - from, c->logits_h, &c->err);
+            lg = c->logits_h;
+        }
         if (st != TF_OK) return st;
         c->n_past += nb;
-        c->last_logits = c->fwd.logits + (size_t)(nb - 1 - from) * V;
-        if (out && c->params.logits_all) memcpy(out + (size_t)done * V, c->fwd.logits, sizeof(float) * nb * V);
+        c->last_logits = lg + (size_t)(nb - 1 - from) * V;
+        if (out && c->params.logits_all) memcpy(out + (size_t)done * V, lg, sizeof(float) * nb * V);
         done += nb;
         if (c->params.progress && !c->params.progress(c->params.progress_user_data, (uint64_t)done, (uint64_t)n))
             return tf_errf(&c->err, TF_ERR_CANCELLED, "eval cancelled after %d of %d tokens", done, n);
@@ -279,23 +308,39 @@ tf_status tf_context_fill_random(tf_context *c, int32_t n, uint64_t seed) {
     if (n > c->params.n_ctx)
         return tf_errf(&c->err, TF_ERR_RANGE, "fill: %d positions do not fit in the context of %d", n,
                        c->params.n_ctx);
-    enum { ROWS = 64 }; /* tokens per tf_kv_store call */
+    enum { ROWS = 64 }; /* tokens per kv_store call */
+    tf_backend *be = &c->be;
     const int64_t width = (int64_t)c->kv.n_head_kv * c->kv.head_dim;
-    float *k = malloc(sizeof(float) * (size_t)(2 * ROWS * width));
+    const size_t bytes = sizeof(float) * (size_t)(ROWS * width);
+    float *k = malloc(2 * bytes), *dk = NULL, *dv = NULL;
+    int32_t *d0 = NULL;
     if (!k) return tf_errf(&c->err, TF_ERR_NOMEM, "fill: out of memory");
     float *v = k + ROWS * width;
+    tf_status st = be->ops->alloc(be, (void **)&dk, bytes, "random keys", &c->err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&dv, bytes, "random values", &c->err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&d0, sizeof(int32_t), "the first slot", &c->err);
     tf_rng rng;
     tf_rng_seed(&rng, seed);
-    for (int il = 0; il < c->kv.n_layer; il++)
-        for (int32_t s0 = 0; s0 < n; s0 += ROWS) {
+    for (int il = 0; il < c->kv.n_layer && st == TF_OK; il++)
+        for (int32_t s0 = 0; s0 < n && st == TF_OK; s0 += ROWS) {
             int32_t nr = n - s0 < ROWS ? n - s0 : ROWS;
             for (int64_t i = 0; i < nr * width; i++) {
                 k[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
                 v[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
             }
-            tf_kv_store(&c->kv, il, s0, nr, k, v, width);
+            st = be->ops->upload(be, dk, k, sizeof(float) * (size_t)(nr * width), &c->err);
+            if (st == TF_OK) st = be->ops->upload(be, dv, v, sizeof(float) * (size_t)(nr * width), &c->err);
+            if (st == TF_OK) st = be->ops->upload(be, d0, &s0, sizeof s0, &c->err);
+            if (st == TF_OK) st = be->ops->sync(be, "fill", &c->err); /* the staging is reused */
+            const tf_kv_view view = tf_kv_layer_view(&c->kv, il);
+            if (st == TF_OK) be->ops->kv_store(be, &view, d0, nr, dk, dv, width);
         }
+    if (st == TF_OK) st = be->ops->sync(be, "fill", &c->err);
+    if (dk) be->ops->free(be, dk);
+    if (dv) be->ops->free(be, dv);
+    if (d0) be->ops->free(be, d0);
     free(k);
+    if (st != TF_OK) return st;
     for (int32_t s = 0; s < n; s++) c->kv.pos[s] = s;
     c->kv.n_used = n;
     c->n_past = n;

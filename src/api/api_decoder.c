@@ -1,13 +1,13 @@
 /* api_decoder.c — the public speculative-decoding API over src/spec. */
 #include "triforce.h"
 
+#include "api/device.h"
 #include "api/kv_type.h"
 #include "core/threads.h"
 #include "model/model.h"
 #include "decode/spec.h"
 #ifdef TF_HAVE_CUDA
-#include "backend/cuda/backend_cuda.h"
-#include "model/weights.h"
+#include "backend/cuda/cuda_backend.h"
 #endif
 
 #include <stdio.h>
@@ -80,26 +80,6 @@ int tf_cuda_devices(void) {
 #endif
 }
 
-/* AUTO: CUDA if there is a device, the KV cache type is one it stores (f16,
- * or f32 which it keeps in f16) and its backend runs every op and weight type
- * of both models (tf_bweights_check: qwen2's biases and rotate-half RoPE have
- * no device kernels yet). */
-static tf_device resolve_device(tf_device dev, tf_kv_type kv_type, const tf_model *target, const tf_model *draft) {
-    if (dev != TF_DEVICE_AUTO) return dev;
-#ifdef TF_HAVE_CUDA
-    if (tf_cuda_device_count() < 1) return TF_DEVICE_CPU;
-    if (kv_type != TF_KV_F16 && kv_type != TF_KV_F32) return TF_DEVICE_CPU; /* quantized KV: CPU kernels only */
-    const tf_backend probe = {.ops = tf_backend_cuda_ops(), .ctx = NULL};
-    const tf_model *ms[2] = {target, draft};
-    for (int i = 0; i < 2; i++)
-        if (ms[i] && tf_bweights_check(&probe, ms[i], NULL) != TF_OK) return TF_DEVICE_CPU;
-    return TF_DEVICE_CUDA;
-#else
-    (void)kv_type, (void)target, (void)draft;
-    return TF_DEVICE_CPU;
-#endif
-}
-
 static tf_spec_cfg spec_cfg(const tf_decoder_params *p, tf_device dev) {
     return (tf_spec_cfg){
         .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = p->gamma2, .budget = p->budget,
@@ -128,12 +108,7 @@ static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
     if (p->isa < 0 || p->isa > 3) return tf_errf(err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
     if (!tf_kv_type_valid(p->kv_type))
         return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
-    if ((unsigned)p->device > TF_DEVICE_CUDA)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "device %d: expected auto, cpu or cuda", (int)p->device);
-#ifndef TF_HAVE_CUDA
-    if (p->device == TF_DEVICE_CUDA)
-        return tf_errf(err, TF_ERR_UNSUPPORTED, "device cuda: this build has no CUDA backend (build with make CUDA=1)");
-#endif
+    TF_TRY(tf_api_check_device(p->device, err));
     tf_spec_cfg c = spec_cfg(p, TF_DEVICE_CPU);
     if (c.n_ctx == 0) c.n_ctx = 2;
     return tf_spec_check_cfg(&c, err);
@@ -164,7 +139,7 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
         st = tf_pool_create(&d->pool, p.n_threads, &err);
     }
     if (st == TF_OK) {
-        tf_spec_cfg c = spec_cfg(&p, resolve_device(p.device, p.kv_type, target, draft));
+        tf_spec_cfg c = spec_cfg(&p, tf_api_resolve_device(p.device, p.kv_type, target, draft));
         st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
     }
     if (st != TF_OK) {

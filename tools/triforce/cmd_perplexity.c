@@ -22,6 +22,11 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "triforce perplexity: -m MODEL and -f FILE are required (see --help)\n");
         return 2;
     }
+    tf_device device = TF_DEVICE_CPU; /* reproducible figures unless asked */
+    if (o.device && !tf_device_from_name(o.device, &device)) {
+        fprintf(stderr, "triforce perplexity: --device '%s': expected cuda, cpu or auto\n", o.device);
+        return 2;
+    }
     int n_ctx = o.n_ctx > 0 ? o.n_ctx : 512;
     if (n_ctx < 4) {
         fprintf(stderr, "triforce perplexity: -c %d: expected at least 4\n", n_ctx);
@@ -68,7 +73,7 @@ int cmd_perplexity(int argc, char **argv) {
     cp.kv_type = cli_kv_type(&o);
     cp.logits_all = true;
     cp.isa = o.isa;
-    if (tf_context_init(&ctx, m, &cp, err, sizeof err) != TF_OK) {
+    if (tf_context_init_on(&ctx, m, &cp, device, err, sizeof err) != TF_OK) {
         fprintf(stderr, "triforce: %s\n", err);
         goto done;
     }
