@@ -405,6 +405,7 @@ static void test_cpu_tables(void **state) {
         }
         tf_backend be;
         assert_int_equal(tf_backend_cpu_init(&be, g_pool, isas[i], &g_err), TF_OK);
+        assert_int_equal(tf_kv_type_on(&be, TF_DTYPE_F32), TF_DTYPE_F32); /* the CPU reads f32 caches */
         check_backend(&be);
         tf_backend_free(&be);
     }
@@ -413,6 +414,10 @@ static void test_cpu_tables(void **state) {
 static void test_cuda_table(void **state) {
     (void)state;
 #ifdef TF_HAVE_CUDA
+    /* what a probe (no device opened) says: f32 caches are kept in f16, q8_0 refused */
+    const tf_backend probe = {.ops = tf_backend_cuda_ops(), .ctx = NULL};
+    assert_int_equal(tf_kv_type_on(&probe, TF_DTYPE_F32), TF_DTYPE_F16);
+    assert_false(tf_backend_supports(&probe, TF_OP_ATTN, TF_DTYPE_Q8_0));
     tf_backend be;
     tf_err e = {0};
     if (tf_backend_cuda_open(&be, 0, &e) != TF_OK) {

@@ -215,17 +215,13 @@ tf_status tf_context_init_on(tf_context **out, const tf_model *m, const tf_conte
     if (st == TF_OK && p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     tf_isa isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1);
     tf_device dev = tf_api_resolve_device(device, p->kv_type, m, NULL);
-    tf_dtype kv_type = tf_kv_type_dtype(p->kv_type);
     const int32_t n_logits = p->logits_all ? p->n_batch : 1;
     if (st == TF_OK) st = tf_pool_create(&c->pool, p->n_threads, &err);
     if (st == TF_OK) st = tf_backend_open(&c->be, dev == TF_DEVICE_CUDA ? "cuda" : "cpu", c->pool, isa, &err);
     if (st == TF_OK) st = tf_bweights_init(&c->w, &c->be, m, &err);
-    /* a device keeps f32 in f16, the one type its attention reads; other types it refuses by name */
-    if (st == TF_OK && kv_type == TF_DTYPE_F32 && !tf_backend_supports(&c->be, TF_OP_ATTN, TF_DTYPE_F32))
-        kv_type = TF_DTYPE_F16;
     if (st == TF_OK)
-        st = tf_kv_init_on(&c->kv, &c->be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx, kv_type,
-                           "a KV cache", &err);
+        st = tf_kv_init_on(&c->kv, &c->be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
+                           tf_kv_type_on(&c->be, tf_kv_type_dtype(p->kv_type)), "a KV cache", &err);
     if (st == TF_OK) st = tf_fwd_init_on(&c->fwd, &c->w, p->n_batch, n_logits, c->kv.n_slots, 0, &err);
     if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))
         st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");

@@ -549,13 +549,9 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
         st = tf_backend_open(&s->be, cfg->device == TF_SPEC_DEVICE_CUDA ? "cuda" : "cpu", pool, cfg->isa, err);
     if (st == TF_OK) st = tf_bweights_init(&s->wt, &s->be, target, err);
     if (st == TF_OK && draft && draft != target) st = tf_bweights_init(&s->wd, &s->be, draft, err);
-    /* a device keeps f32 in f16, the one type its attention reads; other types it refuses by name */
-    tf_dtype kv_type = cfg->kv_type;
-    if (st == TF_OK && kv_type == TF_DTYPE_F32 && !tf_backend_supports(&s->be, TF_OP_ATTN, TF_DTYPE_F32))
-        kv_type = TF_DTYPE_F16;
     if (st == TF_OK)
-        st = tf_kv_init_on(&s->kv_p, &s->be, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx, kv_type,
-                           "the full cache C_p", err);
+        st = tf_kv_init_on(&s->kv_p, &s->be, hp->n_layer, hp->n_head_kv, hp->head_dim, cfg->n_ctx,
+                           tf_kv_type_on(&s->be, cfg->kv_type), "the full cache C_p", err);
     level_kind kinds[TF_SPEC_MAX_LEVELS];
     const tf_model *models[TF_SPEC_MAX_LEVELS];
     int n = 0;

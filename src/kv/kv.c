@@ -21,6 +21,13 @@ tf_status tf_kv_check_type(tf_dtype type, int32_t head_dim, tf_err *err) {
 
 size_t tf_kv_head_bytes(tf_dtype type, int32_t head_dim) { return tf_dtype_row_size(type, head_dim); }
 
+tf_dtype tf_kv_type_on(const tf_backend *be, tf_dtype type) {
+    if (be && type == TF_DTYPE_F32 && !tf_backend_supports(be, TF_OP_ATTN, TF_DTYPE_F32) &&
+        tf_backend_supports(be, TF_OP_ATTN, TF_DTYPE_F16))
+        return TF_DTYPE_F16;
+    return type;
+}
+
 tf_status tf_kv_init_on(tf_kv_cache *kv, tf_backend *be, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
                         int32_t n_slots, tf_dtype type, const char *what, tf_err *err) {
     memset(kv, 0, sizeof *kv);

@@ -49,6 +49,11 @@ size_t tf_kv_head_bytes(tf_dtype type, int32_t head_dim);
 /* Reserve a cache for n_slots tokens (rounded up to TF_KV_BLK). */
 tf_status tf_kv_init(tf_kv_cache *kv, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_slots,
                      tf_dtype type, tf_err *err);
+/* The element type a cache asked to hold `type` has on backend be: a backend
+ * whose attention reads no f32 (CUDA) keeps f32 in f16; any other type as
+ * asked (tf_kv_init_on refuses what be cannot store, by name). */
+tf_dtype tf_kv_type_on(const tf_backend *be, tf_dtype type);
+
 /* The same on backend be (NULL or a host-memory backend: as tf_kv_init);
  * TF_ERR_UNSUPPORTED names the backend and type it cannot store. */
 tf_status tf_kv_init_on(tf_kv_cache *kv, tf_backend *be, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
