@@ -108,9 +108,12 @@ void tf_fwd_free(tf_fwd *f) {
     memset(f, 0, sizeof *f);
 }
 
-tf_status tf_forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_logits, int32_t n_slots,
-                           const int32_t *tokens, int32_t n, int32_t slot0, const int32_t *kv_len,
-                           int32_t logits_from, tf_err *err) {
+/* The argument checks of tf_forward: 1 <= n <= n_batch, slots [slot0, slot0+n)
+ * inside n_slots, logits rows within n_logits, token ids in the vocabulary,
+ * 1 <= kv_len[i] <= slot0+n. */
+static tf_status forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_logits, int32_t n_slots,
+                               const int32_t *tokens, int32_t n, int32_t slot0, const int32_t *kv_len,
+                               int32_t logits_from, tf_err *err) {
     if (n < 1 || n > n_batch)
         return tf_errf(err, TF_ERR_INVALID_ARG, "forward: %d tokens (expected 1..%d)", n, n_batch);
     if (slot0 < 0 || slot0 > n_slots - n)
@@ -243,7 +246,7 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
                      int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
     const tf_hparams *hp = &f->m->hp;
     const tf_backend_ops *o = f->be->ops;
-    TF_TRY(tf_forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
+    TF_TRY(forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
     if (kv->n_layer != hp->n_layer || kv->n_head_kv != hp->n_head_kv || kv->head_dim != hp->head_dim)
         return tf_errf(err, TF_ERR_INVALID_ARG,
                        "forward: the KV cache's shape (%d layers, %d KV heads of %d) is not the model's (%d, %d, %d)",

@@ -106,11 +106,4 @@ tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err);
 /* The first n_rows logits rows, to host out [n_rows][n_vocab]. */
 tf_status tf_fwd_logits(tf_fwd *f, int32_t n_rows, float *out, tf_err *err);
 
-/* The argument checks of tf_forward, shared by every backend's forward pass:
- * 1 <= n <= n_batch, slots [slot0, slot0+n) inside n_slots, logits rows within
- * n_logits, token ids in the vocabulary, 1 <= kv_len[i] <= slot0+n. */
-tf_status tf_forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_logits, int32_t n_slots,
-                           const int32_t *tokens, int32_t n, int32_t slot0, const int32_t *kv_len,
-                           int32_t logits_from, tf_err *err);
-
 #endif
