@@ -27,6 +27,17 @@ static void check_view(tf_scache *c, int S, int W) {
     assert_int_equal(pos0, nv);
     float freq[ROT / 2], cs[ROT / 2], sn[ROT / 2];
     for (int i = 0; i < ROT / 2; i++) freq[i] = powf(10000.0f, -2.0f * i / ROT);
+    /* the ring slots a device builds its view from hold the same tokens, unrotated */
+    int32_t *map = malloc(sizeof(int32_t) * (size_t)(S + W + 1));
+    assert_int_equal(tf_scache_view_map(c, map), nv);
+    for (int32_t i = 0; i < nv; i++) {
+        int64_t t = i < s_end ? i : w_lo + (i - s_end);
+        for (int il = 0; il < L; il++) {
+            const float *ring = c->k + ((size_t)il * (size_t)(c->sinks + c->ring) + (size_t)map[i]) * KVD;
+            assert_memory_equal(ring, ref_k[il][t], sizeof(float) * KVD);
+        }
+    }
+    free(map);
     for (int32_t i = 0; i < nv; i++) {
         int64_t t = i < s_end ? i : w_lo + (i - s_end);
         assert_int_equal(tf_scache_view_token(c, i), t);

@@ -575,7 +575,7 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     if (st == TF_OK && !s->be.ops->host_memory) { /* the device's retrieval sums and streaming rings */
         bool has_rc = false;
         for (int i = 0; i < n; i++) has_rc |= kinds[i] == LEVEL_RETRIEVAL;
-        st = tf_spec_dev_init(s, has_rc, rows, err);
+        st = tf_spec_dev_init(s, has_rc, err);
     }
     for (int i = 0; i < n && st == TF_OK; i++)
         if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc && s->dev) {

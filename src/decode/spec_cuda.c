@@ -29,8 +29,7 @@ struct tf_spec_dev {
     dev_level lv[TF_SPEC_MAX_LEVELS];
 };
 
-tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, int32_t rows, tf_err *err) {
-    (void)rows;
+tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, tf_err *err) {
     tf_spec_dev *d = tf_calloc(sizeof *d);
     if (!d) return tf_errf(err, TF_ERR_NOMEM, "device decoder: out of memory");
     s->dev = d;
@@ -52,10 +51,6 @@ tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, int32_t rows, tf_err *err) {
     TF_TRY(tf_cuda_malloc(d->cu, &d->sel_scratch, tf_cuda_select_scratch(pairs, d->n_chunk_cap), "chunk scores",
                           err));
     return TF_OK;
-}
-
-static size_t ring_slot(const tf_scache *c, int64_t t) {
-    return t < c->sinks ? (size_t)t : (size_t)c->sinks + (size_t)((t - c->sinks) % c->ring);
 }
 
 /* The streaming level's prologue: the rotated view from the ring (map and
@@ -121,16 +116,10 @@ void tf_spec_dev_reset(tf_spec *s) { s->dev->rc_n_tok = 0; }
 tf_status tf_spec_dev_stream_forward(tf_spec *s, spec_level *L, const int32_t *toks, int32_t n, int32_t logits_from) {
     dev_level *D = &s->dev->lv[L - s->lv];
     tf_scache *sc = &L->sc;
-    /* visible tokens for a query at P (as streaming.c): sinks [0, s_end), window [w_lo, P) */
-    int64_t P = sc->n_seen, s_end = P < sc->sinks ? P : sc->sinks, w_lo = P - sc->window;
-    if (w_lo < sc->sinks) w_lo = sc->sinks;
-    if (w_lo < sc->floor) w_lo = sc->floor;
-    if (w_lo > P) w_lo = P;
-    int32_t nv = (int32_t)(s_end + (P - w_lo));
     int32_t *ex = L->fwd.extra_h, vis = sc->sinks + sc->window;
+    int32_t nv = tf_scache_view_map(sc, ex + 1); /* the view's ring slots, as the CPU's view takes them */
     ex[0] = nv;
-    for (int32_t v = 0; v < nv; v++) ex[1 + v] = (int32_t)ring_slot(sc, v < s_end ? v : w_lo + (v - s_end));
-    for (int32_t j = 0; j < n; j++) ex[1 + vis + j] = (int32_t)ring_slot(sc, P + j);
+    for (int32_t j = 0; j < n; j++) ex[1 + vis + j] = (int32_t)tf_scache_slot(sc, sc->n_seen + j);
     for (int32_t j = 0; j < n; j++) L->pos[j] = nv + j;
     sc->view.n_used = nv;
     TF_TRY(tf_forward(&L->fwd, &sc->view, toks, L->pos, n, nv, NULL, logits_from, &s->err));
@@ -176,8 +165,8 @@ tf_status tf_spec_dev_rebuild(tf_spec *s, spec_level *L) {
 static tf_status no_cuda(tf_err *err) {
     return tf_errf(err, TF_ERR_UNSUPPORTED, "this build has no CUDA backend (rebuild with `make CUDA=1`)");
 }
-tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, int32_t rows, tf_err *err) {
-    (void)s, (void)has_rc, (void)rows;
+tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, tf_err *err) {
+    (void)s, (void)has_rc;
     return no_cuda(err);
 }
 void tf_spec_dev_free(tf_spec *s) { (void)s; }

@@ -18,7 +18,7 @@
 #include "decode/spec.h"
 
 /* The device state: the chunk sums and selection when a retrieval level exists. */
-tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, int32_t rows, tf_err *err);
+tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, tf_err *err);
 void tf_spec_dev_free(tf_spec *s);
 void tf_spec_dev_reset(tf_spec *s);
 

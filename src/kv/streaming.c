@@ -76,6 +76,16 @@ int64_t tf_scache_view_token(const tf_scache *c, int32_t i) {
     return i < s_end ? i : w_lo + (i - s_end);
 }
 
+size_t tf_scache_slot(const tf_scache *c, int64_t t) { return slot_of(c, t); }
+
+int32_t tf_scache_view_map(const tf_scache *c, int32_t *map) {
+    int64_t s_end, w_lo, P = c->n_seen;
+    visible(c, P, &s_end, &w_lo);
+    int32_t nv = (int32_t)(s_end + (P - w_lo));
+    for (int32_t i = 0; i < nv; i++) map[i] = (int32_t)slot_of(c, i < s_end ? i : w_lo + (i - s_end));
+    return nv;
+}
+
 int32_t tf_scache_view(tf_scache *c, int32_t *pos0) {
     int64_t s_end, w_lo, P = c->n_seen;
     visible(c, P, &s_end, &w_lo);

@@ -68,6 +68,12 @@ void tf_scache_skip(tf_scache *c, int64_t n);
  * longer holds the window this needs (deeper than the slack). */
 tf_status tf_scache_truncate(tf_scache *c, int64_t n, tf_err *err);
 
+/* The ring slot (sinks first) that holds sequence index t. */
+size_t tf_scache_slot(const tf_scache *c, int64_t t);
+/* The ring slots of the view a call at c->n_seen sees, in view order, into
+ * map (room for S + W); returns their count (a device builds the view from
+ * them). */
+int32_t tf_scache_view_map(const tf_scache *c, int32_t *map);
 /* Sequence index held by sink / window slot i of the current view (tests). */
 int64_t tf_scache_view_token(const tf_scache *c, int32_t i);
 
