@@ -19,6 +19,7 @@
 #include "backend/cpu/quant.h"
 #include "core/dtype.h"
 #include "kv/kv.h"
+#include "kv/retrieval.h"
 #include "sampling/sampling.h"
 #ifdef TF_HAVE_CUDA
 #include "backend/cuda/backend_cuda.h"
@@ -352,6 +353,131 @@ static void check_argmax(tf_backend *be, const char *desc) {
     dfree(be, dl), dfree(be, dout), free(l);
 }
 
+/* The retrieval cache on this backend (kv/retrieval.h over the table's rc
+ * ops; a host cache runs on the CPU's): keys stored through kv_store, chunk
+ * sums kept through appends in pieces and a rollback, then checked bit for
+ * bit against a float sum in slot order from zero of the stored keys; the
+ * selection against tf_rcache_select_ref's double scores (a chunk may differ
+ * only within a near-tie of the boundary); the gather bit for bit against the
+ * host cache's selected slots. */
+static void rc_case(tf_backend *be, const char *desc, tf_dtype type, int n_layer, int n_head, int n_head_kv, int hd,
+                    int n_slots, int chunk, int budget) {
+    const int kv_dim = n_head_kv * hd, q_dim = n_head * hd;
+    tf_kv_cache host, dev, view;
+    assert_int_equal(tf_kv_init(&host, n_layer, n_head_kv, hd, n_slots, type, &g_err), TF_OK);
+    assert_int_equal(tf_kv_init_on(&dev, be, n_layer, n_head_kv, hd, n_slots, type, "test cache", &g_err), TF_OK);
+    const size_t lay = (size_t)n_slots * kv_dim;
+    float *k = rnd(lay * n_layer, -2, 2), *v = rnd(lay * n_layer, -1, 1), *q = rnd((size_t)n_layer * q_dim, -1, 1);
+    float *dk = dbuf(be, k, sizeof(float) * lay * n_layer), *dv = dbuf(be, v, sizeof(float) * lay * n_layer);
+    int32_t zero = 0, *ds0 = dbuf(be, &zero, sizeof zero);
+    for (int il = 0; il < n_layer; il++) {
+        tf_kv_store(&host, il, 0, n_slots, k + il * lay, v + il * lay, kv_dim);
+        tf_kv_view vw = tf_kv_layer_view(&dev, il);
+        be->ops->kv_store(be, &vw, ds0, n_slots, dk + il * lay, dv + il * lay, kv_dim);
+    }
+    for (int32_t s = 0; s < n_slots; s++) host.pos[s] = dev.pos[s] = 1000 + s;
+    host.n_used = dev.n_used = n_slots;
+    tf_rcache rc;
+    tf_rcache_params p = {.chunk = chunk, .budget = budget, .recent = 2 * chunk};
+    assert_int_equal(tf_rcache_init(&rc, &dev, &p, g_pool, &g_err), TF_OK);
+    int32_t a = n_slots / 3 + 5, back = n_slots - 11;
+    tf_rcache_note_append(&rc, &dev, 0, a); /* ends inside a chunk */
+    tf_rcache_note_append(&rc, &dev, a, n_slots - a);
+    tf_rcache_truncate(&rc, &dev, back); /* a rollback, then the slots again */
+    tf_rcache_note_append(&rc, &dev, back, n_slots - back);
+    char what[160];
+    snprintf(what, sizeof what, "retrieval cache, %s, %d layers, heads %d/%d, head_dim %d, %d slots, chunk %d, "
+             "budget %d", tf_dtype_name(type), n_layer, n_head, n_head_kv, hd, n_slots, chunk, budget);
+    /* sums */
+    const int pairs = n_layer * n_head_kv, n_ch = (n_slots + chunk - 1) / chunk;
+    size_t n_sum = (size_t)pairs * rc.n_chunk_cap * hd;
+    float *sums = malloc(sizeof(float) * n_sum), *kr = malloc(sizeof(float) * hd);
+    assert_int_equal(be->ops->sync(be, what, &g_err), TF_OK);
+    assert_int_equal(be->ops->download(be, sums, rc.sum, sizeof(float) * n_sum, &g_err), TF_OK);
+    float *acc = malloc(sizeof(float) * hd);
+    for (int pr = 0; pr < pairs; pr++)
+        for (int32_t j = 0; j < n_ch; j++) {
+            for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+            for (int32_t s = j * chunk; s < (j + 1) * chunk && s < n_slots; s++) {
+                tf_kv_read(&host, pr / n_head_kv, pr % n_head_kv, s, kr, NULL);
+                for (int d = 0; d < hd; d++) acc[d] += kr[d];
+            }
+            const float *got = sums + ((size_t)pr * rc.n_chunk_cap + j) * hd;
+            if (memcmp(got, acc, sizeof(float) * hd) != 0) {
+                print_error("%s, %s: pair %d chunk %d: the sum differs from the slot-order sum\n", desc, what, pr, j);
+                fail();
+            }
+        }
+    /* selection and gather */
+    float *dq = dbuf(be, q, sizeof(float) * n_layer * q_dim);
+    assert_int_equal(tf_rcache_view_init(&view, &rc, &dev, 8, &g_err), TF_OK);
+    assert_int_equal(tf_rcache_build(&rc, &dev, dq, n_head, &view, &g_err), TF_OK);
+    assert_true(rc.n_sel > budget - chunk && rc.n_sel <= budget);
+    int32_t *sel = malloc(sizeof(int32_t) * pairs * rc.max_sel), *ref = malloc(sizeof(int32_t) * (n_ch + 1));
+    double *score = malloc(sizeof(double) * (n_ch + 1));
+    assert_int_equal(be->ops->download(be, sel, rc.sel, sizeof(int32_t) * pairs * rc.max_sel, &g_err), TF_OK);
+    size_t vb = view.bytes;
+    uint8_t *vk = malloc(vb), *vv = malloc(vb);
+    assert_int_equal(be->ops->download(be, vk, view.k, vb, &g_err), TF_OK);
+    assert_int_equal(be->ops->download(be, vv, view.v, vb, &g_err), TF_OK);
+    tf_kv_cache vh = view; /* the downloaded view, read through the host functions */
+    vh.k = vk, vh.v = vv, vh.be = NULL;
+    float *vr = malloc(sizeof(float) * hd), *hr = malloc(sizeof(float) * hd), *hv = malloc(sizeof(float) * hd),
+          *vvr = malloc(sizeof(float) * hd);
+    for (int pr = 0; pr < pairs; pr++) {
+        int il = pr / n_head_kv, h = pr % n_head_kv, n_ref = 0;
+        assert_int_equal(tf_rcache_select_ref(&host, n_slots, &p, q, n_head, il, h, ref, &n_ref, score, &g_err), TF_OK);
+        assert_int_equal(n_ref, rc.n_sel_chunks);
+        const int32_t *sp = sel + (size_t)pr * rc.max_sel;
+        double worst = INFINITY, span = 0;
+        for (int t = 0; t < n_ref; t++)
+            if (ref[t] < n_slots / chunk && !isnan(score[ref[t]]) && score[ref[t]] < worst) worst = score[ref[t]];
+        for (int32_t j = 0; j < n_slots / chunk; j++)
+            if (!isnan(score[j]) && fabs(score[j]) > span) span = fabs(score[j]);
+        for (int t = 0; t < n_ref; t++) {
+            if (t) assert_true(sp[t] > sp[t - 1]);
+            if (sp[t] != ref[t] && !(fabs(score[sp[t]] - worst) <= 1e-5 * span)) {
+                print_error("%s, %s: pair %d, chunk %d chosen (reference: %d)\n", desc, what, pr, sp[t], ref[t]);
+                fail();
+            }
+        }
+        /* the gather: view slot o holds the o-th selected slot */
+        int32_t t = 0, s0, n, o = 0;
+        while (tf_rc_next_run(sp, rc.n_sel_chunks, chunk, n_slots, &t, &s0, &n))
+            for (int32_t i = 0; i < n; i++, o++) {
+                tf_kv_read(&host, il, h, s0 + i, hr, hv);
+                tf_kv_read(&vh, il, h, o, vr, vvr);
+                if (memcmp(hr, vr, sizeof(float) * hd) != 0 || memcmp(hv, vvr, sizeof(float) * hd) != 0) {
+                    print_error("%s, %s: pair %d, view slot %d differs from slot %d\n", desc, what, pr, o, s0 + i);
+                    fail();
+                }
+                if (pr == 0) assert_int_equal(view.pos[o], 1000 + s0 + i);
+            }
+        assert_int_equal(o, rc.n_sel);
+    }
+    assert_int_equal(view.n_used, rc.n_sel);
+    tf_kv_free(&view);
+    tf_rcache_free(&rc);
+    dfree(be, dk), dfree(be, dv), dfree(be, ds0), dfree(be, dq);
+    tf_kv_free(&host);
+    tf_kv_free(&dev);
+    free(k), free(v), free(q), free(sums), free(kr), free(acc), free(sel), free(ref), free(score), free(vk), free(vv);
+    free(vr), free(hr), free(hv), free(vvr);
+}
+
+static void check_retrieval(tf_backend *be, const char *desc) {
+    const tf_dtype types[] = {TF_DTYPE_F16, TF_DTYPE_F32, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
+    int n_types = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        if (!tf_backend_supports(be, TF_OP_RC_SUMS, types[t]) || !tf_backend_supports(be, TF_OP_KV_STORE, types[t]))
+            continue;
+        n_types++;
+        rc_case(be, desc, types[t], 2, 9, 3, 64, 1000, 8, 256);  /* SmolLM2's heads */
+        rc_case(be, desc, types[t], 1, 8, 8, 128, 700, 16, 300); /* MHA, a partial chunk */
+    }
+    assert_true(n_types >= 1);
+}
+
 /* A table that claims an op has its function. */
 static void check_table(const tf_backend *be, const char *desc) {
     const tf_backend_ops *o = be->ops;
@@ -362,11 +488,13 @@ static void check_table(const tf_backend *be, const char *desc) {
         {TF_OP_ADD, (const void *)o->add},           {TF_OP_SILU_MUL, (const void *)o->silu_mul},
         {TF_OP_KV_STORE, (const void *)o->kv_store}, {TF_OP_ATTN, (const void *)o->attn},
         {TF_OP_ARGMAX, (const void *)o->argmax},     {TF_OP_GRAPH, (const void *)o->graph_begin},
+        {TF_OP_RC_SUMS, (const void *)o->rc_sums},   {TF_OP_RC_SELECT, (const void *)o->rc_select},
+        {TF_OP_RC_GATHER, (const void *)o->rc_gather},
     };
     char denied[256] = "";
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         bool typed = ops[i].op == TF_OP_EMBED || ops[i].op == TF_OP_MATMUL || ops[i].op == TF_OP_KV_STORE ||
-                     ops[i].op == TF_OP_ATTN;
+                     ops[i].op == TF_OP_ATTN || ops[i].op == TF_OP_RC_SUMS || ops[i].op == TF_OP_RC_GATHER;
         bool any = false;
         for (uint32_t t = 0; t < (typed ? TF_DTYPE_COUNT : 1); t++) any |= tf_backend_supports(be, ops[i].op, t);
         if (any && !ops[i].fn) {
@@ -393,6 +521,7 @@ static void check_backend(tf_backend *be) {
     check_embed_matmul(be, desc);
     check_attention(be, desc);
     check_argmax(be, desc);
+    check_retrieval(be, desc);
 }
 
 static void test_cpu_tables(void **state) {

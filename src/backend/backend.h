@@ -51,6 +51,9 @@ typedef enum tf_op {
     TF_OP_ATTN,      /* type: the cache's */
     TF_OP_ARGMAX,
     TF_OP_GRAPH,     /* capture and replay of a whole pass */
+    TF_OP_RC_SUMS,   /* the retrieval cache's chunk key sums; type: the cache's */
+    TF_OP_RC_SELECT, /* its choice of chunks by the newest query */
+    TF_OP_RC_GATHER, /* its copy of the chosen slots into a view; type: the cache's */
     TF_OP_COUNT
 } tf_op;
 
@@ -93,6 +96,46 @@ typedef struct tf_attn_call {
     int64_t ldo;
     void *scratch;           /* ops->attn_scratch bytes */
 } tf_attn_call;
+
+/* The retrieval cache's work over every layer of a KV cache (kv/retrieval.h
+ * says what each step means and owns the bookkeeping; the backend does the
+ * arithmetic and the copies). Layer il of the full cache C_p is full.k/v +
+ * il * full_layer_stride; pairs (layer, KV head) are independent. Chunk j is
+ * slots [j * chunk, j * chunk + chunk). */
+typedef struct tf_rc_call {
+    tf_kv_view full;          /* layer 0 of C_p */
+    size_t full_layer_stride;
+    tf_kv_view view;          /* gather: layer 0 of the view C_r */
+    size_t view_layer_stride;
+    int32_t n_layer, n_head;  /* n_head: query heads (select) */
+    int32_t chunk, n_chunk_cap, max_sel;
+    float *sums;              /* [n_layer][n_head_kv][n_chunk_cap][head_dim] f32 */
+    int32_t *sel;             /* [n_layer][n_head_kv][max_sel] chosen chunks, ascending */
+    void *scratch;            /* ops->rc_scratch bytes */
+    /* sums: every chunk overlapping [s0, s1) becomes the sum, in slot order
+     * from zero, of its keys in slots below s1 */
+    int32_t s0, s1;
+    /* select and gather: the slots [0, n_tok) the sums cover, and the plan
+     * (tf_rc_plan): n_full complete chunks, part slots of a partial one, k
+     * middle chunks chosen (-1: all), r_chunks recent ones, n_sel_chunks in all */
+    int32_t n_tok, n_full, part, k, r_chunks, n_sel_chunks, budget;
+    const float *q;           /* select: [n_layer][n_head * head_dim], the newest query after RoPE */
+} tf_rc_call;
+
+/* The runs of consecutive chunks in one selection sel[0, n_sel_chunks): from
+ * *t = 0, each call gives the next run's first slot *s and length *n (its
+ * slots below n_tok); 0 when none is left. Runs go to the view back to back. */
+static inline int tf_rc_next_run(const int32_t *sel, int32_t n_sel_chunks, int32_t chunk, int32_t n_tok, int32_t *t,
+                                 int32_t *s, int32_t *n) {
+    if (*t >= n_sel_chunks) return 0;
+    int32_t u = *t + 1;
+    while (u < n_sel_chunks && sel[u] == sel[u - 1] + 1) u++;
+    int32_t e = (sel[u - 1] + 1) * chunk;
+    *s = sel[*t] * chunk;
+    *n = (e < n_tok ? e : n_tok) - *s;
+    *t = u;
+    return 1;
+}
 
 typedef struct tf_backend tf_backend;
 
@@ -149,6 +192,16 @@ typedef struct tf_backend_ops {
     /* out[r] = argmax of row r of logits [n_rows][n_vocab] (out: a buffer);
      * NaN never wins, ties go to the lowest id. */
     void (*argmax)(tf_backend *be, int32_t *out, const float *logits, int32_t n_rows, int32_t n_vocab);
+
+    /* ---- the retrieval cache (tf_rc_call) ---- */
+    size_t (*rc_scratch)(const tf_backend *be, const tf_rc_call *c);
+    void (*rc_sums)(tf_backend *be, const tf_rc_call *c);
+    /* Per pair: the first chunk, the k middle chunks of highest score (sum of
+     * the group's queries . the chunk's key sum; ties to the lower index), the
+     * r_chunks recent complete chunks and the partial one, ascending. */
+    void (*rc_select)(tf_backend *be, const tf_rc_call *c);
+    /* Per pair: the chosen chunks' slots (below n_tok) to view slots 0, 1, ... */
+    void (*rc_gather)(tf_backend *be, const tf_rc_call *c);
 
     /* ---- graph capture (optional) ---- */
     tf_status (*graph_begin)(tf_backend *be, tf_err *err);

@@ -66,10 +66,7 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
     case LEVEL_FULL: {
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
         st = tf_forward(&L->fwd, &s->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
-        if (st == TF_OK && s->has_rc) {
-            if (s->dev) tf_spec_dev_sums(s, (int32_t)c, (int32_t)c + n);
-            else tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
-        }
+        if (st == TF_OK && s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
         break;
     }
     case LEVEL_RETRIEVAL: {
@@ -107,10 +104,7 @@ static tf_status level_truncate(tf_spec *s, int i, int64_t n) {
     switch (L->kind) {
     case LEVEL_FULL:
         tf_kv_truncate(&s->kv_p, (int32_t)n);
-        if (s->has_rc && s->dev) /* the partial chunk's sum, from its first slot */
-            tf_spec_dev_sums(s, n % s->rc.p.chunk ? (int32_t)n - 1 : (int32_t)n, (int32_t)n);
-        else if (s->has_rc)
-            tf_rcache_truncate(&s->rc, &s->kv_p, (int32_t)n);
+        if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, (int32_t)n);
         break;
     case LEVEL_RETRIEVAL:
         if (n < L->r_base) return tf_errf(&s->err, TF_ERR_INTERNAL, "retrieval rollback below its base");
@@ -191,8 +185,7 @@ static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) 
 /* Rebuild C_r from the newest target query and C_p's current contents. */
 static tf_status rebuild_retrieval(tf_spec *s, spec_level *L) {
     double t0 = now_s();
-    if (s->dev) TF_TRY(tf_spec_dev_rebuild(s, L));
-    else TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
+    TF_TRY(tf_rcache_build(&s->rc, &s->kv_p, s->q_last, s->target->hp.n_head, &L->view, &s->err));
     L->r_base = s->lv[0].n_cached;
     L->r_sel = s->rc.n_sel;
     L->view.n_used = L->r_sel;
@@ -572,15 +565,9 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     if (cfg->lookup > 0 && n > 1 && kinds[n - 1] == LEVEL_STREAMING && !draft) /* ar and retrieval ignore it */
         kinds[n - 1] = LEVEL_LOOKUP, models[n - 1] = NULL;
     s->n_levels = n;
-    if (st == TF_OK && !s->be.ops->host_memory) { /* the device's retrieval sums and streaming rings */
-        bool has_rc = false;
-        for (int i = 0; i < n; i++) has_rc |= kinds[i] == LEVEL_RETRIEVAL;
-        st = tf_spec_dev_init(s, has_rc, err);
-    }
+    if (st == TF_OK && !s->be.ops->host_memory) st = tf_spec_dev_init(s, err); /* the device's streaming rings */
     for (int i = 0; i < n && st == TF_OK; i++)
-        if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc && s->dev) {
-            s->has_rc = true; /* the device keeps the sums (tf_spec_dev_init) */
-        } else if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
+        if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
             tf_rcache_params rp = tf_rcache_default_params();
             rp.chunk = cfg->chunk;
             rp.budget = cfg->budget;
@@ -651,8 +638,7 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
         memset(&L->st, 0, sizeof L->st);
     }
     tf_kv_truncate(&s->kv_p, 0);
-    if (s->dev) tf_spec_dev_reset(s);
-    else if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, 0);
+    if (s->has_rc) tf_rcache_truncate(&s->rc, &s->kv_p, 0);
     s->n_seq = s->n_emitted = 0;
     s->passes_since_rebuild = 0;
     controllers_init(s);

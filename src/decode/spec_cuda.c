@@ -1,5 +1,6 @@
 /*
- * spec_cuda.c — the device side of the decoding levels (see spec_cuda.h).
+ * spec_cuda.c — the device side of the decoding levels: the streaming ring
+ * (see spec_cuda.h).
  */
 #include "decode/spec_cuda.h"
 
@@ -20,36 +21,15 @@ typedef struct dev_level {
 } dev_level;
 
 struct tf_spec_dev {
-    tf_cuda *cu;            /* s->be's device */
-    /* C_r's chunk sums and selection */
-    float *sums;
-    int32_t *sel_d;
-    void *sel_scratch;
-    int32_t n_chunk_cap, max_sel, r_chunks, rc_n_tok;
+    tf_cuda *cu; /* s->be's device */
     dev_level lv[TF_SPEC_MAX_LEVELS];
 };
 
-tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, tf_err *err) {
+tf_status tf_spec_dev_init(tf_spec *s, tf_err *err) {
     tf_spec_dev *d = tf_calloc(sizeof *d);
     if (!d) return tf_errf(err, TF_ERR_NOMEM, "device decoder: out of memory");
     s->dev = d;
     d->cu = tf_backend_cuda_device(&s->be);
-    if (!has_rc) return TF_OK;
-    const tf_hparams *hp = &s->target->hp;
-    tf_rcache_params rp = {.chunk = s->cfg.chunk, .budget = s->cfg.budget, .recent = s->cfg.recent};
-    TF_TRY(tf_rcache_check_params(&rp, err));
-    s->rc.p = rp; /* the host reads the plan's parameters; the sums live here */
-    int32_t c = rp.chunk, pairs = hp->n_layer * hp->n_head_kv;
-    d->n_chunk_cap = (s->kv_p.n_slots + c - 1) / c;
-    d->r_chunks = (rp.recent + c - 1) / c;
-    int32_t sel_chunks = (rp.budget + c - 1) / c;
-    d->max_sel = sel_chunks < d->n_chunk_cap ? sel_chunks : d->n_chunk_cap;
-    TF_TRY(tf_cuda_malloc(d->cu, (void **)&d->sums, sizeof(float) * (size_t)pairs * d->n_chunk_cap * hp->head_dim,
-                          "chunk key sums", err));
-    TF_TRY(tf_cuda_malloc(d->cu, (void **)&d->sel_d, sizeof(int32_t) * (size_t)pairs * d->max_sel,
-                          "the chunk selection", err));
-    TF_TRY(tf_cuda_malloc(d->cu, &d->sel_scratch, tf_cuda_select_scratch(pairs, d->n_chunk_cap), "chunk scores",
-                          err));
     return TF_OK;
 }
 
@@ -105,13 +85,9 @@ void tf_spec_dev_free(tf_spec *s) {
         if (d->lv[i].ring_k) s->be.ops->free(&s->be, d->lv[i].ring_k);
         if (d->lv[i].ring_v) s->be.ops->free(&s->be, d->lv[i].ring_v);
     }
-    void *ps[] = {d->sums, d->sel_d, d->sel_scratch};
-    for (int j = 0; j < 3; j++) tf_cuda_mfree(d->cu, ps[j]);
     tf_free(d);
     s->dev = NULL;
 }
-
-void tf_spec_dev_reset(tf_spec *s) { s->dev->rc_n_tok = 0; }
 
 tf_status tf_spec_dev_stream_forward(tf_spec *s, spec_level *L, const int32_t *toks, int32_t n, int32_t logits_from) {
     dev_level *D = &s->dev->lv[L - s->lv];
@@ -132,45 +108,16 @@ tf_status tf_spec_dev_stream_forward(tf_spec *s, spec_level *L, const int32_t *t
     return TF_OK;
 }
 
-void tf_spec_dev_sums(tf_spec *s, int32_t s0, int32_t s1) {
-    tf_spec_dev *d = s->dev;
-    const tf_hparams *hp = &s->target->hp;
-    if (s1 > s0)
-        tf_cuda_chunk_sums(d->cu, d->sums, (const uint16_t *)s->kv_p.k, hp->n_layer * hp->n_head_kv, s->kv_p.n_slots,
-                           hp->head_dim, s->rc.p.chunk, d->n_chunk_cap, s0, s1);
-    d->rc_n_tok = s1;
-}
-
-tf_status tf_spec_dev_rebuild(tf_spec *s, spec_level *L) {
-    tf_spec_dev *d = s->dev;
-    const tf_hparams *hp = &s->target->hp;
-    if (d->rc_n_tok != s->kv_p.n_used)
-        return tf_errf(&s->err, TF_ERR_INTERNAL, "device chunk sums cover %d slots, C_p holds %d", d->rc_n_tok,
-                       s->kv_p.n_used);
-    int32_t n_sel_chunks = 0, n_sel = 0;
-    tf_cuda_chunk_select(d->cu, d->sel_d, d->sel_scratch, d->sums, s->q_last, hp->n_layer, hp->n_head,
-                         hp->n_head_kv, hp->head_dim, d->n_chunk_cap, s->rc.p.chunk, d->rc_n_tok, s->rc.p.budget,
-                         d->r_chunks, d->max_sel, &n_sel_chunks, &n_sel);
-    tf_cuda_gather(d->cu, (uint16_t *)L->view.k, (uint16_t *)L->view.v, L->view.n_slots, (const uint16_t *)s->kv_p.k,
-                   (const uint16_t *)s->kv_p.v, s->kv_p.n_slots, hp->n_layer * hp->n_head_kv, hp->head_dim, d->sel_d,
-                   d->max_sel, n_sel_chunks, s->rc.p.chunk, d->rc_n_tok);
-    TF_TRY(tf_cuda_check(d->cu, "the retrieval cache rebuild", &s->err));
-    s->rc.n_sel = n_sel;
-    s->rc.n_sel_chunks = n_sel_chunks;
-    return TF_OK;
-}
-
 #else /* no CUDA: never called (s->dev stays NULL), defined so spec.c needs no #ifdef */
 
 static tf_status no_cuda(tf_err *err) {
     return tf_errf(err, TF_ERR_UNSUPPORTED, "this build has no CUDA backend (rebuild with `make CUDA=1`)");
 }
-tf_status tf_spec_dev_init(tf_spec *s, bool has_rc, tf_err *err) {
-    (void)s, (void)has_rc;
+tf_status tf_spec_dev_init(tf_spec *s, tf_err *err) {
+    (void)s;
     return no_cuda(err);
 }
 void tf_spec_dev_free(tf_spec *s) { (void)s; }
-void tf_spec_dev_reset(tf_spec *s) { (void)s; }
 tf_status tf_spec_dev_stream_init(tf_spec *s, spec_level *L, int32_t n_batch, int32_t rows, int32_t *n_extra,
                                   tf_err *err) {
     (void)s, (void)L, (void)n_batch, (void)rows, (void)n_extra;
@@ -179,11 +126,6 @@ tf_status tf_spec_dev_stream_init(tf_spec *s, spec_level *L, int32_t n_batch, in
 void tf_spec_dev_stream_bind(tf_spec *s, spec_level *L) { (void)s, (void)L; }
 tf_status tf_spec_dev_stream_forward(tf_spec *s, spec_level *L, const int32_t *toks, int32_t n, int32_t logits_from) {
     (void)L, (void)toks, (void)n, (void)logits_from;
-    return no_cuda(&s->err);
-}
-void tf_spec_dev_sums(tf_spec *s, int32_t s0, int32_t s1) { (void)s, (void)s0, (void)s1; }
-tf_status tf_spec_dev_rebuild(tf_spec *s, spec_level *L) {
-    (void)L;
     return no_cuda(&s->err);
 }
 

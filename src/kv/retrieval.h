@@ -31,13 +31,19 @@
  * gets the positions of layer 0, KV head 0's selection. Attention does not
  * read positions (keys are stored already rotated), so they are informational.
  *
+ * This module keeps the bookkeeping (what the sums cover, the plan of a
+ * selection, the view's positions); the sums, selection and gather are ops
+ * of the backend C_p lives on (tf_rc_call in backend/backend.h), so the
+ * same code serves a cache on the CPU or on a device.
+ *
  * Everything is reserved by tf_rcache_init for C_p's capacity; nothing
- * allocates afterwards. A tf_rcache is used by one thread at a time; its work
- * is spread over the pool given at init.
+ * allocates afterwards. A tf_rcache is used by one thread at a time; on the
+ * CPU its work is spread over the pool given at init.
  */
 #ifndef TF_KV_RETRIEVAL_H
 #define TF_KV_RETRIEVAL_H
 
+#include "backend/backend.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kv/kv.h"
@@ -69,23 +75,26 @@ typedef struct tf_rcache {
     int32_t r_chunks;     /* complete chunks of the recent window: ceil(recent / c) */
     int32_t max_sel;      /* most chunks one selection holds */
     int32_t n_tok;        /* slots [0, n_tok) of C_p the sums cover */
-    float *sum;           /* [n_layer][n_head_kv][n_chunk_cap][head_dim] chunk key sums */
-    int32_t *sel;         /* [n_layer][n_head_kv][max_sel] selected chunks, ascending */
+    float *sum;           /* [n_layer][n_head_kv][n_chunk_cap][head_dim] chunk key sums (backend memory) */
+    int32_t *sel;         /* [n_layer][n_head_kv][max_sel] selected chunks, ascending (backend memory) */
     int32_t n_sel_chunks; /* chunks in every head's selection (last select) */
     int32_t n_sel;        /* slots in every head's selection (last select) */
     int32_t sel_n_tok;    /* n_tok the last selection was made for; -1: none yet */
-    tf_pool *pool;        /* not owned; NULL: the caller's thread does all */
-    int n_thread;
-    uint8_t *scratch;     /* [n_thread][scratch_stride] selection scratch */
-    size_t scratch_stride;
+    tf_backend *be;       /* where the sums, selection and scratch live: full's backend */
+    tf_backend own_be;    /* for a host cache (full->be NULL): a CPU backend on the pool */
+    void *scratch;        /* the backend's rc_scratch */
+    int32_t *sel0_h;      /* [max_sel] host copy of the first pair's selection (a device's) */
     size_t bytes;         /* total reserved */
 } tf_rcache;
 
-/* Reserve a retrieval cache for the full cache `full` (its shape and capacity;
- * its contents are not read: call tf_rcache_note_append for tokens already
- * stored). pool (may be NULL) must outlive rc. Fails with TF_ERR_INVALID_ARG
- * for bad params, TF_ERR_NOMEM if memory cannot be reserved; rc is then
- * zeroed and tf_rcache_free on it is a no-op. */
+/* Reserve a retrieval cache for the full cache `full` (its shape, capacity
+ * and backend; its contents are not read: call tf_rcache_note_append for
+ * tokens already stored). For a host cache (full->be NULL) the work runs on
+ * pool (may be NULL: one thread), which must outlive rc; for a cache on a
+ * device, on that device. Fails with TF_ERR_INVALID_ARG for bad params,
+ * TF_ERR_UNSUPPORTED if the backend lacks an op for the cache's type,
+ * TF_ERR_NOMEM if memory cannot be reserved; rc is then zeroed and
+ * tf_rcache_free on it is a no-op. */
 tf_status tf_rcache_init(tf_rcache *rc, const tf_kv_cache *full, const tf_rcache_params *p, tf_pool *pool,
                          tf_err *err);
 void tf_rcache_free(tf_rcache *rc);
@@ -138,7 +147,8 @@ tf_status tf_rcache_build(tf_rcache *rc, const tf_kv_cache *full, const float *q
 void tf_rcache_copy_slots(tf_kv_cache *dst, int32_t dst_slot, const tf_kv_cache *src, int32_t src_slot, int32_t n);
 
 /* The sum of chunk j's keys (head_dim floats) for layer il, KV head h;
- * meaningful for chunks overlapping [0, n_tok). */
+ * meaningful for chunks overlapping [0, n_tok). Host caches only (as the
+ * selection below). */
 static inline const float *tf_rcache_chunk_sum(const tf_rcache *rc, int il, int h, int32_t j) {
     return rc->sum + (((size_t)il * rc->n_head_kv + h) * rc->n_chunk_cap + j) * rc->head_dim;
 }

@@ -8,6 +8,7 @@
 #include "backend/cpu/attn.h"
 #include "backend/cpu/kv_layout.h"
 #include "backend/cpu/ops.h"
+#include "backend/cpu/retrieval_cpu.h"
 #include "core/mem.h"
 
 #include <math.h>
@@ -35,6 +36,8 @@ static bool cpu_supports(const tf_backend *be, tf_op op, uint32_t type) {
         return type < TF_DTYPE_COUNT && k->dequantize[type] != NULL && k->vec_dot[type] != NULL;
     }
     case TF_OP_KV_STORE:
+    case TF_OP_RC_SUMS:
+    case TF_OP_RC_GATHER:
     case TF_OP_ATTN: return type == TF_DTYPE_F32 || type == TF_DTYPE_F16 || tf_kv_layout_quantized(type);
     case TF_OP_GRAPH: return false;
     case TF_OP_COUNT: return false;
@@ -162,6 +165,13 @@ static void cpu_argmax(tf_backend *be, int32_t *out, const float *logits, int32_
     }
 }
 
+static size_t cpu_rc_scratch(const tf_backend *be, const tf_rc_call *c) {
+    return tf_cpu_rc_scratch(c, tf_pool_size(ctx_of(be)->pool));
+}
+static void cpu_rc_sums(tf_backend *be, const tf_rc_call *c) { tf_cpu_rc_sums(c, ctx_of(be)->pool); }
+static void cpu_rc_select(tf_backend *be, const tf_rc_call *c) { tf_cpu_rc_select(c, ctx_of(be)->pool); }
+static void cpu_rc_gather(tf_backend *be, const tf_rc_call *c) { tf_cpu_rc_gather(c, ctx_of(be)->pool); }
+
 static const tf_backend_ops k_cpu_ops = {
     .name = "cpu",
     .host_memory = true,
@@ -192,6 +202,10 @@ static const tf_backend_ops k_cpu_ops = {
     .attn_scratch = cpu_attn_scratch,
     .attn = cpu_attn,
     .argmax = cpu_argmax,
+    .rc_scratch = cpu_rc_scratch,
+    .rc_sums = cpu_rc_sums,
+    .rc_select = cpu_rc_select,
+    .rc_gather = cpu_rc_gather,
 };
 
 tf_status tf_backend_cpu_init(tf_backend *be, tf_pool *pool, tf_isa isa, tf_err *err) {

@@ -24,6 +24,8 @@ static bool cuda_supports(const tf_backend *be, tf_op op, uint32_t type) {
     case TF_OP_EMBED:
     case TF_OP_MATMUL: return tf_cuda_mat_type_ok(type) != 0;
     case TF_OP_KV_STORE:
+    case TF_OP_RC_SUMS:
+    case TF_OP_RC_GATHER:
     case TF_OP_ATTN: return type == TF_DTYPE_F16;
     case TF_OP_ROPE_NEOX: /* rotate-half pairs: no kernel yet (nor in the streaming view) */
     case TF_OP_ADD_BIAS:  /* q/k/v biases: no kernel yet */
@@ -172,6 +174,29 @@ static void cuda_graph_free(tf_backend *be, void *graph) {
     tf_cuda_graph_free(graph);
 }
 
+/* The retrieval cache: pairs (layer, KV head) lie back to back in the device's
+ * row-major f16 layout, n_slots rows of head_dim per pair. */
+static size_t cuda_rc_scratch(const tf_backend *be, const tf_rc_call *c) {
+    (void)be;
+    return tf_cuda_select_scratch(c->n_layer * c->full.n_head_kv, c->n_chunk_cap);
+}
+static void cuda_rc_sums(tf_backend *be, const tf_rc_call *c) {
+    tf_cuda_chunk_sums(cu_of(be), c->sums, (const uint16_t *)c->full.k, c->n_layer * c->full.n_head_kv,
+                       tf_kv_view_slots(&c->full), c->full.lay.head_dim, c->chunk, c->n_chunk_cap, c->s0, c->s1);
+}
+static void cuda_rc_select(tf_backend *be, const tf_rc_call *c) {
+    int32_t n_sel_chunks = 0, n_sel = 0; /* the plan's, known to the caller */
+    tf_cuda_chunk_select(cu_of(be), c->sel, c->scratch, c->sums, c->q, c->n_layer, c->n_head, c->full.n_head_kv,
+                         c->full.lay.head_dim, c->n_chunk_cap, c->chunk, c->n_tok, c->budget, c->r_chunks, c->max_sel,
+                         &n_sel_chunks, &n_sel);
+}
+static void cuda_rc_gather(tf_backend *be, const tf_rc_call *c) {
+    tf_cuda_gather(cu_of(be), (uint16_t *)c->view.k, (uint16_t *)c->view.v, tf_kv_view_slots(&c->view),
+                   (const uint16_t *)c->full.k, (const uint16_t *)c->full.v, tf_kv_view_slots(&c->full),
+                   c->n_layer * c->full.n_head_kv, c->full.lay.head_dim, c->sel, c->max_sel, c->n_sel_chunks, c->chunk,
+                   c->n_tok);
+}
+
 static const tf_backend_ops k_cuda_ops = {
     .name = "cuda",
     .host_memory = false,
@@ -202,6 +227,10 @@ static const tf_backend_ops k_cuda_ops = {
     .attn_scratch = cuda_attn_scratch,
     .attn = cuda_attn,
     .argmax = cuda_argmax,
+    .rc_scratch = cuda_rc_scratch,
+    .rc_sums = cuda_rc_sums,
+    .rc_select = cuda_rc_select,
+    .rc_gather = cuda_rc_gather,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
