@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "kv/kv.h"
 #include "kv/retrieval.h"
+#include "kv/streaming.h"
 #include "sampling/sampling.h"
 #ifdef TF_HAVE_CUDA
 #include "backend/cuda/backend_cuda.h"
@@ -478,6 +479,96 @@ static void check_retrieval(tf_backend *be, const char *desc) {
     assert_true(n_types >= 1);
 }
 
+/* The streaming cache on this backend (kv/streaming.h over the table's ring
+ * ops): rows appended through ring_append in random batches with rollbacks,
+ * and after each step the view built by ring_view against a double-precision
+ * reference: the sinks and the window's tokens in order, each key rotated at
+ * its view slot, each value as appended. */
+static void ring_case(tf_backend *be, const char *desc, tf_dtype type, int n_rot) {
+    enum { NL = 2, NKV = 2, HD = 64, KVD = NKV * HD, S = 4, W = 20, SLACK = 6, NB = 8, T = 90 };
+    float freq[HD / 2];
+    for (int i = 0; i < n_rot / 2; i++) freq[i] = powf(10000.0f, -2.0f * (float)i / (float)n_rot);
+    float *dfreq = dbuf(be, freq, sizeof freq);
+    tf_scache sc;
+    assert_int_equal(tf_scache_init_on(&sc, be, NL, NKV, HD, n_rot, false, dfreq, 1.0f, S, W, SLACK, NB, type, &g_err),
+                     TF_OK);
+    float *ref_k = malloc(sizeof(float) * NL * T * KVD), *ref_v = malloc(sizeof(float) * NL * T * KVD);
+    float *cap_k = malloc(sizeof(float) * NL * NB * KVD), *cap_v = malloc(sizeof(float) * NL * NB * KVD);
+    float *dk = dbuf(be, NULL, sizeof(float) * NL * NB * KVD), *dv = dbuf(be, NULL, sizeof(float) * NL * NB * KVD);
+    uint8_t *vk = malloc(sc.view.bytes), *vv = malloc(sc.view.bytes);
+    float kr[HD], vr[HD];
+    char what[128];
+    snprintf(what, sizeof what, "streaming ring, %s view, n_rot %d", tf_dtype_name(type), n_rot);
+    double num = 0, den = 0;
+    int views = 0;
+    while (sc.n_seen < T - NB) {
+        int n = 1 + (int)(tf_rng_next(&g_rng) % NB);
+        tu_fill_uniform(&g_rng, cap_k, (size_t)NL * NB * KVD, -1, 1);
+        tu_fill_uniform(&g_rng, cap_v, (size_t)NL * NB * KVD, -1, 1);
+        for (int il = 0; il < NL; il++)
+            for (int i = 0; i < n; i++) {
+                memcpy(ref_k + ((size_t)il * T + sc.n_seen + i) * KVD, cap_k + ((size_t)il * NB + i) * KVD, sizeof(float) * KVD);
+                memcpy(ref_v + ((size_t)il * T + sc.n_seen + i) * KVD, cap_v + ((size_t)il * NB + i) * KVD, sizeof(float) * KVD);
+            }
+        assert_int_equal(be->ops->upload(be, dk, cap_k, sizeof(float) * NL * NB * KVD, &g_err), TF_OK);
+        assert_int_equal(be->ops->upload(be, dv, cap_v, sizeof(float) * NL * NB * KVD, &g_err), TF_OK);
+        assert_int_equal(tf_scache_append(&sc, dk, dv, n, NB, &g_err), TF_OK);
+        if (n > 2 && tf_rng_next(&g_rng) % 3 == 0) /* a rollback within the slack */
+            assert_int_equal(tf_scache_truncate(&sc, sc.n_seen - 2, &g_err), TF_OK);
+        int32_t slot0, pos0;
+        assert_int_equal(tf_scache_view(&sc, &slot0, &pos0, &g_err), TF_OK);
+        assert_int_equal(sc.view.n_used, slot0);
+        assert_int_equal(be->ops->sync(be, what, &g_err), TF_OK);
+        assert_int_equal(be->ops->download(be, vk, sc.view.k, sc.view.bytes, &g_err), TF_OK);
+        assert_int_equal(be->ops->download(be, vv, sc.view.v, sc.view.bytes, &g_err), TF_OK);
+        tf_kv_cache vh = sc.view;
+        vh.k = vk, vh.v = vv, vh.be = NULL;
+        for (int32_t i = 0; i < slot0; i++) {
+            int64_t t = tf_scache_view_token(&sc, i);
+            for (int il = 0; il < NL; il++)
+                for (int h = 0; h < NKV; h++) {
+                    tf_kv_read(&vh, il, h, i, kr, vr);
+                    const float *k = ref_k + ((size_t)il * T + t) * KVD + h * HD, *v = ref_v + ((size_t)il * T + t) * KVD + h * HD;
+                    for (int d = 0; d < HD; d++) {
+                        double want = k[d];
+                        if (d < n_rot) {
+                            int a = d & ~1, b = a + 1;
+                            double th = (double)i * freq[a / 2], cs = cos(th), sn = sin(th);
+                            want = d == a ? k[a] * cs - k[b] * sn : k[a] * sn + k[b] * cs;
+                        }
+                        num += (kr[d] - want) * (kr[d] - want) + (vr[d] - v[d]) * (vr[d] - v[d]);
+                        den += want * want + (double)v[d] * v[d];
+                        if (!isfinite(kr[d]) || !isfinite(vr[d])) {
+                            print_error("%s, %s: NaN or Inf in view slot %d\n", desc, what, i);
+                            fail();
+                        }
+                    }
+                }
+        }
+        views++;
+    }
+    double nmse = num / den, bound = type == TF_DTYPE_F32 ? 1e-12 : 1e-6;
+    if (nmse > bound) {
+        print_error("%s, %s: NMSE %g > %g over %d views\n", desc, what, nmse, bound, views);
+        fail();
+    }
+    tf_scache_free(&sc);
+    dfree(be, dfreq), dfree(be, dk), dfree(be, dv);
+    free(ref_k), free(ref_v), free(cap_k), free(cap_v), free(vk), free(vv);
+}
+
+static void check_ring(tf_backend *be, const char *desc) {
+    const tf_dtype types[] = {TF_DTYPE_F16, TF_DTYPE_F32};
+    int n_types = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        if (!tf_backend_supports(be, TF_OP_RING, types[t])) continue;
+        n_types++;
+        ring_case(be, desc, types[t], 64);
+        ring_case(be, desc, types[t], 32); /* partial rotation */
+    }
+    assert_true(n_types >= 1);
+}
+
 /* A table that claims an op has its function. */
 static void check_table(const tf_backend *be, const char *desc) {
     const tf_backend_ops *o = be->ops;
@@ -489,12 +580,12 @@ static void check_table(const tf_backend *be, const char *desc) {
         {TF_OP_KV_STORE, (const void *)o->kv_store}, {TF_OP_ATTN, (const void *)o->attn},
         {TF_OP_ARGMAX, (const void *)o->argmax},     {TF_OP_GRAPH, (const void *)o->graph_begin},
         {TF_OP_RC_SUMS, (const void *)o->rc_sums},   {TF_OP_RC_SELECT, (const void *)o->rc_select},
-        {TF_OP_RC_GATHER, (const void *)o->rc_gather},
+        {TF_OP_RC_GATHER, (const void *)o->rc_gather}, {TF_OP_RING, (const void *)o->ring_view},
     };
     char denied[256] = "";
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         bool typed = ops[i].op == TF_OP_EMBED || ops[i].op == TF_OP_MATMUL || ops[i].op == TF_OP_KV_STORE ||
-                     ops[i].op == TF_OP_ATTN || ops[i].op == TF_OP_RC_SUMS || ops[i].op == TF_OP_RC_GATHER;
+                     ops[i].op == TF_OP_ATTN || ops[i].op == TF_OP_RC_SUMS || ops[i].op == TF_OP_RC_GATHER || ops[i].op == TF_OP_RING;
         bool any = false;
         for (uint32_t t = 0; t < (typed ? TF_DTYPE_COUNT : 1); t++) any |= tf_backend_supports(be, ops[i].op, t);
         if (any && !ops[i].fn) {
@@ -522,6 +613,7 @@ static void check_backend(tf_backend *be) {
     check_attention(be, desc);
     check_argmax(be, desc);
     check_retrieval(be, desc);
+    check_ring(be, desc);
 }
 
 static void test_cpu_tables(void **state) {

@@ -1027,10 +1027,11 @@ static void streaming_equals_full(const tf_model *m) {
     for (int32_t t = 0; t < N; t++) {
         int32_t tok = 3 + (t * 37 + 11) % 256, pos0;
         assert_int_equal(tf_forward(&ff, &kv, &tok, &t, 1, t, NULL, 0, &err), TF_OK);
-        int32_t slot0 = tf_scache_view(&sc, &pos0);
+        int32_t slot0;
+        assert_int_equal(tf_scache_view(&sc, &slot0, &pos0, &err), TF_OK);
         assert_int_equal(pos0, t); /* nothing evicted: logical position = position */
         assert_int_equal(tf_forward(&fs, &sc.view, &tok, &pos0, 1, slot0, NULL, 0, &err), TF_OK);
-        tf_scache_append(&sc, fs.cap_k, fs.cap_v, 1, 1);
+        assert_int_equal(tf_scache_append(&sc, fs.cap_k, fs.cap_v, 1, 1, &err), TF_OK);
         for (int32_t v = 0; v < hp->n_vocab; v++) {
             double a = ff.logits[v], b = fs.logits[v];
             num += (a - b) * (a - b);

@@ -18,8 +18,9 @@ enum { L = 2, HKV = 2, HD = 8, KVD = HKV * HD, ROT = 8, MAXT = 400 };
 static float ref_k[L][MAXT][KVD], ref_v[L][MAXT][KVD];
 
 static void check_view(tf_scache *c, int S, int W) {
-    int32_t pos0;
-    int32_t nv = tf_scache_view(c, &pos0);
+    int32_t pos0, nv;
+    tf_err err = {0};
+    assert_int_equal(tf_scache_view(c, &nv, &pos0, &err), TF_OK);
     int64_t P = c->n_seen;
     int64_t s_end = P < S ? P : S, w_lo = P - W > S ? P - W : S;
     if (w_lo > P) w_lo = P;
@@ -68,7 +69,8 @@ static void append(tf_scache *c, tf_rng *rng, int n) {
             memcpy(ref_k[il][c->n_seen + i], k[il][i], sizeof k[il][i]);
             memcpy(ref_v[il][c->n_seen + i], v[il][i], sizeof v[il][i]);
         }
-    tf_scache_append(c, &k[0][0][0], &v[0][0][0], n, 8);
+    tf_err err = {0};
+    assert_int_equal(tf_scache_append(c, &k[0][0][0], &v[0][0][0], n, 8, &err), TF_OK);
 }
 
 static void test_append_rollback_vs_reference(void **state) {

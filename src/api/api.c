@@ -222,7 +222,7 @@ tf_status tf_context_init_on(tf_context **out, const tf_model *m, const tf_conte
     if (st == TF_OK)
         st = tf_kv_init_on(&c->kv, &c->be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
                            tf_kv_type_on(&c->be, tf_kv_type_dtype(p->kv_type)), "a KV cache", &err);
-    if (st == TF_OK) st = tf_fwd_init_on(&c->fwd, &c->w, p->n_batch, n_logits, c->kv.n_slots, 0, &err);
+    if (st == TF_OK) st = tf_fwd_init_on(&c->fwd, &c->w, p->n_batch, n_logits, c->kv.n_slots, &err);
     if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))
         st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");
     if (st == TF_OK && !c->be.ops->host_memory &&

@@ -54,6 +54,7 @@ typedef enum tf_op {
     TF_OP_RC_SUMS,   /* the retrieval cache's chunk key sums; type: the cache's */
     TF_OP_RC_SELECT, /* its choice of chunks by the newest query */
     TF_OP_RC_GATHER, /* its copy of the chosen slots into a view; type: the cache's */
+    TF_OP_RING,      /* the streaming cache's ring: view and append; type: the view's */
     TF_OP_COUNT
 } tf_op;
 
@@ -137,6 +138,28 @@ static inline int tf_rc_next_run(const int32_t *sel, int32_t n_sel_chunks, int32
     return 1;
 }
 
+/* The streaming cache's ring (kv/streaming.h): keys before RoPE and values,
+ * f32 [n_layer][ring_slots][kv_dim] in backend memory, and the attention view
+ * built from it. Inputs that change per pass (nv, map, dst) are buffers. */
+typedef struct tf_ring_call {
+    float *ring_k, *ring_v;
+    int32_t n_layer, ring_slots;
+    tf_kv_view view;           /* layer 0 of the view */
+    size_t view_layer_stride;
+    /* ring_view: view slot i < *nv (at most nv_max) takes ring slot map[i],
+     * its key rotated at position i; rope holds positions 0 .. rope.n - 1
+     * (rope.n >= nv_max) with its table, prepared once */
+    const int32_t *nv, *map;
+    int32_t nv_max;
+    tf_rope_pass rope;
+    /* ring_append: rows [0, n) of cap_k / cap_v ([n_layer][ld_rows][kv_dim])
+     * to ring slots dst[0, n) */
+    const float *cap_k, *cap_v;
+    int32_t ld_rows, n;
+    const int32_t *dst;
+    void *scratch;             /* ops->ring_scratch bytes */
+} tf_ring_call;
+
 typedef struct tf_backend tf_backend;
 
 typedef struct tf_backend_ops {
@@ -202,6 +225,11 @@ typedef struct tf_backend_ops {
     void (*rc_select)(tf_backend *be, const tf_rc_call *c);
     /* Per pair: the chosen chunks' slots (below n_tok) to view slots 0, 1, ... */
     void (*rc_gather)(tf_backend *be, const tf_rc_call *c);
+
+    /* ---- the streaming cache's ring (tf_ring_call) ---- */
+    size_t (*ring_scratch)(const tf_backend *be, const tf_ring_call *c);
+    void (*ring_view)(tf_backend *be, const tf_ring_call *c);
+    void (*ring_append)(tf_backend *be, const tf_ring_call *c);
 
     /* ---- graph capture (optional) ---- */
     tf_status (*graph_begin)(tf_backend *be, tf_err *err);

@@ -16,7 +16,6 @@
 
 #include "core/mem.h"
 #include "decode/lookup.h"
-#include "decode/spec_cuda.h"
 
 #include <math.h>
 #include <string.h>
@@ -80,15 +79,11 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
     }
     case LEVEL_STREAMING: {
         if (L->sc.n_seen != c) return tf_errf(&s->err, TF_ERR_INTERNAL, "streaming cache out of step");
-        if (s->dev) {
-            st = tf_spec_dev_stream_forward(s, L, toks, n, logits_from);
-            break;
-        }
-        int32_t pos0;
-        int32_t slot0 = tf_scache_view(&L->sc, &pos0);
+        int32_t slot0, pos0;
+        TF_TRY(tf_scache_view(&L->sc, &slot0, &pos0, &s->err));
         for (int32_t j = 0; j < n; j++) L->pos[j] = pos0 + j;
         st = tf_forward(&L->fwd, &L->sc.view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
-        if (st == TF_OK) tf_scache_append(&L->sc, L->fwd.cap_k, L->fwd.cap_v, n, L->fwd.n_batch);
+        if (st == TF_OK) st = tf_scache_append(&L->sc, L->fwd.cap_k, L->fwd.cap_v, n, L->fwd.n_batch, &s->err);
         break;
     }
     case LEVEL_LOOKUP: return tf_errf(&s->err, TF_ERR_INTERNAL, "a lookup level has no forward pass");
@@ -464,8 +459,9 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
     L->kind = kind;
     L->m = m;
     L->accept_ewma = 1.0f;
-    int32_t n_batch = rows, n_kv = c->n_ctx, n_extra = 0;
+    int32_t n_batch = rows, n_kv = c->n_ctx;
     if (kind == LEVEL_LOOKUP) return level_alloc_host(s, L, NULL, 1, err); /* no forward, no cache */
+    const tf_bweights *w = m == s->target || !s->wd.m ? &s->wt : &s->wd;
     if (kind == LEVEL_FULL) {
         n_batch = c->n_batch > rows ? c->n_batch : rows;
         n_kv = s->kv_p.n_slots;
@@ -475,22 +471,17 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
         n_kv = L->view.n_slots;
     } else {
         n_batch = rows + 2 > 64 ? rows + 2 : 64;
-        if (s->dev)
-            TF_TRY(tf_spec_dev_stream_init(s, L, n_batch, rows, &n_extra, err));
-        else
-            TF_TRY(tf_scache_init(&L->sc, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot,
-                                  m->hp.rope_neox, m->rope_freq, m->rope_mscale, c->sinks, c->window, 2 * rows + 8,
-                                  n_batch, c->kv_type, err));
+        TF_TRY(tf_scache_init_on(&L->sc, be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot,
+                                 m->hp.rope_neox, w->rope_freq, m->rope_mscale, c->sinks, c->window, 2 * rows + 8,
+                                 n_batch, tf_kv_type_on(be, c->kv_type), err));
         n_kv = L->sc.view.n_slots;
     }
-    const tf_bweights *w = m == s->target || !s->wd.m ? &s->wt : &s->wd;
-    TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, n_extra, err));
+    TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, err));
     L->fwd.use_graphs = kind != LEVEL_FULL; /* where the backend has graphs: the small, repeated passes */
     if (kind == LEVEL_STREAMING) {
         size_t cap = sizeof(float) * (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
         TF_TRY(be->ops->alloc(be, (void **)&L->fwd.cap_k, cap, "the streaming level's captured keys", err));
         TF_TRY(be->ops->alloc(be, (void **)&L->fwd.cap_v, cap, "the streaming level's captured values", err));
-        if (s->dev) tf_spec_dev_stream_bind(s, L);
     }
     return level_alloc_host(s, L, m, n_batch, err);
 }
@@ -565,7 +556,6 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     if (cfg->lookup > 0 && n > 1 && kinds[n - 1] == LEVEL_STREAMING && !draft) /* ar and retrieval ignore it */
         kinds[n - 1] = LEVEL_LOOKUP, models[n - 1] = NULL;
     s->n_levels = n;
-    if (st == TF_OK && !s->be.ops->host_memory) st = tf_spec_dev_init(s, err); /* the device's streaming rings */
     for (int i = 0; i < n && st == TF_OK; i++)
         if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
             tf_rcache_params rp = tf_rcache_default_params();
@@ -605,7 +595,6 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
 }
 
 void tf_spec_free(tf_spec *s) {
-    tf_spec_dev_free(s);
     for (int i = 0; i < TF_SPEC_MAX_LEVELS; i++) level_free(s, &s->lv[i]);
     if (s->has_rc) tf_rcache_free(&s->rc);
     tf_kv_free(&s->kv_p);
@@ -707,7 +696,7 @@ static int64_t lower_prefill_tokens(const tf_spec *s, int64_t P) {
 
 tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn progress, void *ud) {
     tf_err_clear(&s->err);
-    if (s->dev || src->dev)
+    if (!s->be.ops->host_memory || !src->be.ops->host_memory)
         return tf_errf(&s->err, TF_ERR_UNSUPPORTED, "prefill from another decoder: CPU decoders only");
     if (s->n_seq != 0) return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill: the decoder already holds a sequence");
     if (src->target != s->target)
@@ -743,7 +732,7 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
     if (n_reused) *n_reused = 0;
     int32_t C = 0;
     const int32_t nb = s->lv[0].fwd.n_batch;
-    if (src && !s->dev && !src->dev && src->target == s->target && src->kv_p.type == s->kv_p.type &&
+    if (src && s->be.ops->host_memory && src->be.ops->host_memory && src->target == s->target && src->kv_p.type == s->kv_p.type &&
         src->lv[0].fwd.n_batch == nb) {
         int64_t lim = src->n_prefilled < n - 1 ? src->n_prefilled : n - 1;
         while (C < lim && src->seq[C] == tokens[C]) C++;

@@ -147,7 +147,6 @@ typedef struct tf_spec {
     int route;                /* the current target pass's route: TF_ROUTE_MIDDLE or TF_ROUTE_SKIP */
     tf_route_ctl rctl;        /* middle AUTO: the running choice */
     int64_t route_passes[2];  /* target passes per route while decoding */
-    struct tf_spec_dev *dev;  /* the device's retrieval sums and streaming rings (spec_cuda.c); NULL on the CPU */
     tf_err err;
 } tf_spec;
 

@@ -1,14 +1,15 @@
-/* streaming.c — StreamingLLM cache: sinks + ring, unrotated keys, rotated view (see streaming.h). */
+/* streaming.c — StreamingLLM cache: sinks + ring, unrotated keys, rotated view (see streaming.h);
+ * the copies and the rotation are the backend's ring ops. */
 #include "kv/streaming.h"
 
-#include "backend/cpu/ops.h"
+#include "backend/cpu/backend_cpu.h"
 #include "core/mem.h"
 
 #include <string.h>
 
-tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
-                         bool rope_neox, const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
-                         int32_t n_batch, tf_dtype view_type, tf_err *err) {
+tf_status tf_scache_init_on(tf_scache *c, tf_backend *be, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
+                            int32_t n_rot, bool rope_neox, const float *freq, float mscale, int32_t sinks,
+                            int32_t window, int32_t slack, int32_t n_batch, tf_dtype view_type, tf_err *err) {
     memset(c, 0, sizeof *c);
     if (sinks < 0 || window < 1 || slack < 0 || n_batch < 1 || sinks > (1 << 20) || window > (1 << 24))
         return tf_errf(err, TF_ERR_INVALID_ARG,
@@ -22,38 +23,80 @@ tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32
     c->window = window;
     c->ring = window + slack;
     c->n_batch = n_batch;
-    c->n_rot = n_rot;
-    c->rope_neox = rope_neox;
+    c->be = be;
+    tf_status st = tf_backend_require(be, TF_OP_RING, view_type, "the streaming cache", err);
+    if (st == TF_OK && rope_neox) st = tf_backend_require(be, TF_OP_ROPE_NEOX, 0, "the streaming cache", err);
+    if (st != TF_OK) return st;
     size_t slots = (size_t)sinks + (size_t)c->ring, vis = (size_t)sinks + (size_t)window;
-    size_t npos = vis + (size_t)n_batch;
-    c->k = tf_alloc(sizeof(float) * (size_t)n_layer * slots * c->kv_dim);
-    c->v = tf_alloc(sizeof(float) * (size_t)n_layer * slots * c->kv_dim);
-    c->tmp_k = tf_alloc(sizeof(float) * vis * c->kv_dim);
-    c->tmp_v = tf_alloc(sizeof(float) * vis * c->kv_dim);
-    c->cos_t = tf_alloc(sizeof(float) * npos * (size_t)(n_rot / 2 > 0 ? n_rot / 2 : 1));
-    c->sin_t = tf_alloc(sizeof(float) * npos * (size_t)(n_rot / 2 > 0 ? n_rot / 2 : 1));
-    int32_t *pos = tf_alloc(sizeof(int32_t) * npos);
-    if (!c->k || !c->v || !c->tmp_k || !c->tmp_v || !c->cos_t || !c->sin_t || !pos) {
-        tf_free(pos);
-        tf_scache_free(c);
-        return tf_errf(err, TF_ERR_NOMEM, "streaming cache: out of memory");
+    size_t npos = vis + (size_t)n_batch, ring_b = sizeof(float) * (size_t)n_layer * slots * c->kv_dim;
+    int32_t *pos_h = NULL;
+    st = tf_kv_init_on(&c->view, be, n_layer, n_head_kv, head_dim, (int32_t)npos, view_type, "the streaming cache C_q",
+                       err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&c->k, ring_b, "the streaming ring", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&c->v, ring_b, "the streaming ring", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&c->stage_d, sizeof(int32_t) * (npos + 1), "the ring's map", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&c->pos_d, sizeof(int32_t) * npos, "the ring's positions", err);
+    if (st == TF_OK)
+        st = be->ops->alloc(be, &c->table, be->ops->rope_table_bytes(be, (int32_t)npos, n_rot), "the ring's RoPE", err);
+    if (st == TF_OK &&
+        (!(c->stage_h = tf_alloc(sizeof(int32_t) * (npos + 1))) || !(pos_h = tf_alloc(sizeof(int32_t) * npos))))
+        st = tf_errf(err, TF_ERR_NOMEM, "streaming cache: out of memory");
+    if (st == TF_OK) {
+        for (size_t i = 0; i < npos; i++) pos_h[i] = (int32_t)i;
+        st = be->ops->upload(be, c->pos_d, pos_h, sizeof(int32_t) * npos, err);
     }
-    for (size_t i = 0; i < npos; i++) pos[i] = (int32_t)i;
-    tf_op_rope_table(c->cos_t, c->sin_t, pos, (int64_t)npos, n_rot, freq, mscale);
-    tf_free(pos);
-    tf_status st = tf_kv_init(&c->view, n_layer, n_head_kv, head_dim, (int32_t)npos, view_type, err);
+    tf_free(pos_h);
+    c->call = (tf_ring_call){
+        .ring_k = c->k,
+        .ring_v = c->v,
+        .n_layer = n_layer,
+        .ring_slots = (int32_t)slots,
+        .view = tf_kv_layer_view(&c->view, 0),
+        .view_layer_stride = c->view.layer_stride,
+        .nv = c->stage_d,
+        .map = c->stage_d + 1,
+        .nv_max = (int32_t)vis,
+        .rope = {.pos = c->pos_d, .freq = freq, .mscale = mscale, .n = (int32_t)npos, .n_rot = n_rot,
+                 .neox = rope_neox, .table = c->table},
+        .ld_rows = 0,
+        .dst = c->stage_d + 1 + vis,
+    };
+    if (st == TF_OK) {
+        be->ops->rope_prepare(be, &c->call.rope); /* positions 0 .. npos - 1, once */
+        st = be->ops->alloc(be, &c->scratch, be->ops->ring_scratch(be, &c->call), "the ring's scratch", err);
+        c->call.scratch = c->scratch;
+    }
     if (st != TF_OK) tf_scache_free(c);
     return st;
 }
 
+tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
+                         bool rope_neox, const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
+                         int32_t n_batch, tf_dtype view_type, tf_err *err) {
+    tf_backend be;
+    TF_TRY(tf_backend_cpu_init(&be, NULL, TF_ISA_BEST, err));
+    tf_status st = tf_scache_init_on(c, &be, n_layer, n_head_kv, head_dim, n_rot, rope_neox, freq, mscale, sinks,
+                                     window, slack, n_batch, view_type, err);
+    if (st != TF_OK) {
+        tf_backend_free(&be);
+        return st;
+    }
+    c->own_be = be; /* the view and ring keep pointing at c->be: make it the kept copy */
+    c->be = &c->own_be;
+    c->view.be = NULL; /* host memory: the CPU's caches carry no backend */
+    return TF_OK;
+}
+
 void tf_scache_free(tf_scache *c) {
-    tf_free(c->k);
-    tf_free(c->v);
-    tf_free(c->tmp_k);
-    tf_free(c->tmp_v);
-    tf_free(c->cos_t);
-    tf_free(c->sin_t);
+    tf_backend *be = c->be;
     tf_kv_free(&c->view);
+    if (be) {
+        void *ps[] = {c->k, c->v, c->stage_d, c->pos_d, c->table, c->scratch};
+        for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+            if (ps[i]) be->ops->free(be, ps[i]);
+    }
+    tf_free(c->stage_h);
+    if (c->own_be.ops) tf_backend_free(&c->own_be);
     memset(c, 0, sizeof *c);
 }
 
@@ -86,42 +129,30 @@ int32_t tf_scache_view_map(const tf_scache *c, int32_t *map) {
     return nv;
 }
 
-int32_t tf_scache_view(tf_scache *c, int32_t *pos0) {
-    int64_t s_end, w_lo, P = c->n_seen;
-    visible(c, P, &s_end, &w_lo);
-    int32_t nv = (int32_t)(s_end + (P - w_lo));
-    size_t kvd = (size_t)c->kv_dim, slots = (size_t)c->sinks + (size_t)c->ring;
-    for (int il = 0; il < c->n_layer; il++) {
-        const float *lk = c->k + (size_t)il * slots * kvd, *lv = c->v + (size_t)il * slots * kvd;
-        for (int32_t i = 0; i < nv; i++) {
-            int64_t t = i < s_end ? i : w_lo + (i - s_end);
-            size_t s = slot_of(c, t);
-            memcpy(c->tmp_k + (size_t)i * kvd, lk + s * kvd, sizeof(float) * kvd);
-            memcpy(c->tmp_v + (size_t)i * kvd, lv + s * kvd, sizeof(float) * kvd);
-        }
-        /* logical position of view slot i is i */
-        tf_op_rope(c->tmp_k, nv, (int64_t)kvd, c->n_head_kv, c->head_dim, c->n_rot, c->rope_neox, c->cos_t, c->sin_t);
-        tf_kv_store(&c->view, il, 0, nv, c->tmp_k, c->tmp_v, (int64_t)kvd);
-    }
+tf_status tf_scache_view(tf_scache *c, int32_t *slot0, int32_t *pos0, tf_err *err) {
+    int32_t nv = tf_scache_view_map(c, c->stage_h + 1);
+    c->stage_h[0] = nv;
+    TF_TRY(c->be->ops->upload(c->be, c->stage_d, c->stage_h, sizeof(int32_t) * (size_t)(1 + nv), err));
+    c->be->ops->ring_view(c->be, &c->call);
     for (int32_t i = 0; i < nv; i++) c->view.pos[i] = i;
     c->view.n_used = nv;
-    *pos0 = nv;
-    return nv;
+    *slot0 = *pos0 = nv;
+    return TF_OK;
 }
 
-void tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows) {
-    size_t kvd = (size_t)c->kv_dim, slots = (size_t)c->sinks + (size_t)c->ring;
-    for (int il = 0; il < c->n_layer; il++) {
-        float *lk = c->k + (size_t)il * slots * kvd, *lv = c->v + (size_t)il * slots * kvd;
-        const float *sk = k + (size_t)il * ld_rows * kvd, *sv = v + (size_t)il * ld_rows * kvd;
-        for (int32_t i = 0; i < n; i++) {
-            size_t s = slot_of(c, c->n_seen + i);
-            memcpy(lk + s * kvd, sk + (size_t)i * kvd, sizeof(float) * kvd);
-            memcpy(lv + s * kvd, sv + (size_t)i * kvd, sizeof(float) * kvd);
-        }
-    }
+tf_status tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows, tf_err *err) {
+    if (n < 1) return TF_OK;
+    if (n > c->n_batch)
+        return tf_errf(err, TF_ERR_INTERNAL, "streaming cache: %d tokens appended at once, at most %d", n, c->n_batch);
+    int32_t *dst = c->stage_h + 1 + c->sinks + c->window;
+    for (int32_t i = 0; i < n; i++) dst[i] = (int32_t)slot_of(c, c->n_seen + i);
+    TF_TRY(c->be->ops->upload(c->be, (void *)c->call.dst, dst, sizeof(int32_t) * (size_t)n, err));
+    tf_ring_call a = c->call;
+    a.cap_k = k, a.cap_v = v, a.ld_rows = ld_rows, a.n = n;
+    c->be->ops->ring_append(c->be, &a);
     c->n_seen += n;
     if (c->n_seen > c->n_high) c->n_high = c->n_seen;
+    return TF_OK;
 }
 
 void tf_scache_skip(tf_scache *c, int64_t n) {

@@ -18,6 +18,11 @@
  * (tf_scache_append). A batch of n tokens sees the window as of the batch's
  * first token plus the batch's own earlier tokens (drafting feeds one token
  * per call, which is exactly StreamingLLM).
+ *
+ * This module keeps the bookkeeping (which token is in which ring slot, what
+ * a query sees); the ring, the view and their copies and rotation live on a
+ * backend (tf_ring_call in backend/backend.h), so the same code serves the
+ * CPU and a device.
  */
 #ifndef TF_KV_STREAMING_H
 #define TF_KV_STREAMING_H
@@ -32,19 +37,26 @@ typedef struct tf_scache {
     int32_t window;  /* W */
     int32_t ring;    /* R = W + slack */
     int32_t n_batch; /* most tokens per call */
-    float *k, *v;    /* [n_layer][S + R][kv_dim], keys unrotated */
+    float *k, *v;    /* [n_layer][S + R][kv_dim], keys unrotated (backend memory) */
     int64_t n_seen;  /* tokens appended (sequence length) */
     int64_t n_high;  /* highest n_seen ever reached: bounds the lossless rollback depth */
     int64_t floor;   /* tokens below this (and >= S) were skipped, never stored */
     tf_kv_cache view;/* attention view: S + W + n_batch slots */
-    float *tmp_k, *tmp_v; /* [S + W][kv_dim] */
-    float *cos_t, *sin_t; /* RoPE table for logical positions [S + W + n_batch][n_rot/2] */
-    int32_t n_rot;
-    bool rope_neox;  /* RoPE pairs (i, i + n_rot/2), else (2i, 2i+1) (tf_op_rope) */
+    tf_backend *be;  /* where the ring and the view live */
+    tf_backend own_be; /* tf_scache_init's: a CPU backend */
+    tf_ring_call call; /* the ring's buffers, RoPE and scratch, for the ops */
+    int32_t *stage_h, *stage_d; /* [1 + S + W] nv and the view's map; then [n_batch] slots of an append */
+    int32_t *pos_d;  /* positions 0 .. S + W + n_batch - 1 of the RoPE table */
+    void *table, *scratch;
 } tf_scache;
 
-/* rope_neox, freq, mscale: the draft model's RoPE (tf_hparams rope_neox,
- * tf_model rope_freq / rope_mscale). */
+/* A streaming cache on backend be (freq: the draft's RoPE frequencies
+ * [n_rot/2] in be's memory; rope_neox and mscale as tf_hparams rope_neox and
+ * tf_model rope_mscale). The view has view_type, as be stores it. */
+tf_status tf_scache_init_on(tf_scache *c, tf_backend *be, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
+                            int32_t n_rot, bool rope_neox, const float *freq, float mscale, int32_t sinks,
+                            int32_t window, int32_t slack, int32_t n_batch, tf_dtype view_type, tf_err *err);
+/* The same in host memory (a CPU backend of one thread). */
 tf_status tf_scache_init(tf_scache *c, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
                          bool rope_neox, const float *freq, float mscale, int32_t sinks, int32_t window, int32_t slack,
                          int32_t n_batch, tf_dtype view_type, tf_err *err);
@@ -53,12 +65,14 @@ void tf_scache_free(tf_scache *c);
 /* Build the attention view for a call whose first token has sequence index
  * c->n_seen. Returns the number of visible slots (the slot where the call's
  * tokens go) and writes the logical position of the call's first token to
- * *pos0 (the call's tokens take pos0, pos0 + 1, ...). */
-int32_t tf_scache_view(tf_scache *c, int32_t *pos0);
+ * *pos0 (the call's tokens take pos0, pos0 + 1, ...). Fails only when a
+ * device cannot take the staged map. */
+tf_status tf_scache_view(tf_scache *c, int32_t *slot0, int32_t *pos0, tf_err *err);
 
-/* Append n tokens' unrotated keys and values, [n_layer][ld_rows][kv_dim]
- * (the forward's cap_k / cap_v with ld_rows = its n_batch). */
-void tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows);
+/* Append n <= n_batch tokens' unrotated keys and values, [n_layer][ld_rows]
+ * [kv_dim] in the backend's memory (the forward's cap_k / cap_v with ld_rows
+ * = its n_batch). */
+tf_status tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows, tf_err *err);
 
 /* Skip to sequence length n >= n_seen without storing the tokens between
  * (prefill of a long prompt stores the sinks and only the last W tokens). */
@@ -71,8 +85,7 @@ tf_status tf_scache_truncate(tf_scache *c, int64_t n, tf_err *err);
 /* The ring slot (sinks first) that holds sequence index t. */
 size_t tf_scache_slot(const tf_scache *c, int64_t t);
 /* The ring slots of the view a call at c->n_seen sees, in view order, into
- * map (room for S + W); returns their count (a device builds the view from
- * them). */
+ * map (room for S + W); returns their count (the view is built from them). */
 int32_t tf_scache_view_map(const tf_scache *c, int32_t *map);
 /* Sequence index held by sink / window slot i of the current view (tests). */
 int64_t tf_scache_view_token(const tf_scache *c, int32_t i);

@@ -16,11 +16,11 @@
 #include <string.h>
 
 static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
-                         int32_t n_extra, tf_err *err) {
+                         tf_err *err) {
     const tf_model *m = w->m;
     const tf_hparams *hp = &m->hp;
     tf_backend *be = w->be;
-    if (n_batch < 1 || n_logits < 0 || n_logits > n_batch || n_kv_max < 1 || n_extra < 0)
+    if (n_batch < 1 || n_logits < 0 || n_logits > n_batch || n_kv_max < 1)
         return tf_errf(err, TF_ERR_INVALID_ARG,
                        "forward pass of batch %d, %d logits rows, %d KV slots: expected 1 <= logits <= batch", n_batch,
                        n_logits, n_kv_max);
@@ -30,7 +30,6 @@ static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32
     f->n_batch = n_batch;
     f->n_logits = n_logits;
     f->n_kv_max = n_kv_max;
-    f->n_extra = n_extra;
     const tf_backend_ops *o = be->ops;
     size_t nb = (size_t)n_batch, n_lg = (size_t)(n_logits > 0 ? n_logits : 1);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
@@ -60,7 +59,7 @@ static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32
         TF_TRY(o->alloc(be, bufs[i].p, bufs[i].bytes, "forward-pass scratch", err));
         f->bytes += bufs[i].bytes;
     }
-    f->args_bytes = sizeof(int32_t) * (3 * nb + 1 + (size_t)n_extra);
+    f->args_bytes = sizeof(int32_t) * (3 * nb + 1);
     TF_TRY(o->alloc(be, (void **)&f->args_d, f->args_bytes, "forward-pass inputs", err));
     if (o->host_memory) f->args_h = f->args_d; /* nothing to upload */
     else TF_TRY(o->host_alloc(be, (void **)&f->args_h, f->args_bytes, "forward-pass inputs", err));
@@ -68,15 +67,13 @@ static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32
     f->pos_d = f->tok_d + nb;
     f->len_d = f->pos_d + nb;
     f->slot0_d = f->len_d + nb;
-    f->extra_d = f->slot0_d + 1;
-    f->extra_h = f->args_h + 3 * nb + 1;
     return TF_OK;
 }
 
 tf_status tf_fwd_init_on(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
-                         int32_t n_extra, tf_err *err) {
+                         tf_err *err) {
     memset(f, 0, sizeof *f);
-    tf_status st = reserve(f, w, n_batch, n_logits, n_kv_max, n_extra, err);
+    tf_status st = reserve(f, w, n_batch, n_logits, n_kv_max, err);
     if (st != TF_OK) tf_fwd_free(f);
     return st;
 }
@@ -86,7 +83,7 @@ tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_l
     memset(f, 0, sizeof *f);
     tf_status st = tf_backend_cpu_init(&f->own_be, pool, isa, err);
     if (st == TF_OK) st = tf_bweights_init(&f->own_w, &f->own_be, m, err);
-    if (st == TF_OK) st = reserve(f, &f->own_w, n_batch, n_logits, n_kv_max, 0, err);
+    if (st == TF_OK) st = reserve(f, &f->own_w, n_batch, n_logits, n_kv_max, err);
     if (st != TF_OK) tf_fwd_free(f);
     return st;
 }
@@ -142,7 +139,6 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
     const tf_hparams *hp = &m->hp;
     const int32_t E = hp->n_embd, hd = hp->head_dim;
     const int64_t q_dim = (int64_t)hp->n_head * hd, kv_dim = (int64_t)hp->n_head_kv * hd;
-    if (f->prologue) f->prologue(f->prologue_ud, f->extra_d);
     o->embed(be, f->x, &w->tok_embd, f->tok_d, n);
     const tf_rope_pass rp = {.pos = f->pos_d, .freq = w->rope_freq, .mscale = m->rope_mscale, .n = n,
                              .n_rot = hp->n_rot, .neox = hp->rope_neox, .table = f->rope_table};
@@ -204,8 +200,7 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
     for (; gi < f->n_graph; gi++) {
         const __typeof__(f->graph[0]) *G = &f->graph[gi];
         if (G->n == n && G->logits_from == logits_from && G->kv == (const void *)kv->k && G->cap_q == f->cap_q &&
-            G->cap_q_row == f->cap_q_row && G->cap_q_max == f->cap_q_max && G->cap_k == f->cap_k &&
-            G->prologue == (const void *)f->prologue)
+            G->cap_q_row == f->cap_q_row && G->cap_q_max == f->cap_q_max && G->cap_k == f->cap_k)
             break;
     }
     if (gi == f->n_graph) {
@@ -233,7 +228,6 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
         f->graph[gi].cap_q_row = f->cap_q_row;
         f->graph[gi].cap_q_max = f->cap_q_max;
         f->graph[gi].cap_k = f->cap_k;
-        f->graph[gi].prologue = (const void *)f->prologue;
         f->graph[gi].g = g;
         f->n_graph++;
         f->graph_captures++;

@@ -24,18 +24,13 @@
 #include "model/model.h"
 #include "model/weights.h"
 
-/* Run before the layers with the per-call extra ints in backend memory (and
- * captured into a graph with the pass): the device streaming level builds
- * its rotated view there. */
-typedef void (*tf_fwd_prologue_fn)(void *ud, const int32_t *extra);
-
 #define TF_FWD_GRAPHS 12
 
 typedef struct tf_fwd {
     tf_backend *be;               /* not owned (except own_be below) */
     const tf_bweights *w;         /* not owned (except own_w below) */
     const tf_model *m;
-    int32_t n_batch, n_logits, n_kv_max, n_extra;
+    int32_t n_batch, n_logits, n_kv_max;
     /* scratch (backend buffers), rows of n_batch: */
     float *x, *xn;                /* [n_batch][n_embd] residual stream, normed */
     float *q, *att;               /* [n_batch][n_head*head_dim] */
@@ -47,10 +42,9 @@ typedef struct tf_fwd {
     int32_t *argmax_d;            /* [n_logits] */
     /* Per-call values in one buffer, uploaded from host staging (the same
      * memory on a host-memory backend): tokens[n_batch] pos[n_batch]
-     * kv_len[n_batch] slot0[1] extra[n_extra]. */
+     * kv_len[n_batch] slot0[1]. */
     int32_t *args_d, *args_h;
-    int32_t *tok_d, *pos_d, *len_d, *slot0_d, *extra_d;
-    int32_t *extra_h;             /* the prologue's inputs, written by the caller */
+    int32_t *tok_d, *pos_d, *len_d, *slot0_d;
     size_t args_bytes;
     bool pending;                 /* the staging may still be read by an enqueued copy */
     size_t bytes;                 /* total reserved */
@@ -63,15 +57,13 @@ typedef struct tf_fwd {
     float *cap_q;
     int32_t cap_q_row, cap_q_max;
     float *cap_k, *cap_v;
-    tf_fwd_prologue_fn prologue;
-    void *prologue_ud;
     /* Graphs (backends with graph_rows > 0, when use_graphs is set): passes
      * of up to graph_rows rows are captured once per shape (rows, logits
-     * rows, cache, captures, prologue) and replayed. */
+     * rows, cache, captures) and replayed. */
     bool use_graphs;
     struct {
         int32_t n, logits_from, cap_q_row, cap_q_max;
-        const void *kv, *cap_q, *cap_k, *prologue;
+        const void *kv, *cap_q, *cap_k;
         void *g;
     } graph[TF_FWD_GRAPHS];
     int n_graph;
@@ -82,10 +74,9 @@ typedef struct tf_fwd {
 } tf_fwd;
 
 /* Scratch for passes of w's model on w's backend. n_kv_max: the most slots
- * any cache used with this scratch will hold; n_extra: ints of prologue
- * input. */
+ * any cache used with this scratch will hold. */
 tf_status tf_fwd_init_on(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
-                         int32_t n_extra, tf_err *err);
+                         tf_err *err);
 /* The same on the CPU: a CPU backend on pool with isa, over m's own memory. */
 tf_status tf_fwd_init(tf_fwd *f, const tf_model *m, int32_t n_batch, int32_t n_logits, int32_t n_kv_max,
                       tf_pool *pool, tf_isa isa, tf_err *err);
