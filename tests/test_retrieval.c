@@ -425,7 +425,7 @@ static void test_rollback(void **state) {
                 tf_rcache_note_append(&ra, &a, 0, n0 / 2);
                 tf_rcache_note_append(&ra, &a, n0 / 2, n0 - n0 / 2);
                 /* b gets a's first `cut` tokens, then the new ones, all at once */
-                tf_rcache_copy_slots(&b, 0, &a, 0, cut);
+                tf_kv_copy_slots(&b, 0, &a, 0, cut);
                 if (mode == 0) {
                     tf_kv_truncate(&a, cut);
                     tf_rcache_truncate(&ra, &a, cut);
@@ -444,7 +444,7 @@ static void test_rollback(void **state) {
                     tf_rcache_note_append(&ra, &a, cut, n_new);
                 }
                 a.n_used = cut + n_new;
-                tf_rcache_copy_slots(&b, cut, &a, cut, n_new);
+                tf_kv_copy_slots(&b, cut, &a, cut, n_new);
                 assert_int_equal(b.n_used, cut + n_new);
                 tf_rcache_note_append(&rb, &b, 0, cut + n_new);
                 check_sums_equal(&ra, &rb);
@@ -507,7 +507,7 @@ static void test_sums_bit_exact(void **state) {
                 store_random(&a, &rng, at, n, 1);
                 tf_rcache_note_append(&ra, &a, at, n);
             }
-            tf_rcache_copy_slots(&b, 0, &a, 0, a.n_used);
+            tf_kv_copy_slots(&b, 0, &a, 0, a.n_used);
             assert_int_equal(tf_rcache_init(&rb, &b, &p, NULL, &err), TF_OK);
             tf_rcache_note_append(&rb, &b, 0, b.n_used);
             check_sums_equal(&ra, &rb);
@@ -675,7 +675,7 @@ static void test_copy_slots(void **state) {
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
             int32_t dst = cases[ci][0], src = cases[ci][1], n = cases[ci][2];
             float *snap = view_snapshot(&b);
-            tf_rcache_copy_slots(&b, dst, &a, src, n);
+            tf_kv_copy_slots(&b, dst, &a, src, n);
             float ka[32], va[32], kb[32], vb[32];
             for (int il = 0; il < 2; il++)
                 for (int h = 0; h < 3; h++)

@@ -713,7 +713,7 @@ tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn pr
     memcpy(s->seq, src->seq, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
     s->n_prefilled = n - 1;
-    tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, (int32_t)P);
+    tf_kv_copy_slots(&s->kv_p, 0, &src->kv_p, 0, (int32_t)P);
     s->lv[0].n_cached = P;
     if (s->has_rc) {
         tf_rcache_note_append(&s->rc, &s->kv_p, 0, (int32_t)P);
@@ -745,7 +745,7 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
     TF_TRY(start_prompt(s, tokens, n));
     /* positions 0..C-1 hold the same tokens after the same prefix, computed in
      * the same batches: their keys and values are bitwise what a prefill computes */
-    tf_rcache_copy_slots(&s->kv_p, 0, &src->kv_p, 0, C);
+    tf_kv_copy_slots(&s->kv_p, 0, &src->kv_p, 0, C);
     s->lv[0].n_cached = C;
     if (s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, 0, C);
     int64_t done = 0, total = (n - 1 - C) + lower_prefill_tokens(s, n - 1);

@@ -122,6 +122,17 @@ void tf_kv_copy(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, 
     tf_kv_head_copy(&L, tf_kv_k(dst, il, h), tf_kv_v(dst, il, h), o, tf_kv_k(src, il, h), tf_kv_v(src, il, h), s, n);
 }
 
+void tf_kv_copy_slots(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, int32_t n) {
+    TF_ASSERT(dst->n_layer == src->n_layer && dst->n_head_kv == src->n_head_kv && dst->head_dim == src->head_dim &&
+              dst->type == src->type);
+    TF_ASSERT(n >= 0 && s >= 0 && o >= 0 && (int64_t)s + n <= src->n_slots && (int64_t)o + n <= dst->n_slots);
+    if (n == 0) return;
+    for (int il = 0; il < src->n_layer; il++)
+        for (int h = 0; h < src->n_head_kv; h++) tf_kv_copy(dst, o, src, s, n, il, h);
+    memcpy(dst->pos + o, src->pos + s, sizeof(int32_t) * (size_t)n);
+    if (dst->n_used < o + n) dst->n_used = o + n;
+}
+
 tf_kv_view tf_kv_layer_view(const tf_kv_cache *kv, int il) {
     return (tf_kv_view){.lay = tf_kv_layout_of(kv), .k = tf_kv_k(kv, il, 0), .v = tf_kv_v(kv, il, 0),
                         .head_stride = kv->head_stride, .n_head_kv = kv->n_head_kv};

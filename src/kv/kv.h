@@ -93,6 +93,12 @@ void tf_kv_k_block_f32(const tf_kv_cache *kv, int il, int h, int32_t blk, float 
  * of dst, bit for bit; both caches of the same shape and type. */
 void tf_kv_copy(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, int32_t n, int il, int h);
 
+/* Copy slots [s, s+n) of every layer and KV head of src (K, V and positions)
+ * to slots [o, o+n) of dst, bit for bit; both of the same shape and type
+ * (asserted). dst->n_used grows to at least o + n. For starting a cache from
+ * another's prefix (prompt reuse) and for tests. */
+void tf_kv_copy_slots(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, int32_t n);
+
 /* Forget slots [n, n_used) — rollback copies nothing. */
 static inline void tf_kv_truncate(tf_kv_cache *kv, int32_t n) {
     if (n < kv->n_used) kv->n_used = n < 0 ? 0 : n;

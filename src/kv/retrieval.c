@@ -285,18 +285,6 @@ tf_status tf_rcache_view_init(tf_kv_cache *view, const tf_rcache *rc, const tf_k
                          (tf_dtype)full->type, "the retrieval cache C_r", err);
 }
 
-void tf_rcache_copy_slots(tf_kv_cache *dst, int32_t dst_slot, const tf_kv_cache *src, int32_t src_slot, int32_t n) {
-    TF_ASSERT(dst->n_layer == src->n_layer && dst->n_head_kv == src->n_head_kv && dst->head_dim == src->head_dim &&
-              dst->type == src->type);
-    TF_ASSERT(n >= 0 && src_slot >= 0 && dst_slot >= 0 && (int64_t)src_slot + n <= src->n_slots &&
-              (int64_t)dst_slot + n <= dst->n_slots);
-    if (n == 0) return;
-    for (int il = 0; il < src->n_layer; il++)
-        for (int h = 0; h < src->n_head_kv; h++) tf_kv_copy(dst, dst_slot, src, src_slot, n, il, h);
-    memcpy(dst->pos + dst_slot, src->pos + src_slot, sizeof(int32_t) * (size_t)n);
-    if (dst->n_used < dst_slot + n) dst->n_used = dst_slot + n;
-}
-
 /* ---- reference ------------------------------------------------------------------ */
 
 typedef struct rc_ref_item {

@@ -140,12 +140,6 @@ tf_status tf_rcache_gather(const tf_rcache *rc, const tf_kv_cache *full, tf_kv_c
 tf_status tf_rcache_build(tf_rcache *rc, const tf_kv_cache *full, const float *q, int32_t n_head,
                           tf_kv_cache *view, tf_err *err);
 
-/* Copy slots [src_slot, src_slot+n) of every layer and KV head of src into
- * slots [dst_slot, dst_slot+n) of dst (same shape and element type, asserted),
- * positions included; dst->n_used grows to at least dst_slot+n. For putting
- * newly verified tokens of C_p into a view's recent window. */
-void tf_rcache_copy_slots(tf_kv_cache *dst, int32_t dst_slot, const tf_kv_cache *src, int32_t src_slot, int32_t n);
-
 /* The sum of chunk j's keys (head_dim floats) for layer il, KV head h;
  * meaningful for chunks overlapping [0, n_tok). Host caches only (as the
  * selection below). */
