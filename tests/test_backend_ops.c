@@ -484,13 +484,13 @@ static void check_retrieval(tf_backend *be, const char *desc) {
  * and after each step the view built by ring_view against a double-precision
  * reference: the sinks and the window's tokens in order, each key rotated at
  * its view slot, each value as appended. */
-static void ring_case(tf_backend *be, const char *desc, tf_dtype type, int n_rot) {
+static void ring_case(tf_backend *be, const char *desc, tf_dtype type, int n_rot, bool neox) {
     enum { NL = 2, NKV = 2, HD = 64, KVD = NKV * HD, S = 4, W = 20, SLACK = 6, NB = 8, T = 90 };
     float freq[HD / 2];
     for (int i = 0; i < n_rot / 2; i++) freq[i] = powf(10000.0f, -2.0f * (float)i / (float)n_rot);
     float *dfreq = dbuf(be, freq, sizeof freq);
     tf_scache sc;
-    assert_int_equal(tf_scache_init_on(&sc, be, NL, NKV, HD, n_rot, false, dfreq, 1.0f, S, W, SLACK, NB, type, &g_err),
+    assert_int_equal(tf_scache_init_on(&sc, be, NL, NKV, HD, n_rot, neox, dfreq, 1.0f, S, W, SLACK, NB, type, &g_err),
                      TF_OK);
     float *ref_k = malloc(sizeof(float) * NL * T * KVD), *ref_v = malloc(sizeof(float) * NL * T * KVD);
     float *cap_k = malloc(sizeof(float) * NL * NB * KVD), *cap_v = malloc(sizeof(float) * NL * NB * KVD);
@@ -498,7 +498,8 @@ static void ring_case(tf_backend *be, const char *desc, tf_dtype type, int n_rot
     uint8_t *vk = malloc(sc.view.bytes), *vv = malloc(sc.view.bytes);
     float kr[HD], vr[HD];
     char what[128];
-    snprintf(what, sizeof what, "streaming ring, %s view, n_rot %d", tf_dtype_name(type), n_rot);
+    snprintf(what, sizeof what, "streaming ring, %s view, n_rot %d%s", tf_dtype_name(type), n_rot,
+             neox ? ", rotate-half pairs" : "");
     double num = 0, den = 0;
     int views = 0;
     while (sc.n_seen < T - NB) {
@@ -531,9 +532,10 @@ static void ring_case(tf_backend *be, const char *desc, tf_dtype type, int n_rot
                     const float *k = ref_k + ((size_t)il * T + t) * KVD + h * HD, *v = ref_v + ((size_t)il * T + t) * KVD + h * HD;
                     for (int d = 0; d < HD; d++) {
                         double want = k[d];
-                        if (d < n_rot) {
-                            int a = d & ~1, b = a + 1;
-                            double th = (double)i * freq[a / 2], cs = cos(th), sn = sin(th);
+                        if (d < n_rot) { /* pair p: dims (a, b) */
+                            int half = n_rot / 2, p = neox ? d % half : d / 2;
+                            int a = neox ? p : 2 * p, b = neox ? p + half : 2 * p + 1;
+                            double th = (double)i * freq[p], cs = cos(th), sn = sin(th);
                             want = d == a ? k[a] * cs - k[b] * sn : k[a] * sn + k[b] * cs;
                         }
                         num += (kr[d] - want) * (kr[d] - want) + (vr[d] - v[d]) * (vr[d] - v[d]);
@@ -563,8 +565,12 @@ static void check_ring(tf_backend *be, const char *desc) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         if (!tf_backend_supports(be, TF_OP_RING, types[t])) continue;
         n_types++;
-        ring_case(be, desc, types[t], 64);
-        ring_case(be, desc, types[t], 32); /* partial rotation */
+        ring_case(be, desc, types[t], 64, false);
+        ring_case(be, desc, types[t], 32, false); /* partial rotation */
+        if (tf_backend_supports(be, TF_OP_ROPE_NEOX, 0)) {
+            ring_case(be, desc, types[t], 64, true);
+            ring_case(be, desc, types[t], 32, true);
+        }
     }
     assert_true(n_types >= 1);
 }

@@ -136,7 +136,7 @@ static void test_elementwise(void **state) {
     float *dq = dup_d(q, sizeof(float) * n * n_head * hd);
     int32_t *dpos = dup_d(pos, sizeof pos);
     float *dfreq = dup_d(freq, sizeof freq);
-    tf_cuda_rope(g_cu, dq, n, n_head * hd, n_head, hd, n_rot, dpos, dfreq, mscale);
+    tf_cuda_rope(g_cu, dq, n, n_head * hd, n_head, hd, n_rot, 0, dpos, dfreq, mscale);
     float *qg = malloc(sizeof(float) * n * n_head * hd), *ct = malloc(sizeof(float) * n * 64),
           *st = malloc(sizeof(float) * n * 64);
     get_d(qg, dq, sizeof(float) * n * n_head * hd);

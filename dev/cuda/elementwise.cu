@@ -44,12 +44,12 @@ int main(void) {
         int32_t *dpos = (int32_t *)lab_dev(pos, sizeof(int32_t) * n);
         float *dfreq = (float *)lab_dev(freq, sizeof freq);
         LAB_CHECK(cudaMemcpy(dy, x, sizeof(float) * cnt, cudaMemcpyHostToDevice));
-        tf_cuda_rope(cu, dy, n, dim, dim / 128, 128, 128, dpos, dfreq, 1.1386f);
+        tf_cuda_rope(cu, dy, n, dim, dim / 128, 128, 128, 0, dpos, dfreq, 1.1386f);
         LAB_CHECK(cudaStreamSynchronize(lab_stream));
         LAB_CHECK(cudaMemcpy(y, dy, sizeof(float) * cnt, cudaMemcpyDeviceToHost));
         snprintf(name, sizeof name, "rope %dx%d", n, dim);
         lab_validate(name, y, ref, cnt, 1e-12);
-        ms = lab_time_ms([&] { tf_cuda_rope(cu, dy, n, dim, dim / 128, 128, 128, dpos, dfreq, 1.1386f); }, 50);
+        ms = lab_time_ms([&] { tf_cuda_rope(cu, dy, n, dim, dim / 128, 128, 128, 0, dpos, dfreq, 1.1386f); }, 50);
         printf("%-44s %8.4f ms  %7.0f GB/s\n", name, ms, 8.0 * cnt / (ms * 1e-3) / 1e9);
         /* silu * mul */
         float *u = lab_rand(cnt, -2, 2), *du = (float *)lab_dev(u, sizeof(float) * cnt);

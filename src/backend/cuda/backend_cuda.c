@@ -28,8 +28,6 @@ static bool cuda_supports(const tf_backend *be, tf_op op, uint32_t type) {
     case TF_OP_RC_GATHER:
     case TF_OP_RING:
     case TF_OP_ATTN: return type == TF_DTYPE_F16;
-    case TF_OP_ROPE_NEOX: /* rotate-half pairs: no kernel yet (nor in the streaming view) */
-    case TF_OP_ADD_BIAS:  /* q/k/v biases: no kernel yet */
     case TF_OP_COUNT: return false;
     default: return true;
     }
@@ -111,7 +109,7 @@ static size_t cuda_rope_table_bytes(const tf_backend *be, int32_t n_max, int32_t
 static void cuda_rope_prepare(tf_backend *be, const tf_rope_pass *rp) { (void)be, (void)rp; }
 
 static void cuda_rope(tf_backend *be, float *x, int64_t ld, int32_t n_head, int32_t head_dim, const tf_rope_pass *rp) {
-    tf_cuda_rope(cu_of(be), x, rp->n, ld, n_head, head_dim, rp->n_rot, rp->pos, rp->freq, rp->mscale);
+    tf_cuda_rope(cu_of(be), x, rp->n, ld, n_head, head_dim, rp->n_rot, rp->neox, rp->pos, rp->freq, rp->mscale);
 }
 
 static size_t cuda_matmul_scratch(const tf_backend *be, const tf_bmat *w, int32_t n_max) {
@@ -127,6 +125,10 @@ static tf_status cuda_matmul(tf_backend *be, const tf_bmat *w, const float *x, i
 }
 
 static void cuda_add(tf_backend *be, float *y, const float *x, int64_t n) { tf_cuda_add(cu_of(be), y, x, n); }
+
+static void cuda_add_bias(tf_backend *be, float *y, const float *b, int32_t n, int64_t dim) {
+    tf_cuda_add_bias(cu_of(be), y, b, n, dim);
+}
 
 static void cuda_silu_mul(tf_backend *be, float *g, const float *u, int64_t n) { tf_cuda_silu_mul(cu_of(be), g, u, n); }
 
@@ -207,7 +209,7 @@ static size_t cuda_ring_scratch(const tf_backend *be, const tf_ring_call *c) {
 static void cuda_ring_view(tf_backend *be, const tf_ring_call *c) {
     tf_cuda_scache_view(cu_of(be), (uint16_t *)c->view.k, (uint16_t *)c->view.v, tf_kv_view_slots(&c->view),
                         c->ring_k, c->ring_v, c->ring_slots, c->map, c->nv, c->nv_max, c->n_layer, c->view.n_head_kv,
-                        c->view.lay.head_dim, c->rope.n_rot, c->rope.freq, c->rope.mscale);
+                        c->view.lay.head_dim, c->rope.n_rot, c->rope.neox, c->rope.freq, c->rope.mscale);
 }
 static void cuda_ring_append(tf_backend *be, const tf_ring_call *c) {
     tf_cuda_scache_append(cu_of(be), c->ring_k, c->ring_v, c->ring_slots, c->cap_k, c->cap_v, c->ld_rows, c->dst,
@@ -238,6 +240,7 @@ static const tf_backend_ops k_cuda_ops = {
     .rope = cuda_rope,
     .matmul_scratch = cuda_matmul_scratch,
     .matmul = cuda_matmul,
+    .add_bias = cuda_add_bias,
     .add = cuda_add,
     .silu_mul = cuda_silu_mul,
     .kv_store = cuda_kv_store,

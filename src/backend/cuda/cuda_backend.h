@@ -103,15 +103,18 @@ void tf_cuda_embed(tf_cuda *cu, float *x, const void *table, uint32_t type, int6
                    int32_t n);
 /* y = x / sqrt(mean(x^2) + eps) * w for n rows of dim (row stride dim). */
 void tf_cuda_rmsnorm(tf_cuda *cu, float *y, const float *x, const float *w, int32_t n, int32_t dim, float eps);
-/* Rotate pairs (2i, 2i+1), i < n_rot/2, of every head of n rows (stride ld)
- * by theta = pos_d[r] * freq_d[i] (angles in double), cos/sin times mscale —
- * exactly the CPU's tf_op_rope_table + tf_op_rope up to libm rounding. */
+/* Rotate pairs (2i, 2i+1), or (i, i + n_rot/2) with neox, i < n_rot/2, of
+ * every head of n rows (stride ld) by theta = pos_d[r] * freq_d[i] (angles in
+ * double), cos/sin times mscale — exactly the CPU's tf_op_rope_table +
+ * tf_op_rope up to libm rounding. */
 void tf_cuda_rope(tf_cuda *cu, float *x, int32_t n, int64_t ld, int32_t n_head, int32_t head_dim, int32_t n_rot,
-                  const int32_t *pos_d, const float *freq_d, float mscale);
+                  int neox, const int32_t *pos_d, const float *freq_d, float mscale);
 /* g = silu(g) * u */
 void tf_cuda_silu_mul(tf_cuda *cu, float *g, const float *u, int64_t n);
 /* y += x */
 void tf_cuda_add(tf_cuda *cu, float *y, const float *x, int64_t n);
+/* y[r][i] += b[i] for n rows of dim (row stride dim): q/k/v biases. */
+void tf_cuda_add_bias(tf_cuda *cu, float *y, const float *b, int32_t n, int64_t dim);
 /* Store n rows of keys / values (f32 [n][ld], heads side by side) into
  * slots [*slot0_d, *slot0_d + n) of one layer of an f16 cache. */
 void tf_cuda_kv_store(tf_cuda *cu, uint16_t *k_layer, uint16_t *v_layer, int32_t n_head_kv, int32_t head_dim,
@@ -208,13 +211,13 @@ void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_v
 /* ---- streaming cache C_q ------------------------------------------------- */
 
 /* Build the attention view of every layer: view slot i < *nv_d takes ring
- * slot map_d[i], rotated at logical position i (RoPE with freq_d, mscale) and
- * stored f16 into view k/v [n_layer][n_head_kv][n_view_slots][head_dim].
- * nv_max bounds *nv_d (grid size). */
+ * slot map_d[i], rotated at logical position i (RoPE with freq_d, mscale;
+ * pairs as tf_cuda_rope's) and stored f16 into view k/v [n_layer][n_head_kv]
+ * [n_view_slots][head_dim]. nv_max bounds *nv_d (grid size). */
 void tf_cuda_scache_view(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_view_slots, const float *ring_k,
                          const float *ring_v, int32_t ring_slots, const int32_t *map_d, const int32_t *nv_d,
                          int32_t nv_max, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
-                         const float *freq_d, float mscale);
+                         int neox, const float *freq_d, float mscale);
 /* Append n rows of captured unrotated keys / values (f32
  * [n_layer][ld_rows][kv_dim]) to ring slots dst_d[0..n). */
 void tf_cuda_scache_append(tf_cuda *cu, float *ring_k, float *ring_v, int32_t ring_slots, const float *cap_k,

@@ -63,26 +63,35 @@ extern "C" void tf_cuda_rmsnorm(tf_cuda *cu, float *y, const float *x, const flo
 
 /* ---- RoPE: angles in double like tf_op_rope_table, then the f32 rotation ---- */
 
-__global__ void k_rope(float *x, int64_t ld, int32_t n_head, int32_t head_dim, int32_t half, const int32_t *pos,
-                       const float *freq, float mscale) {
+/* pair i is (2i, 2i+1), or (i, i + half) in the rotate-half (NeoX) layout, as tf_op_rope */
+__global__ void k_rope(float *x, int64_t ld, int32_t n_head, int32_t head_dim, int32_t half, int neox,
+                       const int32_t *pos, const float *freq, float mscale) {
     const int r = blockIdx.y;
     const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* (head, pair) */
     if (idx >= (int64_t)n_head * half) return;
     const int h = (int)(idx / half), i = (int)(idx % half);
     const double theta = (double)pos[r] * (double)freq[i];
     const float c = (float)cos(theta) * mscale, s = (float)sin(theta) * mscale;
-    float *v = x + (int64_t)r * ld + (int64_t)h * head_dim + 2 * i;
-    const float a = v[0], b = v[1];
-    v[0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)); /* no FMA contraction, as the CPU */
-    v[1] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+    float *v = x + (int64_t)r * ld + (int64_t)h * head_dim;
+    const int ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
+    const float a = v[ia], b = v[ib];
+    v[ia] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)); /* no FMA contraction, as the CPU */
+    v[ib] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
 }
 
 extern "C" void tf_cuda_rope(tf_cuda *cu, float *x, int32_t n, int64_t ld, int32_t n_head, int32_t head_dim,
-                             int32_t n_rot, const int32_t *pos_d, const float *freq_d, float mscale) {
+                             int32_t n_rot, int neox, const int32_t *pos_d, const float *freq_d, float mscale) {
     const int half = n_rot / 2;
     if (half < 1 || n < 1) return;
     dim3 grid(tfc_blocks((int64_t)n_head * half, 128), n);
-    k_rope<<<grid, 128, 0, cu->stream>>>(x, ld, n_head, head_dim, half, pos_d, freq_d, mscale);
+    k_rope<<<grid, 128, 0, cu->stream>>>(x, ld, n_head, head_dim, half, neox, pos_d, freq_d, mscale);
+}
+
+/* ---- projection biases: y[r][i] += b[i] ------------------------------------------- */
+
+__global__ void k_add_bias(float *y, const float *b, int64_t n, int64_t dim) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n * dim; k += (int64_t)gridDim.x * blockDim.x)
+        y[k] += b[k % dim];
 }
 
 /* ---- SiLU gating and residual add ------------------------------------------------ */
@@ -108,6 +117,11 @@ extern "C" void tf_cuda_silu_mul(tf_cuda *cu, float *g, const float *u, int64_t 
 
 extern "C" void tf_cuda_add(tf_cuda *cu, float *y, const float *x, int64_t n) {
     k_add<<<grid_1d(n), 256, 0, cu->stream>>>(y, x, n);
+}
+
+extern "C" void tf_cuda_add_bias(tf_cuda *cu, float *y, const float *b, int32_t n, int64_t dim) {
+    if (n < 1 || dim < 1) return;
+    k_add_bias<<<grid_1d((int64_t)n * dim), 256, 0, cu->stream>>>(y, b, n, dim);
 }
 
 /* ---- KV store: f32 rows -> f16 slots [slot0, slot0 + n) ------------------------- */

@@ -216,16 +216,20 @@ extern "C" void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, 
  * stored f16 into the view. */
 __global__ void k_scache_view(uint16_t *vk, uint16_t *vv, int32_t n_view, const float *rk, const float *rv,
                               int32_t ring_slots, const int32_t *map, const int32_t *nv, int32_t n_head_kv,
-                              int32_t hd, int32_t half, const float *freq, float mscale) {
+                              int32_t hd, int32_t half, int neox, const float *freq, float mscale) {
     const int32_t i = blockIdx.x, il = blockIdx.y;
     if (i >= *nv) return;
-    const int32_t kv_dim = n_head_kv * hd;
+    const int32_t kv_dim = n_head_kv * hd, hh = hd / 2;
     const int64_t src = ((int64_t)il * ring_slots + map[i]) * kv_dim;
     for (int e = threadIdx.x; e < kv_dim / 2; e += blockDim.x) {
-        const int h = (2 * e) / hd, d = (2 * e) % hd, p = d / 2;
-        float a = rk[src + 2 * e], b = rk[src + 2 * e + 1];
-        if (p < half) {
-            const double theta = (double)i * (double)freq[p];
+        /* pair j of head h: rotated (dims as tf_op_rope pairs them) below half, else copied */
+        const int h = e / hh, j = e % hh;
+        const bool rot = j < half;
+        const int da = rot && neox ? j : 2 * j, db = rot && neox ? j + half : 2 * j + 1;
+        const int64_t s0 = src + (int64_t)h * hd;
+        float a = rk[s0 + da], b = rk[s0 + db];
+        if (rot) {
+            const double theta = (double)i * (double)freq[j];
             const float c = (float)cos(theta) * mscale, s = (float)sin(theta) * mscale;
             /* no contraction: the CPU (ISO C, -ffp-contract=off) rounds every product */
             const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
@@ -233,22 +237,22 @@ __global__ void k_scache_view(uint16_t *vk, uint16_t *vv, int32_t n_view, const 
             a = ra;
             b = rb;
         }
-        const int64_t dst = (((int64_t)il * n_head_kv + h) * n_view + i) * hd + d;
-        vk[dst] = tfc_f2h(a);
-        vk[dst + 1] = tfc_f2h(b);
-        vv[dst] = tfc_f2h(rv[src + 2 * e]);
-        vv[dst + 1] = tfc_f2h(rv[src + 2 * e + 1]);
+        const int64_t dst = (((int64_t)il * n_head_kv + h) * n_view + i) * hd;
+        vk[dst + da] = tfc_f2h(a);
+        vk[dst + db] = tfc_f2h(b);
+        vv[dst + da] = tfc_f2h(rv[s0 + da]);
+        vv[dst + db] = tfc_f2h(rv[s0 + db]);
     }
 }
 
 extern "C" void tf_cuda_scache_view(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_view_slots,
                                     const float *ring_k, const float *ring_v, int32_t ring_slots, const int32_t *map_d,
                                     const int32_t *nv_d, int32_t nv_max, int32_t n_layer, int32_t n_head_kv,
-                                    int32_t head_dim, int32_t n_rot, const float *freq_d, float mscale) {
+                                    int32_t head_dim, int32_t n_rot, int neox, const float *freq_d, float mscale) {
     if (nv_max < 1) return;
     dim3 grid(nv_max, n_layer);
     k_scache_view<<<grid, 128, 0, cu->stream>>>(view_k, view_v, n_view_slots, ring_k, ring_v, ring_slots, map_d, nv_d,
-                                                n_head_kv, head_dim, n_rot / 2, freq_d, mscale);
+                                                n_head_kv, head_dim, n_rot / 2, neox, freq_d, mscale);
 }
 
 __global__ void k_scache_append(float *rk, float *rv, int32_t ring_slots, const float *ck, const float *cv,
