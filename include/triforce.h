@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 2
+#define TF_VERSION_MINOR 3
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "2.2.0"
+#define TF_VERSION_STRING "2.3.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -192,6 +192,32 @@ TF_API tf_status tf_model_tokenize(const tf_model *model, const char *text, size
  * tokenizer. */
 TF_API int32_t tf_model_token_to_piece(const tf_model *model, int32_t token, bool render_special, char *buf,
                                        int32_t cap);
+
+/* A streaming detokenizer (since 2.3.0): token ids in, text out that is
+ * always whole UTF-8 characters. The bytes of a character that a token leaves
+ * incomplete are held until a later token completes it; ill-formed bytes
+ * become U+FFFD; control tokens add nothing. continuation false: the ids start
+ * a text, so the space SentencePiece vocabularies put before its first word
+ * (and again after a BOS) is dropped, as reference implementations do; true:
+ * they continue one (a generation after its prompt), so nothing is dropped.
+ * TF_ERR_UNSUPPORTED for a model without a tokenizer, TF_ERR_NOMEM, and
+ * TF_ERR_INVALID_ARG for NULL arguments; *out is NULL on failure. */
+typedef struct tf_detokenizer tf_detokenizer;
+TF_API tf_status tf_detokenizer_init(tf_detokenizer **out, const tf_model *model, bool continuation);
+/* The text token completes, into buf: TF_OK with *n_out bytes written (0 when
+ * the token only starts a character, or is a control token). TF_ERR_RANGE
+ * when they do not fit in cap: *n_out is the size needed, nothing is written
+ * and nothing consumed, so the same call with a buffer that large succeeds
+ * (tf_detokenizer_max_bytes is always enough). TF_ERR_INVALID_ARG for an id
+ * outside 0..n_vocab-1 or NULL arguments (nothing consumed, *n_out 0). */
+TF_API tf_status tf_detokenizer_push(tf_detokenizer *d, int32_t token, char *buf, size_t cap, size_t *n_out);
+/* The end of the stream: a character still incomplete, as U+FFFD (3 bytes);
+ * the same contract as push. The detokenizer then starts afresh as a
+ * continuation. */
+TF_API tf_status tf_detokenizer_flush(tf_detokenizer *d, char *buf, size_t cap, size_t *n_out);
+/* The most bytes one push or flush can write for this vocabulary. */
+TF_API size_t tf_detokenizer_max_bytes(const tf_detokenizer *d);
+TF_API void tf_detokenizer_free(tf_detokenizer *d);
 
 /* One user turn in the model's chat format (GGUF tokenizer.chat_template),
  * ending with the assistant's turn opened, as the template renders

@@ -1169,6 +1169,102 @@ static void test_public_bounded_writes(void **state) {
     tf_model_close(m);
 }
 
+/* The public streaming detokenizer over one vocabulary: a text with 2-, 3- and
+ * 4-byte characters tokenized and streamed back token by token gives the text
+ * exactly (continuation false: SentencePiece's leading space dropped; true:
+ * the same with it kept); each push is first asked with no buffer, which
+ * must report the size and consume nothing; an id out of range is refused
+ * and consumes nothing; a character left incomplete flushes as U+FFFD. */
+static void detokenizer_case(const char *path, bool spm) {
+    tf_model_params mp = tf_model_default_params();
+    mp.vocab_only = true;
+    tf_model *m;
+    char eb[512];
+    if (tf_model_load_file(&m, path, &mp, eb, sizeof eb) != TF_OK) fail_msg("%s", eb);
+    const char *s = "caf\xc3\xa9 \xf0\x9f\xa6\x99 \xd0\xbc\xd0\xb8\xd1\x80 \xe2\x82\xac! Hello, world.";
+    int32_t ids[256];
+    size_t n = 0;
+    for (int cont = 0; cont < 2; cont++) {
+        /* the start of a text with its BOS (if the vocabulary adds one); a continuation without */
+        assert_int_equal(tf_model_tokenize(m, s, strlen(s), cont == 0, false, ids, 256, &n), TF_OK);
+        tf_detokenizer *d;
+        assert_int_equal(tf_detokenizer_init(&d, m, cont == 1), TF_OK);
+        size_t max = tf_detokenizer_max_bytes(d), len = 0, got;
+        assert_true(max >= 12);
+        char *text = calloc(1, 4096), *buf = malloc(max);
+        for (size_t i = 0; i < n; i++) {
+            size_t need = 99;
+            tf_status st = tf_detokenizer_push(d, ids[i], NULL, 0, &need);
+            assert_true(st == TF_OK || st == TF_ERR_RANGE);
+            assert_true(st == TF_OK ? need == 0 : need > 0 && need <= max);
+            assert_int_equal(tf_detokenizer_push(d, -1, buf, max, &got), TF_ERR_INVALID_ARG);
+            assert_int_equal(got, 0);
+            if (st == TF_OK) continue; /* nothing to write: the token was consumed */
+            if (need > 1) /* one byte short: still nothing consumed */
+                assert_int_equal(tf_detokenizer_push(d, ids[i], buf, need - 1, &got), TF_ERR_RANGE);
+            assert_int_equal(tf_detokenizer_push(d, ids[i], buf, need, &got), TF_OK);
+            assert_int_equal(got, need);
+            memcpy(text + len, buf, got);
+            len += got;
+        }
+        assert_int_equal(tf_detokenizer_flush(d, buf, max, &got), TF_OK);
+        assert_int_equal(got, 0);
+        const char *want = s;
+        char with_space[256];
+        if (cont && spm) {
+            snprintf(with_space, sizeof with_space, " %s", s);
+            want = with_space;
+        }
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(text, want, len);
+        free(text);
+        free(buf);
+        tf_detokenizer_free(d);
+    }
+    /* a character cut short: the emoji without its last token */
+    int32_t e2 = -1;
+    size_t ne = 0;
+    assert_int_equal(tf_model_tokenize(m, "\xf0\x9f\xa6\x99", 4, false, false, ids, 256, &ne), TF_OK);
+    tf_detokenizer *d;
+    assert_int_equal(tf_detokenizer_init(&d, m, true), TF_OK);
+    char out[64];
+    size_t got = 0;
+    bool emitted_part = false; /* a byte of the emoji came out */
+    for (size_t i = 0; i + 1 < ne; i++) { /* all but the last token */
+        assert_int_equal(tf_detokenizer_push(d, ids[i], out, sizeof out, &got), TF_OK);
+        for (size_t j = 0; j < got; j++) emitted_part |= (unsigned char)out[j] >= 0x80;
+    }
+    e2 = ne > 1 ? ids[0] : -1;
+    if (ne > 1) { /* split over tokens (byte tokens): held, then U+FFFD at the end */
+        assert_false(emitted_part);
+        assert_int_equal(tf_detokenizer_flush(d, out, 2, &got), TF_ERR_RANGE);
+        assert_int_equal(got, 3);
+        assert_int_equal(tf_detokenizer_flush(d, out, sizeof out, &got), TF_OK);
+        assert_int_equal(got, 3);
+        assert_memory_equal(out, "\xef\xbf\xbd", 3);
+        assert_int_equal(tf_detokenizer_flush(d, out, sizeof out, &got), TF_OK);
+        assert_int_equal(got, 0);
+    }
+    print_message("%s: %zu ids for the emoji%s, max %zu bytes a push\n", path, ne,
+                  e2 >= 0 ? " (held, then U+FFFD)" : "", tf_detokenizer_max_bytes(d));
+    tf_detokenizer_free(d);
+    assert_int_equal(tf_detokenizer_init(&d, NULL, false), TF_ERR_INVALID_ARG);
+    assert_null(d);
+    tf_model_close(m);
+}
+
+static void test_public_detokenizer(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(spm, "vocab/ggml-vocab-llama-spm.gguf");
+    char spm_path[1024];
+    snprintf(spm_path, sizeof spm_path, "%s", spm);
+    TU_REQUIRE_SHARED(bpe, "vocab/ggml-vocab-gpt-2.gguf");
+    char bpe_path[1024];
+    snprintf(bpe_path, sizeof bpe_path, "%s", bpe);
+    detokenizer_case(spm_path, true);
+    detokenizer_case(bpe_path, false);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors_llama_spm), cmocka_unit_test(test_vectors_phi3),
@@ -1183,6 +1279,7 @@ int main(void) {
         cmocka_unit_test(test_loader_errors),     cmocka_unit_test(test_threads),
         cmocka_unit_test(test_spm_segments),
         cmocka_unit_test(test_public_bounded_writes),
+        cmocka_unit_test(test_public_detokenizer),
         cmocka_unit_test(test_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

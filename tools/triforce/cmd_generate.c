@@ -27,9 +27,9 @@ static bool show_progress(void *ud, uint64_t done, uint64_t total) {
     return true;
 }
 
-/* Writes bytes to stdout, holding back an incomplete UTF-8 sequence at the
- * end until the next piece completes it, so the stream is valid UTF-8 at every
- * flush. Invalid bytes are written as U+FFFD. */
+/* Writes the prompt's bytes to stdout as valid UTF-8 (the generated text that
+ * follows comes from tf_detokenizer): an incomplete sequence at the end of one
+ * chunk is held for the next; invalid bytes are written as U+FFFD. */
 typedef struct utf8_out {
     unsigned char held[4];
     int n_held;
@@ -115,7 +115,19 @@ static int run_one(const cli_opts *o, const tf_model *model, const tf_model *dra
         return 1;
     }
     double t1 = cli_now();
-    utf8_out out = {0};
+    /* the continuation streams as whole UTF-8 characters (its first space kept) */
+    tf_detokenizer *dt = NULL;
+    char *piece = NULL;
+    size_t piece_cap = 0;
+    if (stream) {
+        if (tf_detokenizer_init(&dt, model, true) != TF_OK || !(piece = malloc(tf_detokenizer_max_bytes(dt)))) {
+            fprintf(stderr, "triforce: out of memory\n");
+            tf_detokenizer_free(dt);
+            tf_decoder_free(dec);
+            return 1;
+        }
+        piece_cap = tf_detokenizer_max_bytes(dt);
+    }
     bool done = false;
     int rc = 0;
     while (!done && res->n < o->n_predict) {
@@ -138,18 +150,20 @@ static int run_one(const cli_opts *o, const tf_model *model, const tf_model *dra
                 done = true;
                 break;
             }
-            if (stream) {
-                char piece[256];
-                int32_t np = tf_model_token_to_piece(model, buf[i], false, piece, sizeof piece);
-                if (np > (int32_t)sizeof piece) np = 0;
-                utf8_write(&out, piece, np > 0 ? np : 0);
+            size_t np = 0;
+            if (stream && tf_detokenizer_push(dt, buf[i], piece, piece_cap, &np) == TF_OK && np > 0) {
+                fwrite(piece, 1, np, stdout);
+                fflush(stdout);
             }
         }
     }
     if (stream) {
-        utf8_flush(&out);
+        size_t np = 0;
+        if (tf_detokenizer_flush(dt, piece, piece_cap, &np) == TF_OK && np > 0) fwrite(piece, 1, np, stdout);
         printf("\n");
         fflush(stdout);
+        tf_detokenizer_free(dt);
+        free(piece);
     }
     res->t_prefill = t1 - t0;
     res->t_decode = cli_now() - t1;
