@@ -3,8 +3,11 @@
 #   1. build with CUDA=1 (library, CLI, tests) and the kernel labs of dev/cuda/;
 #   2. run the labs (each validates its variants against a CPU reference
 #      before timing them; GB/s next to the measured peak);
-#   3. run tests/test_cuda (kernels vs CPU references, GPU == CPU greedy tokens
-#      on generated models and stories260K, TriForce greedy equality on the GPU);
+#   3. run tests/test_backend_ops (every op of the CUDA table, the retrieval
+#      cache's and the streaming ring's included, against double-precision
+#      references) and tests/test_cuda (kernels vs CPU references, GPU == CPU
+#      greedy tokens on generated models and stories260K, TriForce greedy
+#      equality on the GPU);
 #      FULL=1 also runs the whole suite of the CUDA build;
 #   4. benchmark a generated model with Llama2-7B-128K's shapes (F16) at
 #      prompts of 32K / 64K / 122K tokens: prefill tok/s, ar ms/token next to
@@ -38,7 +41,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --form
 step "build (make CUDA=1)"
 make CUDA=1 -j"$JOBS" >"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; echo "BUILD FAILED"; exit 1; }
 make CUDA=1 -j"$JOBS" cuda-labs >>"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; echo "LAB BUILD FAILED"; exit 1; }
-make CUDA=1 -j"$JOBS" build-cuda/tests/test_cuda >>"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; exit 1; }
+make CUDA=1 -j"$JOBS" build-cuda/tests/test_cuda build-cuda/tests/test_backend_ops >>"$TMP/build.log" 2>&1 ||
+    { tail -40 "$TMP/build.log"; exit 1; }
 echo "ok"
 
 step "kernel labs"
@@ -50,6 +54,8 @@ done
 PEAK=$(sed -n 's/.* \([0-9][0-9]*\) GB\/s measured.*/\1/p' "$TMP/lab-gemv.txt" | head -1)
 echo "measured peak: ${PEAK:-unknown} GB/s"
 
+step "tests/test_backend_ops"
+if ! BUILD=build-cuda ./build-cuda/tests/test_backend_ops; then echo "TEST_BACKEND_OPS FAILED"; fail=1; fi
 step "tests/test_cuda"
 if ! BUILD=build-cuda ./build-cuda/tests/test_cuda; then echo "TEST_CUDA FAILED"; fail=1; fi
 if [ "${FULL:-0}" = 1 ]; then
