@@ -450,7 +450,8 @@ TF_API const char *tf_decoder_error(const tf_decoder *dec);
 TF_API tf_status tf_decoder_prefill(tf_decoder *dec, const int32_t *tokens, int32_t n);
 /* Prefill with the prompt that src holds, copying its target cache instead of
  * recomputing it (for measuring several configurations on one long prompt).
- * Both decoders on the CPU with the same target model and KV type; src
+ * Both decoders on the same device (the CPU, or since 2.3.0 one CUDA device)
+ * with the same target model and KV type; src
  * prefilled (it may have decoded since: the whole sequence it holds is the
  * prompt), in retrieval or triforce mode when dec has a retrieval level (the
  * cache is built from src's newest query). src is not changed. */

@@ -451,6 +451,8 @@ static void test_sampling(void **state) {
 
 /* ---- whole-model checks ----------------------------------------------------------------------------- */
 
+static tf_arch g_gen_arch = TF_ARCH_LLAMA; /* the architecture gen_model writes */
+
 static const char *gen_model(int n_embd, int n_layer, int n_head, int n_head_kv, tf_dtype type, const char *vocab,
                              uint64_t seed) {
     static char path[4][512];
@@ -460,6 +462,7 @@ static const char *gen_model(int n_embd, int n_layer, int n_head, int n_head_kv,
     tf_gen_params g = tf_gen_params_default();
     g.n_embd = n_embd, g.n_layer = n_layer, g.n_head = n_head, g.n_head_kv = n_head_kv, g.n_ff = 2 * n_embd + 64;
     g.n_ctx_train = 4096, g.n_vocab = 0, g.wtype = type, g.vocab_from = vocab, g.seed = seed, g.n_threads = 1;
+    g.arch = g_gen_arch;
     assert_int_equal(tf_gen_model(&g, p, &g_err), TF_OK);
     return p;
 }
@@ -569,6 +572,77 @@ static void test_forward_generated(void **state) {
     }
 }
 
+/* qwen2 (q/k/v biases, rotate-half RoPE) on the device: the same tokens as
+ * the CPU, and every decoding mode (the streaming view's rotate-half pairs
+ * included) the same as the device's ar. */
+static void test_qwen2(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    g_gen_arch = TF_ARCH_QWEN2;
+    tf_model *t = load(gen_model(256, 2, 8, 2, TF_DTYPE_F16, NULL, 21));
+    tf_model *d = load(gen_model(128, 1, 4, 4, TF_DTYPE_F16, NULL, 22));
+    g_gen_arch = TF_ARCH_LLAMA;
+    assert_true(t->hp.arch == TF_ARCH_QWEN2 && t->hp.rope_neox);
+    int32_t prompt[300], ref[80], out[80];
+    for (int i = 0; i < 300; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&g_rng) % 256);
+    expect_gpu_matches_cpu(t, prompt, 300, 60, "generated qwen2");
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32}, tri = {TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32};
+    run(t, NULL, &ar, TF_SPEC_DEVICE_CUDA, prompt, 300, 80, ref);
+    run(t, d, &tri, TF_SPEC_DEVICE_CUDA, prompt, 300, 80, out);
+    for (int j = 0; j < 80; j++)
+        if (out[j] != ref[j]) {
+            print_error("qwen2 on the device, triforce: token %d is %d, ar gives %d\n", j, out[j], ref[j]);
+            fail();
+        }
+    tf_model_free(t);
+    tf_model_free(d);
+}
+
+/* A device decoder started from another's prefilled cache (device copies of
+ * C_p and the newest query) decodes what a fresh prefill decodes. */
+static void test_prefill_from_device(void **state) {
+    (void)state;
+    REQUIRE_DEVICE();
+    tf_model *t = load(gen_model(256, 2, 8, 2, TF_DTYPE_F16, NULL, 31));
+    tf_model *d = load(gen_model(128, 1, 4, 4, TF_DTYPE_F16, NULL, 32));
+    enum { NP = 500, N = 60 };
+    int32_t prompt[NP], ref[N], out[N];
+    for (int i = 0; i < NP; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&g_rng) % 256);
+    run_cfg tri = {TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32};
+    run(t, d, &tri, TF_SPEC_DEVICE_CUDA, prompt, NP, N, ref);
+    tf_spec_cfg c = {
+        .mode = TF_SPEC_RETRIEVAL, .gamma1 = 2, .gamma2 = 6, .budget = 48, .chunk = 8, .recent = 8,
+        .rebuild_stride = 4, .rebuild_accept = 0.3f, .sinks = 4, .window = 32, .n_ctx = NP + N + 32, .n_batch = 64,
+        .kv_type = TF_DTYPE_F16, .isa = TF_ISA_BEST,
+        .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1}, .device = TF_SPEC_DEVICE_CUDA,
+    };
+    tf_spec src, dst;
+    tf_err err = {0};
+    assert_int_equal(tf_spec_init(&src, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(tf_spec_prefill(&src, prompt, NP, NULL, NULL), TF_OK);
+    c.mode = TF_SPEC_TRIFORCE;
+    assert_int_equal(tf_spec_init(&dst, t, d, &c, g_pool, &err), TF_OK);
+    if (tf_spec_prefill_from(&dst, &src, NULL, NULL) != TF_OK) {
+        print_error("prefill from another device decoder: %s\n", dst.err.msg);
+        fail();
+    }
+    int got = 0;
+    while (got < N) {
+        int32_t buf[64], k;
+        assert_int_equal(tf_spec_step(&dst, buf, 64, &k), TF_OK);
+        for (int i = 0; i < k && got < N; i++) out[got++] = buf[i];
+    }
+    for (int j = 0; j < N; j++)
+        if (out[j] != ref[j]) {
+            print_error("prefill_from on the device: token %d is %d, a fresh prefill gives %d\n", j, out[j], ref[j]);
+            fail();
+        }
+    tf_spec_free(&dst);
+    tf_spec_free(&src);
+    tf_model_free(t);
+    tf_model_free(d);
+}
+
 static void test_forward_stories(void **state) {
     (void)state;
     REQUIRE_DEVICE();
@@ -645,6 +719,7 @@ int main(void) {
         cmocka_unit_test(test_attention),        cmocka_unit_test(test_retrieval),
         cmocka_unit_test(test_sampling),         cmocka_unit_test(test_forward_generated),
         cmocka_unit_test(test_forward_stories),  cmocka_unit_test(test_spec_equality),
+        cmocka_unit_test(test_qwen2),            cmocka_unit_test(test_prefill_from_device),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -694,10 +694,21 @@ static int64_t lower_prefill_tokens(const tf_spec *s, int64_t P) {
     return total;
 }
 
+/* The first n slots of src's full cache as this decoder's (src's device work
+ * finished first), with the retrieval sums brought up to date. */
+static tf_status copy_target_cache(tf_spec *s, const tf_spec *src, int32_t n) {
+    if (!src->be.ops->host_memory) TF_TRY(src->be.ops->sync((tf_backend *)&src->be, "the source decoder", &s->err));
+    TF_TRY(tf_kv_copy_prefix(&s->kv_p, &src->kv_p, n, &s->err));
+    s->lv[0].n_cached = n;
+    if (s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, 0, n);
+    return TF_OK;
+}
+
 tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn progress, void *ud) {
     tf_err_clear(&s->err);
-    if (!s->be.ops->host_memory || !src->be.ops->host_memory)
-        return tf_errf(&s->err, TF_ERR_UNSUPPORTED, "prefill from another decoder: CPU decoders only");
+    if (strcmp(s->be.ops->name, src->be.ops->name) != 0)
+        return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill from another decoder: it runs on %s, this one on %s",
+                       src->be.ops->name, s->be.ops->name);
     if (s->n_seq != 0) return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill: the decoder already holds a sequence");
     if (src->target != s->target)
         return tf_errf(&s->err, TF_ERR_INVALID_ARG, "prefill from another decoder: its target model is not this one's");
@@ -713,12 +724,10 @@ tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn pr
     memcpy(s->seq, src->seq, sizeof(int32_t) * (size_t)n);
     s->n_seq = s->n_emitted = n;
     s->n_prefilled = n - 1;
-    tf_kv_copy_slots(&s->kv_p, 0, &src->kv_p, 0, (int32_t)P);
-    s->lv[0].n_cached = P;
+    TF_TRY(copy_target_cache(s, src, (int32_t)P));
     if (s->has_rc) {
-        tf_rcache_note_append(&s->rc, &s->kv_p, 0, (int32_t)P);
         size_t q_floats = (size_t)s->target->hp.n_layer * s->target->hp.n_head * s->target->hp.head_dim;
-        memcpy(s->q_last, src->q_last, sizeof(float) * q_floats);
+        TF_TRY(s->be.ops->copy(&s->be, s->q_last, src->q_last, sizeof(float) * q_floats, &s->err));
     }
     int64_t done = 0, total = (n - 1 - P) + lower_prefill_tokens(s, n - 1);
     TF_TRY(feed_quiet(s, 0, n - 1, progress, ud, &done, total));
@@ -732,7 +741,7 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
     if (n_reused) *n_reused = 0;
     int32_t C = 0;
     const int32_t nb = s->lv[0].fwd.n_batch;
-    if (src && s->be.ops->host_memory && src->be.ops->host_memory && src->target == s->target && src->kv_p.type == s->kv_p.type &&
+    if (src && strcmp(s->be.ops->name, src->be.ops->name) == 0 && src->target == s->target && src->kv_p.type == s->kv_p.type &&
         src->lv[0].fwd.n_batch == nb) {
         int64_t lim = src->n_prefilled < n - 1 ? src->n_prefilled : n - 1;
         while (C < lim && src->seq[C] == tokens[C]) C++;
@@ -745,9 +754,7 @@ tf_status tf_spec_prefill_reuse(tf_spec *s, const int32_t *tokens, int32_t n, co
     TF_TRY(start_prompt(s, tokens, n));
     /* positions 0..C-1 hold the same tokens after the same prefix, computed in
      * the same batches: their keys and values are bitwise what a prefill computes */
-    tf_kv_copy_slots(&s->kv_p, 0, &src->kv_p, 0, C);
-    s->lv[0].n_cached = C;
-    if (s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, 0, C);
+    TF_TRY(copy_target_cache(s, src, C));
     int64_t done = 0, total = (n - 1 - C) + lower_prefill_tokens(s, n - 1);
     TF_TRY(feed_quiet(s, 0, n - 1, progress, ud, &done, total));
     if (s->q_cap) save_last_query(s, 0);

@@ -133,6 +133,34 @@ void tf_kv_copy_slots(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32
     if (dst->n_used < o + n) dst->n_used = o + n;
 }
 
+tf_status tf_kv_copy_prefix(tf_kv_cache *dst, const tf_kv_cache *src, int32_t n, tf_err *err) {
+    if (dst->n_layer != src->n_layer || dst->n_head_kv != src->n_head_kv || dst->head_dim != src->head_dim ||
+        dst->type != src->type || (dst->be == NULL) != (src->be == NULL))
+        return tf_errf(err, TF_ERR_INVALID_ARG,
+                       "KV cache copy: %d layers x %d KV heads x %d, %s, %s into %d x %d x %d, %s, %s: expected the "
+                       "same shape and type, both on the host or both on a device",
+                       src->n_layer, src->n_head_kv, src->head_dim, tf_dtype_name(src->type),
+                       src->be ? "device" : "host", dst->n_layer, dst->n_head_kv, dst->head_dim,
+                       tf_dtype_name(dst->type), dst->be ? "device" : "host");
+    if (n < 0 || n > src->n_slots || n > dst->n_slots)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache copy of %d slots: the caches hold %d and %d", n,
+                       src->n_slots, dst->n_slots);
+    if (!dst->be) {
+        tf_kv_copy_slots(dst, 0, src, 0, n);
+        return TF_OK;
+    }
+    /* whole K blocks (the slots past n in the last one are unused in both) and n V rows */
+    size_t kb = (size_t)((n + TF_KV_BLK - 1) / TF_KV_BLK) * dst->k_blk_bytes, vb = (size_t)n * dst->v_row_bytes;
+    for (int il = 0; il < dst->n_layer && n > 0; il++)
+        for (int h = 0; h < dst->n_head_kv; h++) {
+            TF_TRY(dst->be->ops->copy(dst->be, tf_kv_k(dst, il, h), tf_kv_k(src, il, h), kb, err));
+            TF_TRY(dst->be->ops->copy(dst->be, tf_kv_v(dst, il, h), tf_kv_v(src, il, h), vb, err));
+        }
+    memcpy(dst->pos, src->pos, sizeof(int32_t) * (size_t)n);
+    if (dst->n_used < n) dst->n_used = n;
+    return TF_OK;
+}
+
 tf_kv_view tf_kv_layer_view(const tf_kv_cache *kv, int il) {
     return (tf_kv_view){.lay = tf_kv_layout_of(kv), .k = tf_kv_k(kv, il, 0), .v = tf_kv_v(kv, il, 0),
                         .head_stride = kv->head_stride, .n_head_kv = kv->n_head_kv};

@@ -99,6 +99,13 @@ void tf_kv_copy(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, 
  * another's prefix (prompt reuse) and for tests. */
 void tf_kv_copy_slots(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32_t s, int32_t n);
 
+/* Copy the first n slots of every layer and KV head of src (K, V and
+ * positions) into dst, on dst's backend: two caches of the same shape and
+ * type, both in host memory or both on one device (a device copy is ordered
+ * after the work dst's backend has enqueued; the caller waits for src's).
+ * dst->n_used grows to at least n. TF_ERR_INVALID_ARG names what differs. */
+tf_status tf_kv_copy_prefix(tf_kv_cache *dst, const tf_kv_cache *src, int32_t n, tf_err *err);
+
 /* Forget slots [n, n_used) — rollback copies nothing. */
 static inline void tf_kv_truncate(tf_kv_cache *kv, int32_t n) {
     if (n < kv->n_used) kv->n_used = n < 0 ? 0 : n;
