@@ -373,7 +373,7 @@ static void test_greedy_equality_generated(void **state) {
 }
 
 /* q8_0 / q4_0 KV caches in every level (full, retrieval gather, streaming
- * ring): each mode equals autoregressive greedy decoding over the same cache
+ * view): each mode equals autoregressive greedy decoding over the same cache
  * type, prefilled directly and from another decoder; a model whose head_dim
  * is not a multiple of 32 (stories260K: 8) is refused by name. */
 static void test_greedy_equality_quantized_kv(void **state) {
@@ -1002,11 +1002,11 @@ static void test_step_cap(void **state) {
     unlink(tpath);
 }
 
-/* The streaming cache stores keys unrotated and rotates them itself: while
- * its sinks + window hold the whole sequence, a forward pass over its view
- * must give the full cache's logits (with qwen2's rotate-half pairs; the
- * adjacent-pair rotation there makes this fail). Greedy agreement alone
- * would not show it: small random models soon repeat one token. */
+/* While the streaming cache's sinks + window hold the whole sequence, a
+ * forward pass over its view must give the full cache's logits (with qwen2's
+ * rotate-half pairs too); test_streaming checks what it shows once tokens
+ * slide out. Greedy agreement alone would not show it: small random models
+ * soon repeat one token. */
 static void streaming_equals_full(const tf_model *m) {
     const tf_hparams *hp = &m->hp;
     enum { N = 48 };
@@ -1016,7 +1016,7 @@ static void streaming_equals_full(const tf_model *m) {
     tf_scache sc;
     assert_int_equal(tf_kv_init(&kv, hp->n_layer, hp->n_head_kv, hp->head_dim, N, TF_DTYPE_F32, &err), TF_OK);
     assert_int_equal(tf_scache_init(&sc, hp->n_layer, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_neox,
-                                    m->rope_freq, m->rope_mscale, 4, N, 8, 1, TF_DTYPE_F32, &err),
+                                    m->rope_freq, m->rope_mscale, 4, N, 8, 1, N, TF_DTYPE_F32, &err),
                      TF_OK);
     assert_int_equal(tf_fwd_init(&ff, m, 1, 1, N, g_pool, TF_ISA_BEST, &err), TF_OK);
     assert_int_equal(tf_fwd_init(&fs, m, 1, 1, sc.view.n_slots, g_pool, TF_ISA_BEST, &err), TF_OK);
@@ -1028,8 +1028,9 @@ static void streaming_equals_full(const tf_model *m) {
         int32_t tok = 3 + (t * 37 + 11) % 256, pos0;
         assert_int_equal(tf_forward(&ff, &kv, &tok, &t, 1, t, NULL, 0, &err), TF_OK);
         int32_t slot0;
-        assert_int_equal(tf_scache_view(&sc, &slot0, &pos0, &err), TF_OK);
-        assert_int_equal(pos0, t); /* nothing evicted: logical position = position */
+        assert_int_equal(tf_scache_view(&sc, 1, &slot0, &pos0, &err), TF_OK);
+        assert_int_equal(pos0, t);
+        assert_int_equal(slot0, t); /* nothing slid out: no gap */
         assert_int_equal(tf_forward(&fs, &sc.view, &tok, &pos0, 1, slot0, NULL, 0, &err), TF_OK);
         assert_int_equal(tf_scache_append(&sc, fs.cap_k, fs.cap_v, 1, 1, &err), TF_OK);
         for (int32_t v = 0; v < hp->n_vocab; v++) {

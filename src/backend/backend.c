@@ -15,14 +15,13 @@ static const char *const k_op_names[TF_OP_COUNT] = {
     [TF_OP_ADD] = "add",           [TF_OP_SILU_MUL] = "silu_mul", [TF_OP_KV_STORE] = "kv_store",
     [TF_OP_ATTN] = "attn",         [TF_OP_ARGMAX] = "argmax",     [TF_OP_GRAPH] = "graph",
     [TF_OP_RC_SUMS] = "rc_sums",   [TF_OP_RC_SELECT] = "rc_select", [TF_OP_RC_GATHER] = "rc_gather",
-    [TF_OP_RING] = "ring",
 };
 
 const char *tf_op_name(tf_op op) { return (unsigned)op < TF_OP_COUNT ? k_op_names[op] : "unknown"; }
 
 static bool op_has_type(tf_op op) {
     return op == TF_OP_EMBED || op == TF_OP_MATMUL || op == TF_OP_KV_STORE || op == TF_OP_ATTN ||
-           op == TF_OP_RC_SUMS || op == TF_OP_RC_GATHER || op == TF_OP_RING;
+           op == TF_OP_RC_SUMS || op == TF_OP_RC_GATHER;
 }
 
 tf_status tf_backend_require(const tf_backend *be, tf_op op, uint32_t type, const char *what, tf_err *err) {

@@ -54,7 +54,6 @@ typedef enum tf_op {
     TF_OP_RC_SUMS,   /* the retrieval cache's chunk key sums; type: the cache's */
     TF_OP_RC_SELECT, /* its choice of chunks by the newest query */
     TF_OP_RC_GATHER, /* its copy of the chosen slots into a view; type: the cache's */
-    TF_OP_RING,      /* the streaming cache's ring: view and append; type: the view's */
     TF_OP_COUNT
 } tf_op;
 
@@ -84,7 +83,8 @@ typedef struct tf_rope_pass {
 
 /* Attention of n_q query rows over one layer's KV view: for row i and head
  * hq (KV head hq / (n_head / n_head_kv)), softmax(scale * q . K[s]) . V[s]
- * over slots s < kv_len[i]. */
+ * over slots s < kv_len[i] outside the gap [gap[0], gap[1]) (a streaming
+ * cache's sinks before it, its window after it). */
 typedef struct tf_attn_call {
     const float *q;          /* [n_q][n_head * head_dim], row stride ldq, after RoPE */
     int64_t ldq;
@@ -92,6 +92,7 @@ typedef struct tf_attn_call {
     int32_t n_q, n_head;
     const int32_t *kv_len;   /* [n_q] (a buffer), each 1..max_kv */
     int32_t max_kv;          /* bound on kv_len[] */
+    const int32_t *gap;      /* a buffer [2]: gap[0] >= gap[1] is none; each row sees at least one slot */
     float scale;
     float *out;              /* [n_q][n_head * head_dim], row stride ldo */
     int64_t ldo;
@@ -137,28 +138,6 @@ static inline int tf_rc_next_run(const int32_t *sel, int32_t n_sel_chunks, int32
     *t = u;
     return 1;
 }
-
-/* The streaming cache's ring (kv/streaming.h): keys before RoPE and values,
- * f32 [n_layer][ring_slots][kv_dim] in backend memory, and the attention view
- * built from it. Inputs that change per pass (nv, map, dst) are buffers. */
-typedef struct tf_ring_call {
-    float *ring_k, *ring_v;
-    int32_t n_layer, ring_slots;
-    tf_kv_view view;           /* layer 0 of the view */
-    size_t view_layer_stride;
-    /* ring_view: view slot i < *nv (at most nv_max) takes ring slot map[i],
-     * its key rotated at position i; rope holds positions 0 .. rope.n - 1
-     * (rope.n >= nv_max) with its table, prepared once */
-    const int32_t *nv, *map;
-    int32_t nv_max;
-    tf_rope_pass rope;
-    /* ring_append: rows [0, n) of cap_k / cap_v ([n_layer][ld_rows][kv_dim])
-     * to ring slots dst[0, n) */
-    const float *cap_k, *cap_v;
-    int32_t ld_rows, n;
-    const int32_t *dst;
-    void *scratch;             /* ops->ring_scratch bytes */
-} tf_ring_call;
 
 typedef struct tf_backend tf_backend;
 
@@ -225,11 +204,6 @@ typedef struct tf_backend_ops {
     void (*rc_select)(tf_backend *be, const tf_rc_call *c);
     /* Per pair: the chosen chunks' slots (below n_tok) to view slots 0, 1, ... */
     void (*rc_gather)(tf_backend *be, const tf_rc_call *c);
-
-    /* ---- the streaming cache's ring (tf_ring_call) ---- */
-    size_t (*ring_scratch)(const tf_backend *be, const tf_ring_call *c);
-    void (*ring_view)(tf_backend *be, const tf_ring_call *c);
-    void (*ring_append)(tf_backend *be, const tf_ring_call *c);
 
     /* ---- graph capture (optional) ---- */
     tf_status (*graph_begin)(tf_backend *be, tf_err *err);

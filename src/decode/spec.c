@@ -80,7 +80,10 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
     case LEVEL_STREAMING: {
         if (L->sc.n_seen != c) return tf_errf(&s->err, TF_ERR_INTERNAL, "streaming cache out of step");
         int32_t slot0, pos0;
-        TF_TRY(tf_scache_view(&L->sc, &slot0, &pos0, &s->err));
+        const bool keys = tf_scache_wants_keys(&L->sc); /* the sinks' keys, captured while they are fed */
+        TF_TRY(tf_scache_view(&L->sc, n, &slot0, &pos0, &s->err));
+        L->fwd.cap_k = keys ? L->cap_k : NULL;
+        L->fwd.cap_v = keys ? L->cap_v : NULL;
         for (int32_t j = 0; j < n; j++) L->pos[j] = pos0 + j;
         st = tf_forward(&L->fwd, &L->sc.view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
         if (st == TF_OK) st = tf_scache_append(&L->sc, L->fwd.cap_k, L->fwd.cap_v, n, L->fwd.n_batch, &s->err);
@@ -473,22 +476,22 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
         n_batch = rows + 2 > 64 ? rows + 2 : 64;
         TF_TRY(tf_scache_init_on(&L->sc, be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, m->hp.n_rot,
                                  m->hp.rope_neox, w->rope_freq, m->rope_mscale, c->sinks, c->window, 2 * rows + 8,
-                                 n_batch, tf_kv_type_on(be, c->kv_type), err));
+                                 n_batch, c->n_ctx, tf_kv_type_on(be, c->kv_type), err));
         n_kv = L->sc.view.n_slots;
     }
     TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, err));
     L->fwd.use_graphs = kind != LEVEL_FULL; /* where the backend has graphs: the small, repeated passes */
     if (kind == LEVEL_STREAMING) {
         size_t cap = sizeof(float) * (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
-        TF_TRY(be->ops->alloc(be, (void **)&L->fwd.cap_k, cap, "the streaming level's captured keys", err));
-        TF_TRY(be->ops->alloc(be, (void **)&L->fwd.cap_v, cap, "the streaming level's captured values", err));
+        TF_TRY(be->ops->alloc(be, (void **)&L->cap_k, cap, "the streaming level's captured keys", err));
+        TF_TRY(be->ops->alloc(be, (void **)&L->cap_v, cap, "the streaming level's captured values", err));
     }
     return level_alloc_host(s, L, m, n_batch, err);
 }
 
 static void level_free(tf_spec *s, spec_level *L) {
-    if (L->fwd.cap_k) s->be.ops->free(&s->be, L->fwd.cap_k);
-    if (L->fwd.cap_v) s->be.ops->free(&s->be, L->fwd.cap_v);
+    if (L->cap_k) s->be.ops->free(&s->be, L->cap_k);
+    if (L->cap_v) s->be.ops->free(&s->be, L->cap_v);
     tf_fwd_free(&L->fwd);
     if (L->kind == LEVEL_RETRIEVAL) tf_kv_free(&L->view);
     if (L->kind == LEVEL_STREAMING) tf_scache_free(&L->sc);
@@ -615,7 +618,7 @@ void tf_spec_reset(tf_spec *s, uint64_t seed) {
     for (int i = 0; i < s->n_levels; i++) {
         spec_level *L = &s->lv[i];
         if (L->kind == LEVEL_STREAMING) {
-            L->sc.n_seen = L->sc.n_high = L->sc.floor = 0;
+            tf_scache_reset(&L->sc);
         } else if (L->kind == LEVEL_RETRIEVAL) {
             L->view.n_used = 0;
             L->r_base = 0;

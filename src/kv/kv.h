@@ -7,7 +7,8 @@
  *
  * pos[slot] is the token position the slot holds; within a cache, slots are
  * in increasing position order, so "visible to a query at position p" is
- * always a prefix of the slots.
+ * a prefix of the slots, less the gap [gap_lo, gap_hi) where a cache has one
+ * (the streaming cache: its sinks before the gap, its window after).
  *
  * All storage is reserved at init for n_slots; appending and truncating
  * (rollback) never allocate or copy.
@@ -36,6 +37,7 @@ typedef struct tf_kv_cache {
     uint8_t *v;       /* [n_layer][n_head_kv][n_slots] rows of v_row_bytes */
     int32_t *pos;     /* [n_slots] */
     int32_t n_used;   /* slots filled: [0, n_used) */
+    int32_t gap_lo, gap_hi; /* slots no new query sees (gap_lo >= gap_hi: none); new tokens go after it */
     tf_backend *be;   /* where k and v live; NULL: host memory (the CPU) */
 } tf_kv_cache;
 

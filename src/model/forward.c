@@ -59,7 +59,7 @@ static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32
         TF_TRY(o->alloc(be, bufs[i].p, bufs[i].bytes, "forward-pass scratch", err));
         f->bytes += bufs[i].bytes;
     }
-    f->args_bytes = sizeof(int32_t) * (3 * nb + 1);
+    f->args_bytes = sizeof(int32_t) * (3 * nb + 3);
     TF_TRY(o->alloc(be, (void **)&f->args_d, f->args_bytes, "forward-pass inputs", err));
     if (o->host_memory) f->args_h = f->args_d; /* nothing to upload */
     else TF_TRY(o->host_alloc(be, (void **)&f->args_h, f->args_bytes, "forward-pass inputs", err));
@@ -67,6 +67,7 @@ static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32
     f->pos_d = f->tok_d + nb;
     f->len_d = f->pos_d + nb;
     f->slot0_d = f->len_d + nb;
+    f->gap_d = f->slot0_d + 1;
     return TF_OK;
 }
 
@@ -170,7 +171,8 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
         const tf_kv_view view = tf_kv_layer_view(kv, il);
         o->kv_store(be, &view, f->slot0_d, n, f->k, f->v, kv_dim);
         const tf_attn_call ac = {.q = f->q, .ldq = q_dim, .kv = view, .n_q = n, .n_head = hp->n_head,
-                                 .kv_len = f->len_d, .max_kv = max_kv, .scale = 1.0f / sqrtf((float)hd),
+                                 .kv_len = f->len_d, .max_kv = max_kv, .gap = f->gap_d,
+                                 .scale = 1.0f / sqrtf((float)hd),
                                  .out = f->att, .ldo = q_dim, .scratch = f->attn_scratch};
         o->attn(be, &ac);
         TF_TRY(o->matmul(be, &L->wo, f->att, n, f->tmp, E, f->mm_scratch, err));
@@ -245,6 +247,9 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
         return tf_errf(err, TF_ERR_INVALID_ARG,
                        "forward: the KV cache's shape (%d layers, %d KV heads of %d) is not the model's (%d, %d, %d)",
                        kv->n_layer, kv->n_head_kv, kv->head_dim, hp->n_layer, hp->n_head_kv, hp->head_dim);
+    if (kv->gap_lo < kv->gap_hi && slot0 < kv->gap_hi)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: slots from %d lie before the cache's gap [%d, %d)", slot0,
+                       kv->gap_lo, kv->gap_hi);
     const bool kv_host = !kv->be || kv->be->ops->host_memory;
     if (kv->be != f->be && !(kv_host && o->host_memory))
         return tf_errf(err, TF_ERR_INVALID_ARG, "forward: the KV cache is not on the %s backend", o->name);
@@ -259,6 +264,8 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
         if (len > max_len) max_len = len;
     }
     *slot0_h = slot0;
+    slot0_h[1] = kv->gap_lo;
+    slot0_h[2] = kv->gap_hi;
     for (int32_t i = 0; i < n; i++) kv->pos[slot0 + i] = pos[i];
     if (kv->n_used < slot0 + n) kv->n_used = slot0 + n;
     const bool graph = f->use_graphs && n <= o->graph_rows;

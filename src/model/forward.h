@@ -44,7 +44,7 @@ typedef struct tf_fwd {
      * memory on a host-memory backend): tokens[n_batch] pos[n_batch]
      * kv_len[n_batch] slot0[1]. */
     int32_t *args_d, *args_h;
-    int32_t *tok_d, *pos_d, *len_d, *slot0_d;
+    int32_t *tok_d, *pos_d, *len_d, *slot0_d, *gap_d; /* gap_d: the cache's gap [2] */
     size_t args_bytes;
     bool pending;                 /* the staging may still be read by an enqueued copy */
     size_t bytes;                 /* total reserved */

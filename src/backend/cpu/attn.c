@@ -20,6 +20,9 @@ typedef struct plan {
     void (*item_fn)(const attn_item *);
     int g, hd, n_qt, n_split;
     int32_t split_len; /* keys per split (multiple of 64) */
+    /* the visible slots as up to two segments [seg_lo[i], seg_hi[i]), each cut
+     * at the multiples of split_len into seg_n[i] splits */
+    int32_t seg_lo[2], seg_hi[2], seg_n[2];
     int64_t n_items;
     float *part;       /* [n_items][QTILE*g][hd + 2] */
     uint8_t *thread_scratch;
@@ -32,14 +35,26 @@ static size_t thread_scratch_bytes(int32_t n_head, int32_t hd) {
     return sizeof(float) * ((size_t)QTILE * n_head * hd + 2u * 64u * hd + (size_t)QTILE * n_head * 16) + 256;
 }
 
+/* Key range [*lo, *hi) of split i (segments in order, each cut at multiples of split_len). */
+static void split_range(const plan *p, int i, int32_t *lo, int32_t *hi) {
+    int sg = i < p->seg_n[0] ? 0 : 1;
+    if (sg) i -= p->seg_n[0];
+    int32_t first = p->seg_lo[sg] / p->split_len + i;
+    *lo = first * p->split_len > p->seg_lo[sg] ? first * p->split_len : p->seg_lo[sg];
+    *hi = (first + 1) * p->split_len < p->seg_hi[sg] ? (first + 1) * p->split_len : p->seg_hi[sg];
+}
+
+/* Splits of [lo, hi) at multiples of len. */
+static int32_t n_cuts(int32_t lo, int32_t hi, int32_t len) { return hi <= lo ? 0 : (hi - 1) / len - lo / len + 1; }
+
 static size_t part_floats(int32_t n_q, int32_t n_head, int32_t hd, int n_split) {
     int32_t n_qt = (n_q + QTILE - 1) / QTILE;
     return (size_t)n_split * n_qt * QTILE * n_head * (hd + 2);
 }
 
 size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max) {
-    int max_split = (n_kv_max + SPLIT_KEYS - 1) / SPLIT_KEYS;
-    size_t a = part_floats(n_q_max, n_head, head_dim, 1), b = part_floats(QTILE, n_head, head_dim, max_split);
+    int max_split = (n_kv_max + SPLIT_KEYS - 1) / SPLIT_KEYS + 1; /* + 1: a gap cuts one split in two */
+    size_t a = part_floats(n_q_max, n_head, head_dim, 2), b = part_floats(QTILE, n_head, head_dim, max_split);
     return sizeof(float) * (a > b ? a : b) + (size_t)n_threads * thread_scratch_bytes(n_head, head_dim) + 256;
 }
 
@@ -60,6 +75,8 @@ static void run_items(void *arg, int ith, int nth) {
         int nq = a->n_q - q0 < QTILE ? a->n_q - q0 : QTILE;
         int rows = nq * g;
         float *part = p->part + (size_t)it_id * QTILE * g * (hd + 2);
+        int32_t klo, k1;
+        split_range(p, split, &klo, &k1);
         attn_item item = {
             .q = a->q + (size_t)q0 * a->ldq + (size_t)h * g * hd,
             .ldq = a->ldq,
@@ -72,8 +89,9 @@ static void run_items(void *arg, int ith, int nth) {
             .g = g,
             .n_qpos = nq,
             .kv_len = a->kv_len + q0,
-            .k0 = split * p->split_len,
-            .k1 = (split + 1) * p->split_len,
+            .k0 = klo / TF_KV_BLK * TF_KV_BLK,
+            .klo = klo,
+            .k1 = k1,
             .scale = a->scale,
             .m = part,
             .l = part + rows,
@@ -195,13 +213,24 @@ void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, 
      * (larger batches) is parallel over query tiles instead. */
     if (a->n_q <= QTILE) {
         p.split_len = SPLIT_KEYS;
-        p.n_split = (kmax + SPLIT_KEYS - 1) / SPLIT_KEYS;
-        if (p.n_split < 1) p.n_split = 1;
     } else {
-        p.n_split = 1;
         p.split_len = (kmax + 63) / 64 * 64;
         if (p.split_len == 0) p.split_len = 64;
     }
+    /* the visible slots: [0, kmax) less the gap, as one or two segments */
+    int nseg = 0;
+    if (a->gap_lo < a->gap_hi && a->gap_lo < kmax) {
+        if (a->gap_lo > 0) p.seg_lo[nseg] = 0, p.seg_hi[nseg++] = a->gap_lo;
+        if (a->gap_hi < kmax) p.seg_lo[nseg] = a->gap_hi, p.seg_hi[nseg++] = kmax;
+    } else {
+        p.seg_lo[nseg] = 0, p.seg_hi[nseg++] = kmax;
+    }
+    p.n_split = 0;
+    for (int i = 0; i < 2; i++) {
+        p.seg_n[i] = i < nseg ? n_cuts(p.seg_lo[i], p.seg_hi[i], p.split_len) : 0;
+        p.n_split += p.seg_n[i];
+    }
+    if (p.n_split < 1) p.seg_n[0] = p.n_split = 1; /* an empty segment [0, 0): no row sees anything */
     p.n_items = (int64_t)kv->n_head_kv * p.n_qt * p.n_split;
     uintptr_t base = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     p.part = (float *)base;
@@ -226,6 +255,7 @@ void tf_ref_attn(const tf_attn_args *a) {
             double mx = -INFINITY;
             float k[1024], v[1024];
             for (int32_t s = 0; s < a->kv_len[i]; s++) {
+                if (s >= a->gap_lo && s < a->gap_hi) continue;
                 tf_kv_head_read(&kv->lay, tf_kv_view_k(kv, hq / g), tf_kv_view_v(kv, hq / g), s, k, NULL);
                 double dot = 0;
                 for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];
@@ -234,6 +264,7 @@ void tf_ref_attn(const tf_attn_args *a) {
             }
             double l = 0, acc[1024] = {0};
             for (int32_t s = 0; s < a->kv_len[i]; s++) {
+                if (s >= a->gap_lo && s < a->gap_hi) continue;
                 tf_kv_head_read(&kv->lay, tf_kv_view_k(kv, hq / g), tf_kv_view_v(kv, hq / g), s, k, v);
                 double dot = 0;
                 for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];

@@ -34,6 +34,8 @@ typedef struct tf_attn_args {
     tf_kv_view kv;         /* one layer's K/V storage (kv/kv.h: tf_kv_layer_view) */
     int32_t n_q;           /* query rows */
     const int32_t *kv_len; /* [n_q] visible slots of each row (>= 1, <= the slots written) */
+    int32_t gap_lo, gap_hi; /* slots [gap_lo, gap_hi) are visible to no row (gap_lo >= gap_hi: none); every
+                             * row sees at least one slot */
     int32_t n_head;        /* query heads (multiple of kv.n_head_kv) */
     float scale;           /* usually 1/sqrt(head_dim) */
     float *out;            /* [n_q][n_head * head_dim], row stride ldo */

@@ -16,7 +16,8 @@ typedef struct attn_item {
     int g;                  /* query heads per KV head */
     int n_qpos;             /* query positions in the item */
     const int32_t *kv_len;  /* [n_qpos] */
-    int32_t k0, k1;         /* key slot range; k0 a multiple of 64 */
+    int32_t k0, k1;         /* key slot range; k0 a multiple of TF_KV_BLK */
+    int32_t klo;            /* the first visible slot, in [k0, k0 + TF_KV_BLK): [k0, klo) is masked */
     float scale;
     float *m, *l, *acc;     /* outputs: [n_qpos*g], [n_qpos*g], [n_qpos*g][hd] */
     float *qbuf;            /* scratch [n_qpos*g][hd] floats (bf16 path: [n_qpos*g][hd/2] pairs) */

@@ -38,7 +38,6 @@ static bool cpu_supports(const tf_backend *be, tf_op op, uint32_t type) {
     case TF_OP_KV_STORE:
     case TF_OP_RC_SUMS:
     case TF_OP_RC_GATHER:
-    case TF_OP_RING:
     case TF_OP_ATTN: return type == TF_DTYPE_F32 || type == TF_DTYPE_F16 || tf_kv_layout_quantized(type);
     case TF_OP_GRAPH: return false;
     case TF_OP_COUNT: return false;
@@ -151,6 +150,7 @@ static size_t cpu_attn_scratch(const tf_backend *be, int32_t n_q_max, int32_t n_
 static void cpu_attn(tf_backend *be, const tf_attn_call *a) {
     cpu_ctx *c = ctx_of(be);
     tf_attn_args aa = {.q = a->q, .ldq = a->ldq, .kv = a->kv, .n_q = a->n_q, .kv_len = a->kv_len,
+                       .gap_lo = a->gap ? a->gap[0] : 0, .gap_hi = a->gap ? a->gap[1] : 0,
                        .n_head = a->n_head, .scale = a->scale, .out = a->out, .ldo = a->ldo};
     tf_cpu_attn(c->pool, c->isa, &aa, a->scratch);
 }
@@ -172,42 +172,6 @@ static size_t cpu_rc_scratch(const tf_backend *be, const tf_rc_call *c) {
 static void cpu_rc_sums(tf_backend *be, const tf_rc_call *c) { tf_cpu_rc_sums(c, ctx_of(be)->pool); }
 static void cpu_rc_select(tf_backend *be, const tf_rc_call *c) { tf_cpu_rc_select(c, ctx_of(be)->pool); }
 static void cpu_rc_gather(tf_backend *be, const tf_rc_call *c) { tf_cpu_rc_gather(c, ctx_of(be)->pool); }
-
-/* The ring: the view's rows gathered by map into scratch (one layer at a
- * time), rotated at positions 0 .. nv-1, stored; appends copy rows. */
-static size_t cpu_ring_scratch(const tf_backend *be, const tf_ring_call *c) {
-    (void)be;
-    return sizeof(float) * (size_t)(c->nv_max > 0 ? c->nv_max : 1) * c->view.n_head_kv * c->view.lay.head_dim;
-}
-static void cpu_ring_view(tf_backend *be, const tf_ring_call *c) {
-    (void)be;
-    const int32_t nv = *c->nv, nkv = c->view.n_head_kv, hd = c->view.lay.head_dim;
-    const size_t kvd = (size_t)nkv * hd;
-    const float *cos_t = c->rope.table, *sin_t = cos_t + (size_t)c->rope.n * (c->rope.n_rot / 2);
-    float *tmp = c->scratch;
-    for (int il = 0; il < c->n_layer; il++) {
-        const float *rk = c->ring_k + (size_t)il * c->ring_slots * kvd, *rv = c->ring_v + (size_t)il * c->ring_slots * kvd;
-        for (int32_t i = 0; i < nv; i++) memcpy(tmp + (size_t)i * kvd, rk + (size_t)c->map[i] * kvd, sizeof(float) * kvd);
-        tf_op_rope(tmp, nv, (int64_t)kvd, nkv, hd, c->rope.n_rot, c->rope.neox, cos_t, sin_t);
-        uint8_t *vk = c->view.k + (size_t)il * c->view_layer_stride, *vv = c->view.v + (size_t)il * c->view_layer_stride;
-        for (int h = 0; h < nkv; h++)
-            for (int32_t i = 0; i < nv; i++)
-                tf_kv_head_store(&c->view.lay, vk + (size_t)h * c->view.head_stride, vv + (size_t)h * c->view.head_stride,
-                                 i, tmp + (size_t)i * kvd + (size_t)h * hd, rv + (size_t)c->map[i] * kvd + (size_t)h * hd);
-    }
-}
-static void cpu_ring_append(tf_backend *be, const tf_ring_call *c) {
-    (void)be;
-    const size_t kvd = (size_t)c->view.n_head_kv * c->view.lay.head_dim;
-    for (int il = 0; il < c->n_layer; il++) {
-        float *rk = c->ring_k + (size_t)il * c->ring_slots * kvd, *rv = c->ring_v + (size_t)il * c->ring_slots * kvd;
-        const float *sk = c->cap_k + (size_t)il * c->ld_rows * kvd, *sv = c->cap_v + (size_t)il * c->ld_rows * kvd;
-        for (int32_t i = 0; i < c->n; i++) {
-            memcpy(rk + (size_t)c->dst[i] * kvd, sk + (size_t)i * kvd, sizeof(float) * kvd);
-            memcpy(rv + (size_t)c->dst[i] * kvd, sv + (size_t)i * kvd, sizeof(float) * kvd);
-        }
-    }
-}
 
 static const tf_backend_ops k_cpu_ops = {
     .name = "cpu",
@@ -243,9 +207,6 @@ static const tf_backend_ops k_cpu_ops = {
     .rc_sums = cpu_rc_sums,
     .rc_select = cpu_rc_select,
     .rc_gather = cpu_rc_gather,
-    .ring_scratch = cpu_ring_scratch,
-    .ring_view = cpu_ring_view,
-    .ring_append = cpu_ring_append,
 };
 
 tf_status tf_backend_cpu_init(tf_backend *be, tf_pool *pool, tf_isa isa, tf_err *err) {

@@ -26,7 +26,6 @@ static bool cuda_supports(const tf_backend *be, tf_op op, uint32_t type) {
     case TF_OP_KV_STORE:
     case TF_OP_RC_SUMS:
     case TF_OP_RC_GATHER:
-    case TF_OP_RING:
     case TF_OP_ATTN: return type == TF_DTYPE_F16;
     case TF_OP_COUNT: return false;
     default: return true;
@@ -150,7 +149,7 @@ static void cuda_attn(tf_backend *be, const tf_attn_call *a) {
     tf_cuda_attn aa = {.q = a->q, .ldq = a->ldq, .k = (const uint16_t *)a->kv.k, .v = (const uint16_t *)a->kv.v,
                        .n_slots = tf_kv_view_slots(&a->kv), .n_q = a->n_q, .n_head = a->n_head,
                        .n_head_kv = a->kv.n_head_kv, .head_dim = a->kv.lay.head_dim, .kv_len_d = a->kv_len,
-                       .max_kv = a->max_kv, .scale = a->scale, .out = a->out, .ldo = a->ldo, .scratch = a->scratch};
+                       .gap_d = a->gap, .max_kv = a->max_kv, .scale = a->scale, .out = a->out, .ldo = a->ldo, .scratch = a->scratch};
     if (a->n_q <= TF_CUDA_GEMV_MAX_ROWS) tf_cuda_attn_decode(cu_of(be), &aa);
     else tf_cuda_attn_prefill(cu_of(be), &aa);
 }
@@ -200,22 +199,6 @@ static void cuda_rc_gather(tf_backend *be, const tf_rc_call *c) {
                    c->n_tok);
 }
 
-/* The streaming ring: adjacent-pair RoPE computed from rope.freq (the
- * table is the CPU's); the view's pairs back to back as in the cache. */
-static size_t cuda_ring_scratch(const tf_backend *be, const tf_ring_call *c) {
-    (void)be, (void)c;
-    return 0;
-}
-static void cuda_ring_view(tf_backend *be, const tf_ring_call *c) {
-    tf_cuda_scache_view(cu_of(be), (uint16_t *)c->view.k, (uint16_t *)c->view.v, tf_kv_view_slots(&c->view),
-                        c->ring_k, c->ring_v, c->ring_slots, c->map, c->nv, c->nv_max, c->n_layer, c->view.n_head_kv,
-                        c->view.lay.head_dim, c->rope.n_rot, c->rope.neox, c->rope.freq, c->rope.mscale);
-}
-static void cuda_ring_append(tf_backend *be, const tf_ring_call *c) {
-    tf_cuda_scache_append(cu_of(be), c->ring_k, c->ring_v, c->ring_slots, c->cap_k, c->cap_v, c->ld_rows, c->dst,
-                          c->n, c->n_layer, c->view.n_head_kv * c->view.lay.head_dim);
-}
-
 static const tf_backend_ops k_cuda_ops = {
     .name = "cuda",
     .host_memory = false,
@@ -251,9 +234,6 @@ static const tf_backend_ops k_cuda_ops = {
     .rc_sums = cuda_rc_sums,
     .rc_select = cuda_rc_select,
     .rc_gather = cuda_rc_gather,
-    .ring_scratch = cuda_ring_scratch,
-    .ring_view = cuda_ring_view,
-    .ring_append = cuda_ring_append,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,

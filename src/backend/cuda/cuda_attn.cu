@@ -3,7 +3,10 @@
  * row): split-K flash-decoding for decode / verification batches, and a
  * tiled flash-attention kernel for prefill. Mirrors tf_cpu_attn (reference:
  * tf_ref_attn): out[i][hq] = softmax(scale * q[i][hq] . K[h][s]) . V[h][s]
- * over s < kv_len[i], h = hq / (n_head / n_head_kv).
+ * over s < kv_len[i] outside the gap [gap[0], gap[1]), h = hq / (n_head /
+ * n_head_kv). The kernels count a row's visible slots in order (key j of the
+ * row is slot j before the gap, j + its width after it), so a gap costs
+ * nothing but the index arithmetic.
  */
 #include "backend/cuda/cuda_common.cuh"
 
@@ -14,6 +17,17 @@
 
 static int32_t n_splits(int32_t max_kv) { return (max_kv + SPLIT - 1) / SPLIT; }
 
+/* The gap's start and width (0, 0: none), from the staged pair. */
+__device__ __forceinline__ int2 gap_of(const int32_t *gap) {
+    if (!gap || gap[0] >= gap[1]) return make_int2(0, 0);
+    return make_int2(gap[0], gap[1] - gap[0]);
+}
+/* Visible keys of a row that sees slots below len, and the slot of its key j. */
+__device__ __forceinline__ int32_t vis_len(int2 g, int32_t len) {
+    return len <= g.x ? len : len - min(g.y, len - g.x);
+}
+__device__ __forceinline__ int64_t vis_slot(int2 g, int32_t j) { return j < g.x ? j : (int64_t)j + g.y; }
+
 extern "C" size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t max_kv) {
     size_t parts = (size_t)n_q_max * n_head * n_splits(max_kv);
     return parts * ((size_t)head_dim + 2) * sizeof(float);
@@ -23,14 +37,15 @@ extern "C" size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t 
 
 __global__ void __launch_bounds__(DEC_THREADS)
 k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
-             int32_t n_head_kv, int32_t hd, const int32_t *kv_len, float scale, float *o_part, float *ml_part,
-             int32_t n_split) {
+             int32_t n_head_kv, int32_t hd, const int32_t *kv_len, const int32_t *gap, float scale, float *o_part,
+             float *ml_part, int32_t n_split) {
     __shared__ float qs[MAX_GROUP][MAX_HD];
     __shared__ float sc[MAX_GROUP][SPLIT];
     const int h = blockIdx.x, s = blockIdx.y, i = blockIdx.z;
     const int g = n_head / n_head_kv;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = DEC_THREADS / 32;
-    const int32_t len = kv_len[i];
+    const int2 gp = gap_of(gap);
+    const int32_t len = vis_len(gp, kv_len[i]);
     const int32_t k0 = s * SPLIT, k1 = min(k0 + SPLIT, len);
     if (k0 >= len) return; /* the merge reads only splits below ceil(len / SPLIT) */
     const int nk = k1 - k0;
@@ -41,7 +56,7 @@ k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, 
     const uint16_t *Kh = K + (int64_t)h * n_slots * hd;
     const uint16_t *Vh = V + (int64_t)h * n_slots * hd;
     for (int j = warp; j < nk; j += nwarp) {
-        const __half2 *kr = (const __half2 *)(Kh + (int64_t)(k0 + j) * hd);
+        const __half2 *kr = (const __half2 *)(Kh + vis_slot(gp, k0 + j) * hd);
         float dot[MAX_GROUP];
 #pragma unroll
         for (int gi = 0; gi < MAX_GROUP; gi++) dot[gi] = 0.0f;
@@ -84,7 +99,7 @@ k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, 
 #pragma unroll
         for (int gi = 0; gi < MAX_GROUP; gi++) acc[gi] = 0.0f;
         for (int j = 0; j < nk; j++) {
-            const float vv = tfc_h2f(Vh[(int64_t)(k0 + j) * hd + d]);
+            const float vv = tfc_h2f(Vh[vis_slot(gp, k0 + j) * hd + d]);
 #pragma unroll
             for (int gi = 0; gi < MAX_GROUP; gi++)
                 if (gi < g) acc[gi] = __fmaf_rn(sc[gi][j], vv, acc[gi]);
@@ -103,10 +118,10 @@ k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, 
 
 /* ---- decode: phase 2, merge the splits of one (row, head) in split order --------- */
 
-__global__ void k_attn_merge(const float *o_part, const float *ml_part, const int32_t *kv_len, int32_t n_head,
-                             int32_t hd, int32_t n_split, float *out, int64_t ldo) {
+__global__ void k_attn_merge(const float *o_part, const float *ml_part, const int32_t *kv_len, const int32_t *gap,
+                             int32_t n_head, int32_t hd, int32_t n_split, float *out, int64_t ldo) {
     const int hq = blockIdx.x, i = blockIdx.y;
-    const int ns = (kv_len[i] + SPLIT - 1) / SPLIT;
+    const int ns = (vis_len(gap_of(gap), kv_len[i]) + SPLIT - 1) / SPLIT;
     const int64_t base = ((int64_t)i * n_head + hq) * n_split;
     float M = -INFINITY;
     for (int s = 0; s < ns; s++) M = fmaxf(M, ml_part[2 * (base + s)]);
@@ -126,12 +141,12 @@ extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) {
     float *ml_part = o_part + (size_t)a->n_q * a->n_head * ns * a->head_dim;
     dim3 grid1(a->n_head_kv, ns, a->n_q);
     k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
-                                                        a->n_head_kv, a->head_dim, a->kv_len_d, a->scale, o_part,
-                                                        ml_part, ns);
+                                                        a->n_head_kv, a->head_dim, a->kv_len_d, a->gap_d, a->scale,
+                                                        o_part, ml_part, ns);
     dim3 grid2(a->n_head, a->n_q);
     int threads = a->head_dim >= 128 ? 128 : (a->head_dim + 31) / 32 * 32;
-    k_attn_merge<<<grid2, threads, 0, cu->stream>>>(o_part, ml_part, a->kv_len_d, a->n_head, a->head_dim, ns, a->out,
-                                                    a->ldo);
+    k_attn_merge<<<grid2, threads, 0, cu->stream>>>(o_part, ml_part, a->kv_len_d, a->gap_d, a->n_head, a->head_dim,
+                                                    ns, a->out, a->ldo);
 }
 
 /* ---- prefill: tiles of BQ rows x BK keys, online softmax -------------------------- */
@@ -147,8 +162,8 @@ static size_t prefill_smem(int hd) {
 
 __global__ void __launch_bounds__(PRE_THREADS)
 k_attn_prefill(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_q,
-               int32_t n_head, int32_t n_head_kv, int32_t hd, const int32_t *kv_len, float scale, float *out,
-               int64_t ldo) {
+               int32_t n_head, int32_t n_head_kv, int32_t hd, const int32_t *kv_len, const int32_t *gap, float scale,
+               float *out, int64_t ldo) {
     extern __shared__ float smem[];
     float *Qs = smem;
     float *S = Qs + BQ * hd;
@@ -159,6 +174,7 @@ k_attn_prefill(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V
     uint16_t *Vs = Ks + BK * kstride;
     const int r0 = blockIdx.x * BQ, hq = blockIdx.y, h = hq / (n_head / n_head_kv);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int2 gp = gap_of(gap); /* keys counted as visible ones (vis_len / vis_slot) */
     for (int e = tid; e < BQ * hd; e += PRE_THREADS) {
         const int r = e / hd, d = e % hd;
         Qs[e] = r0 + r < n_q ? q[(int64_t)(r0 + r) * ldq + (int64_t)hq * hd + d] : 0.0f;
@@ -169,7 +185,7 @@ k_attn_prefill(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V
     }
     if (tid == 0) {
         int km = 0;
-        for (int r = 0; r < BQ && r0 + r < n_q; r++) km = max(km, kv_len[r0 + r]);
+        for (int r = 0; r < BQ && r0 + r < n_q; r++) km = max(km, vis_len(gp, kv_len[r0 + r]));
         *kmax_s = km;
     }
     float acc[2][BQ];
@@ -184,13 +200,13 @@ k_attn_prefill(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V
         for (int e = tid; e < BK * hd; e += PRE_THREADS) {
             const int j = e / hd, d = e % hd;
             const bool in = kt + j < kmax;
-            Ks[j * kstride + d] = in ? Kh[(int64_t)(kt + j) * hd + d] : (uint16_t)0;
-            Vs[j * kstride + d] = in ? Vh[(int64_t)(kt + j) * hd + d] : (uint16_t)0;
+            Ks[j * kstride + d] = in ? Kh[vis_slot(gp, kt + j) * hd + d] : (uint16_t)0;
+            Vs[j * kstride + d] = in ? Vh[vis_slot(gp, kt + j) * hd + d] : (uint16_t)0;
         }
         __syncthreads();
         for (int e = tid; e < BQ * BK; e += PRE_THREADS) {
             const int r = e / BK, j = e % BK;
-            const int len = r0 + r < n_q ? kv_len[r0 + r] : 0;
+            const int len = r0 + r < n_q ? vis_len(gp, kv_len[r0 + r]) : 0;
             float dot = 0.0f;
             if (kt + j < len) {
                 for (int d = 0; d < hd; d++) dot = __fmaf_rn(Qs[r * hd + d], tfc_h2f(Ks[j * kstride + d]), dot);
@@ -254,6 +270,7 @@ extern "C" void tf_cuda_attn_prefill(tf_cuda *cu, const tf_cuda_attn *a) {
     }
     dim3 grid((a->n_q + BQ - 1) / BQ, a->n_head);
     k_attn_prefill<<<grid, PRE_THREADS, smem, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_q, a->n_head,
-                                                            a->n_head_kv, a->head_dim, a->kv_len_d, a->scale,
+                                                            a->n_head_kv, a->head_dim, a->kv_len_d, a->gap_d,
+                                                            a->scale,
                                                             a->out, a->ldo);
 }

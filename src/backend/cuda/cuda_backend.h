@@ -27,7 +27,6 @@
  *   weights:         as in the GGUF file (row-major [n_rows][n_cols] of
  *                    their dtype, Q8_0 in 34-byte blocks).
  *   chunk sums:      f32 [n_layer * n_head_kv][n_chunk_cap][head_dim].
- *   streaming ring:  f32 [n_layer][ring_slots][n_head_kv * head_dim], keys unrotated.
  */
 #ifndef TF_BACKEND_CUDA_BACKEND_H
 #define TF_BACKEND_CUDA_BACKEND_H
@@ -159,6 +158,7 @@ typedef struct tf_cuda_attn {
     int32_t n_slots;
     int32_t n_q, n_head, n_head_kv, head_dim; /* head_dim <= 256, n_head / n_head_kv <= 8 */
     const int32_t *kv_len_d; /* [n_q] visible slots of each row, 1..max_kv */
+    const int32_t *gap_d;    /* NULL or [2]: slots [gap_d[0], gap_d[1]) are visible to no row */
     int32_t max_kv;          /* bound on kv_len (sizes the split grid) */
     float scale;             /* usually 1/sqrt(head_dim) */
     float *out;              /* [n_q][n_head * head_dim], row stride ldo */
@@ -207,22 +207,6 @@ void tf_cuda_chunk_select(tf_cuda *cu, int32_t *sel_d, void *scratch, const floa
 void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_view_slots, const uint16_t *full_k,
                     const uint16_t *full_v, int32_t n_full_slots, int32_t n_pairs, int32_t head_dim,
                     const int32_t *sel_d, int32_t max_sel, int32_t n_sel_chunks, int32_t chunk, int32_t n_tok);
-
-/* ---- streaming cache C_q ------------------------------------------------- */
-
-/* Build the attention view of every layer: view slot i < *nv_d takes ring
- * slot map_d[i], rotated at logical position i (RoPE with freq_d, mscale;
- * pairs as tf_cuda_rope's) and stored f16 into view k/v [n_layer][n_head_kv]
- * [n_view_slots][head_dim]. nv_max bounds *nv_d (grid size). */
-void tf_cuda_scache_view(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_view_slots, const float *ring_k,
-                         const float *ring_v, int32_t ring_slots, const int32_t *map_d, const int32_t *nv_d,
-                         int32_t nv_max, int32_t n_layer, int32_t n_head_kv, int32_t head_dim, int32_t n_rot,
-                         int neox, const float *freq_d, float mscale);
-/* Append n rows of captured unrotated keys / values (f32
- * [n_layer][ld_rows][kv_dim]) to ring slots dst_d[0..n). */
-void tf_cuda_scache_append(tf_cuda *cu, float *ring_k, float *ring_v, int32_t ring_slots, const float *cap_k,
-                           const float *cap_v, int32_t ld_rows, const int32_t *dst_d, int32_t n, int32_t n_layer,
-                           int32_t kv_dim);
 
 /* ---- sampling -------------------------------------------------------------- */
 

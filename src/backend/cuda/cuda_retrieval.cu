@@ -1,7 +1,7 @@
 /*
  * cuda_retrieval.cu — the caches' data movement on the device: chunk key
- * sums, chunk scoring and top-k selection, the gather into C_r, slot copies,
- * and the StreamingLLM cache's ring append and rotated view.
+ * sums, chunk scoring and top-k selection, the gather into C_r and slot
+ * copies (the StreamingLLM cache needs no kernel of its own: kv/streaming.c).
  *
  * Exactness against src/kv/retrieval.c: a chunk's sum is accumulated in f32
  * in slot order from its first slot (the CPU's sums are the same additions,
@@ -207,68 +207,4 @@ extern "C" void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, 
     dim3 grid(n_pairs, n_sel_chunks);
     k_gather<<<grid, 256, 0, cu->stream>>>(view_k, view_v, n_view_slots, full_k, full_v, n_full_slots, head_dim,
                                            sel_d, max_sel, chunk, n_tok);
-}
-
-/* ---- streaming cache C_q ----------------------------------------------------------- */
-
-/* Block (view slot i, layer): the ring slot map[i], keys rotated at position i
- * (cos/sin as tf_op_rope_table: angle in double, times mscale) and both
- * stored f16 into the view. */
-__global__ void k_scache_view(uint16_t *vk, uint16_t *vv, int32_t n_view, const float *rk, const float *rv,
-                              int32_t ring_slots, const int32_t *map, const int32_t *nv, int32_t n_head_kv,
-                              int32_t hd, int32_t half, int neox, const float *freq, float mscale) {
-    const int32_t i = blockIdx.x, il = blockIdx.y;
-    if (i >= *nv) return;
-    const int32_t kv_dim = n_head_kv * hd, hh = hd / 2;
-    const int64_t src = ((int64_t)il * ring_slots + map[i]) * kv_dim;
-    for (int e = threadIdx.x; e < kv_dim / 2; e += blockDim.x) {
-        /* pair j of head h: rotated (dims as tf_op_rope pairs them) below half, else copied */
-        const int h = e / hh, j = e % hh;
-        const bool rot = j < half;
-        const int da = rot && neox ? j : 2 * j, db = rot && neox ? j + half : 2 * j + 1;
-        const int64_t s0 = src + (int64_t)h * hd;
-        float a = rk[s0 + da], b = rk[s0 + db];
-        if (rot) {
-            const double theta = (double)i * (double)freq[j];
-            const float c = (float)cos(theta) * mscale, s = (float)sin(theta) * mscale;
-            /* no contraction: the CPU (ISO C, -ffp-contract=off) rounds every product */
-            const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-            const float rb = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
-            a = ra;
-            b = rb;
-        }
-        const int64_t dst = (((int64_t)il * n_head_kv + h) * n_view + i) * hd;
-        vk[dst + da] = tfc_f2h(a);
-        vk[dst + db] = tfc_f2h(b);
-        vv[dst + da] = tfc_f2h(rv[s0 + da]);
-        vv[dst + db] = tfc_f2h(rv[s0 + db]);
-    }
-}
-
-extern "C" void tf_cuda_scache_view(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_view_slots,
-                                    const float *ring_k, const float *ring_v, int32_t ring_slots, const int32_t *map_d,
-                                    const int32_t *nv_d, int32_t nv_max, int32_t n_layer, int32_t n_head_kv,
-                                    int32_t head_dim, int32_t n_rot, int neox, const float *freq_d, float mscale) {
-    if (nv_max < 1) return;
-    dim3 grid(nv_max, n_layer);
-    k_scache_view<<<grid, 128, 0, cu->stream>>>(view_k, view_v, n_view_slots, ring_k, ring_v, ring_slots, map_d, nv_d,
-                                                n_head_kv, head_dim, n_rot / 2, neox, freq_d, mscale);
-}
-
-__global__ void k_scache_append(float *rk, float *rv, int32_t ring_slots, const float *ck, const float *cv,
-                                int32_t ld_rows, const int32_t *dst, int32_t kv_dim) {
-    const int r = blockIdx.x, il = blockIdx.y;
-    const int64_t o = ((int64_t)il * ring_slots + dst[r]) * kv_dim, s = ((int64_t)il * ld_rows + r) * kv_dim;
-    for (int e = threadIdx.x; e < kv_dim; e += blockDim.x) {
-        rk[o + e] = ck[s + e];
-        rv[o + e] = cv[s + e];
-    }
-}
-
-extern "C" void tf_cuda_scache_append(tf_cuda *cu, float *ring_k, float *ring_v, int32_t ring_slots,
-                                      const float *cap_k, const float *cap_v, int32_t ld_rows, const int32_t *dst_d,
-                                      int32_t n, int32_t n_layer, int32_t kv_dim) {
-    if (n < 1) return;
-    dim3 grid(n, n_layer);
-    k_scache_append<<<grid, 256, 0, cu->stream>>>(ring_k, ring_v, ring_slots, cap_k, cap_v, ld_rows, dst_d, kv_dim);
 }
