@@ -418,8 +418,9 @@ char *serve_tokenize(serve_ctx *c, const char *body, size_t len, bool detok, int
         size_t cap = 1024, n = 0;
         char *text = *status ? NULL : malloc(cap);
         if (!*status && !text) *status = 500;
-        tf_detok d; /* valid UTF-8 out, SPM's leading space after the start stripped */
-        tf_detok_init(&d, c->model->tok);
+        tf_detokenizer *d = NULL; /* valid UTF-8 out, SPM's leading space after the start stripped */
+        if (!*status && tf_detokenizer_init(&d, c->model, false) != TF_OK) *status = 500;
+        const size_t most = d ? tf_detokenizer_max_bytes(d) : 0; /* the most one push writes */
         for (const cJSON *t = toks && !*status ? toks->child : NULL; !*status; t = t ? t->next : NULL) {
             if (t && (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
                       t->valuedouble >= c->info.n_vocab)) {
@@ -427,21 +428,25 @@ char *serve_tokenize(serve_ctx *c, const char *body, size_t len, bool detok, int
                               c->info.n_vocab - 1);
                 break;
             }
-            char piece[512];
-            int32_t np = t ? tf_detok_push(&d, (int32_t)t->valuedouble, piece, sizeof piece)
-                           : tf_detok_flush(&d, piece, sizeof piece);
-            if (n + (size_t)np + 1 > cap) {
-                char *nt = realloc(text, (cap = 2 * (n + (size_t)np + 1)));
+            if (n + most + 1 > cap) {
+                char *nt = realloc(text, (cap = 2 * (n + most + 1)));
                 if (!nt) {
                     *status = 500;
                     break;
                 }
                 text = nt;
             }
-            memcpy(text + n, piece, (size_t)np);
-            n += (size_t)np;
+            size_t np = 0;
+            tf_status st = t ? tf_detokenizer_push(d, (int32_t)t->valuedouble, text + n, cap - n, &np)
+                             : tf_detokenizer_flush(d, text + n, cap - n, &np);
+            if (st != TF_OK) {
+                *status = 500;
+                break;
+            }
+            n += np;
             if (!t) break; /* flushed */
         }
+        tf_detokenizer_free(d);
         if (!*status) {
             r = cJSON_CreateObject();
             cJSON_AddItemToObject(r, "content", string_n(text, n));

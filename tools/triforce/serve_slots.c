@@ -64,28 +64,50 @@ static bool job_cancelled(serve_job *j) {
 
 /* ---- running a job ---- */
 
+static void job_fail(serve_job *j, int status, const char *msg) {
+    pthread_mutex_lock(&j->mu);
+    j->http_error = status;
+    snprintf(j->error, sizeof j->error, "%s", msg);
+    pthread_mutex_unlock(&j->mu);
+}
+
 /* Generated text not yet released: valid UTF-8 from the library's streaming
- * detokenizer, held back while it could be the start of a stop string. */
+ * detokenizer (tf_detokenizer), held back while it could be the start of a
+ * stop string. */
 typedef struct text_out {
-    tf_detok d;
+    tf_detokenizer *d;
+    char *piece; /* [tf_detokenizer_max_bytes]: every push fits whole */
     char *acc;
     size_t n_acc, cap;
     size_t max_stop;
 } text_out;
 
-/* Add the text of token id (id < 0: the end, flushing held bytes); returns
- * true when a stop string ended the text. */
-static bool text_add(serve_job *j, text_out *t, int32_t id, bool final) {
-    char piece[512];
-    int32_t np = id >= 0 ? tf_detok_push(&t->d, id, piece, sizeof piece) : tf_detok_flush(&t->d, piece, sizeof piece);
-    if (t->n_acc + (size_t)np + 1 > t->cap) {
-        size_t nc = 2 * (t->n_acc + (size_t)np + 1);
+enum { TEXT_MORE, TEXT_STOP, TEXT_FAILED };
+
+/* Add the text of token id (id < 0: the end, flushing held bytes): TEXT_STOP
+ * when a stop string ended the text, TEXT_FAILED (the job failed, with its
+ * reason) when the text could not be kept. */
+static int text_add(serve_job *j, text_out *t, int32_t id, bool final) {
+    size_t np = 0, cap = tf_detokenizer_max_bytes(t->d);
+    tf_status st = id >= 0 ? tf_detokenizer_push(t->d, id, t->piece, cap, &np)
+                           : tf_detokenizer_flush(t->d, t->piece, cap, &np);
+    if (st != TF_OK) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "detokenizing token %d: %s", id, tf_status_str(st));
+        job_fail(j, 500, msg);
+        return TEXT_FAILED;
+    }
+    if (t->n_acc + np + 1 > t->cap) {
+        size_t nc = 2 * (t->n_acc + np + 1);
         char *p = realloc(t->acc, nc);
-        if (!p) return false;
+        if (!p) {
+            job_fail(j, 500, "out of memory for the generated text");
+            return TEXT_FAILED;
+        }
         t->acc = p, t->cap = nc;
     }
-    memcpy(t->acc + t->n_acc, piece, (size_t)np);
-    t->n_acc += (size_t)np;
+    memcpy(t->acc + t->n_acc, t->piece, np);
+    t->n_acc += np;
     /* the earliest stop string in the unreleased text */
     size_t at = SIZE_MAX;
     for (int k = 0; k < j->n_stop; k++) {
@@ -95,7 +117,7 @@ static bool text_add(serve_job *j, text_out *t, int32_t id, bool final) {
     if (at != SIZE_MAX) {
         job_emit(j, t->acc, at);
         t->n_acc = 0;
-        return true;
+        return TEXT_STOP;
     }
     size_t keep = final ? 0 : (t->max_stop ? t->max_stop - 1 : 0);
     if (t->n_acc > keep) {
@@ -105,14 +127,7 @@ static bool text_add(serve_job *j, text_out *t, int32_t id, bool final) {
         memmove(t->acc, t->acc + out, t->n_acc - out);
         t->n_acc -= out;
     }
-    return false;
-}
-
-static void job_fail(serve_job *j, int status, const char *msg) {
-    pthread_mutex_lock(&j->mu);
-    j->http_error = status;
-    snprintf(j->error, sizeof j->error, "%s", msg);
-    pthread_mutex_unlock(&j->mu);
+    return TEXT_MORE;
 }
 
 /* Run j on slot s. True when it completed: a finish reason reached without
@@ -126,10 +141,15 @@ static bool run_job(serve_slot *s, serve_job *j) {
     bool needs_draft = j->dp.mode == TF_MODE_DRAFT || j->dp.mode == TF_MODE_STREAMING || j->dp.mode == TF_MODE_TRIFORCE;
     text_out t = {0};
     bool completed = false;
-    tf_detok_init(&t.d, c->model->tok);
-    t.d.at_start = false; /* the text continues the prompt: no leading space is stripped */
     for (int k = 0; k < j->n_stop; k++)
         if (strlen(j->stop[k]) > t.max_stop) t.max_stop = strlen(j->stop[k]);
+    /* the text continues the prompt: no leading space is stripped */
+    tf_status dst = tf_detokenizer_init(&t.d, c->model, true);
+    if (dst == TF_OK && !(t.piece = malloc(tf_detokenizer_max_bytes(t.d)))) dst = TF_ERR_NOMEM;
+    if (dst != TF_OK) {
+        job_fail(j, 500, dst == TF_ERR_NOMEM ? "out of memory for the detokenizer" : "the model has no tokenizer");
+        goto done;
+    }
     if (tf_decoder_init(&dec, c->model, needs_draft ? draft : NULL, &j->dp, err, sizeof err) != TF_OK) {
         job_fail(j, 400, err);
         goto done;
@@ -147,7 +167,8 @@ static bool run_job(serve_slot *s, serve_job *j) {
     const char *finish = NULL;
     bool stop_string = false; /* the text ended at a stop string: what follows it is dropped */
     double t0 = cli_now();
-    while (!finish) {
+    bool failed = false; /* the text could not be kept (text_add failed the job) */
+    while (!finish && !failed) {
         if (job_cancelled(j)) break;
         int32_t toks[32], k = 0;
         tf_status st = tf_decoder_step(dec, toks, 32, &k);
@@ -160,13 +181,15 @@ static bool run_job(serve_slot *s, serve_job *j) {
             break;
         }
         if (j->n_gen == 0) j->t_first = cli_now();
-        for (int32_t i = 0; i < k && !finish; i++) {
+        for (int32_t i = 0; i < k && !finish && !failed; i++) {
             j->n_gen++;
             if (tf_model_is_eog(c->model, toks[i])) {
                 finish = "stop";
                 break;
             }
-            if (text_add(j, &t, toks[i], false)) finish = "stop", stop_string = true;
+            int r = text_add(j, &t, toks[i], false);
+            if (r == TEXT_FAILED) failed = true;
+            if (r == TEXT_STOP) finish = "stop", stop_string = true;
             else if (j->n_gen >= j->max_tokens) finish = "length";
         }
     }
@@ -192,6 +215,8 @@ static bool run_job(serve_slot *s, serve_job *j) {
     s->dec = dec; /* kept: the next request on the same document starts from it */
 done:
     free(t.acc);
+    free(t.piece);
+    tf_detokenizer_free(t.d);
     pthread_mutex_lock(&j->mu);
     j->state = JOB_DONE;
     j->t_done = cli_now();
