@@ -1,6 +1,7 @@
 /*
  * api.c — the public API (include/triforce.h) over the internal layers.
- * Per-context state: thread pool, KV cache, forward scratch, last error.
+ * A context is a decoder's target level alone (decode/spec.h tf_spec_eval):
+ * the same backend, weights, cache and forward pass every decoder uses.
  */
 #include "triforce.h"
 
@@ -9,8 +10,7 @@
 #include "core/mem.h"
 #include "core/rng.h"
 #include "core/threads.h"
-#include "kv/kv.h"
-#include "model/forward.h"
+#include "decode/spec.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 
@@ -22,11 +22,8 @@ struct tf_context {
     const tf_model *m;
     tf_context_params params;
     tf_pool *pool;
-    tf_backend be;    /* the CPU on pool, or a device */
-    tf_bweights w;    /* m's weights on be */
-    tf_kv_cache kv;   /* on be */
-    tf_fwd fwd;
-    int32_t *pos;     /* [n_batch] position scratch */
+    tf_spec s;        /* ar: the target over its full cache, on the CPU (pool) or a device */
+    bool has_s;
     float *logits_h;  /* on a device: the last eval's logits rows, read back */
     int32_t n_past;
     const float *last_logits;
@@ -213,19 +210,22 @@ tf_status tf_context_init_on(tf_context **out, const tf_model *m, const tf_conte
     else
         st = tf_api_check_device(device, &err);
     if (st == TF_OK && p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
-    tf_isa isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1);
     tf_device dev = tf_api_resolve_device(device, p->kv_type, m, NULL);
     const int32_t n_logits = p->logits_all ? p->n_batch : 1;
     if (st == TF_OK) st = tf_pool_create(&c->pool, p->n_threads, &err);
-    if (st == TF_OK) st = tf_backend_open(&c->be, dev == TF_DEVICE_CUDA ? "cuda" : "cpu", c->pool, isa, &err);
-    if (st == TF_OK) st = tf_bweights_init(&c->w, &c->be, m, &err);
-    if (st == TF_OK)
-        st = tf_kv_init_on(&c->kv, &c->be, m->hp.n_layer, m->hp.n_head_kv, m->hp.head_dim, p->n_ctx,
-                           tf_kv_type_on(&c->be, tf_kv_type_dtype(p->kv_type)), "a KV cache", &err);
-    if (st == TF_OK) st = tf_fwd_init_on(&c->fwd, &c->w, p->n_batch, n_logits, c->kv.n_slots, &err);
-    if (st == TF_OK && !(c->pos = malloc(sizeof(int32_t) * (size_t)p->n_batch)))
-        st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory");
-    if (st == TF_OK && !c->be.ops->host_memory &&
+    if (st == TF_OK) {
+        tf_decoder_params dp = tf_decoder_default_params(); /* mode ar */
+        dp.n_ctx = p->n_ctx < 2 ? 2 : p->n_ctx;
+        dp.n_batch = p->n_batch;
+        dp.kv_type = p->kv_type;
+        dp.isa = p->isa;
+        dp.sampling.temp = 0.0f;
+        tf_spec_cfg cfg = tf_api_spec_cfg(&dp, dev);
+        cfg.n_logits = n_logits;
+        st = tf_spec_init(&c->s, m, NULL, &cfg, c->pool, &err);
+        c->has_s = st == TF_OK;
+    }
+    if (st == TF_OK && !c->s.be.ops->host_memory &&
         !(c->logits_h = malloc(sizeof(float) * (size_t)n_logits * m->hp.n_vocab)))
         st = tf_errf(&err, TF_ERR_NOMEM, "context: out of memory for %d logits rows", n_logits);
     if (st != TF_OK) {
@@ -239,12 +239,8 @@ tf_status tf_context_init_on(tf_context **out, const tf_model *m, const tf_conte
 
 void tf_context_free(tf_context *c) {
     if (!c) return;
-    tf_fwd_free(&c->fwd);
-    tf_kv_free(&c->kv);
-    tf_bweights_free(&c->w);
-    tf_backend_free(&c->be);
+    if (c->has_s) tf_spec_free(&c->s);
     tf_pool_free(c->pool);
-    free(c->pos);
     free(c->logits_h);
     free(c);
 }
@@ -263,14 +259,15 @@ tf_status tf_context_eval(tf_context *c, const int32_t *tokens, int32_t n, float
         if (tokens[i] < 0 || tokens[i] >= V)
             return tf_errf(&c->err, TF_ERR_INVALID_ARG, "eval: token %d at index %d is out of range (0..%d)",
                            tokens[i], i, V - 1);
+    tf_fwd *f = &c->s.lv[0].fwd;
     for (int32_t done = 0; done < n;) {
         int32_t nb = n - done < c->params.n_batch ? n - done : c->params.n_batch;
-        for (int32_t i = 0; i < nb; i++) c->pos[i] = c->n_past + i;
         int32_t from = c->params.logits_all ? 0 : nb - 1;
-        tf_status st = tf_forward(&c->fwd, &c->kv, tokens + done, c->pos, nb, c->n_past, NULL, from, &c->err);
-        const float *lg = c->fwd.logits;
-        if (st == TF_OK && !c->be.ops->host_memory) { /* read the rows back */
-            st = tf_fwd_logits(&c->fwd, nb - from, c->logits_h, &c->err);
+        tf_status st = tf_spec_eval(&c->s, tokens + done, nb, from);
+        if (st != TF_OK) tf_errf(&c->err, st, "%s", c->s.err.msg);
+        const float *lg = f->logits;
+        if (st == TF_OK && !c->s.be.ops->host_memory) { /* read the rows back */
+            st = tf_fwd_logits(f, nb - from, c->logits_h, &c->err);
             lg = c->logits_h;
         }
         if (st != TF_OK) return st;
@@ -293,7 +290,7 @@ tf_status tf_context_truncate(tf_context *c, int32_t n) {
     if (n < 0 || n > c->n_past)
         return tf_errf(&c->err, TF_ERR_INVALID_ARG, "truncate to %d: expected 0..%d", n, c->n_past);
     c->n_past = n;
-    tf_kv_truncate(&c->kv, n);
+    tf_spec_eval_truncate(&c->s, n);
     c->last_logits = NULL;
     return TF_OK;
 }
@@ -304,41 +301,8 @@ tf_status tf_context_fill_random(tf_context *c, int32_t n, uint64_t seed) {
     if (n > c->params.n_ctx)
         return tf_errf(&c->err, TF_ERR_RANGE, "fill: %d positions do not fit in the context of %d", n,
                        c->params.n_ctx);
-    enum { ROWS = 64 }; /* tokens per kv_store call */
-    tf_backend *be = &c->be;
-    const int64_t width = (int64_t)c->kv.n_head_kv * c->kv.head_dim;
-    const size_t bytes = sizeof(float) * (size_t)(ROWS * width);
-    float *k = malloc(2 * bytes), *dk = NULL, *dv = NULL;
-    int32_t *d0 = NULL;
-    if (!k) return tf_errf(&c->err, TF_ERR_NOMEM, "fill: out of memory");
-    float *v = k + ROWS * width;
-    tf_status st = be->ops->alloc(be, (void **)&dk, bytes, "random keys", &c->err);
-    if (st == TF_OK) st = be->ops->alloc(be, (void **)&dv, bytes, "random values", &c->err);
-    if (st == TF_OK) st = be->ops->alloc(be, (void **)&d0, sizeof(int32_t), "the first slot", &c->err);
-    tf_rng rng;
-    tf_rng_seed(&rng, seed);
-    for (int il = 0; il < c->kv.n_layer && st == TF_OK; il++)
-        for (int32_t s0 = 0; s0 < n && st == TF_OK; s0 += ROWS) {
-            int32_t nr = n - s0 < ROWS ? n - s0 : ROWS;
-            for (int64_t i = 0; i < nr * width; i++) {
-                k[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
-                v[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
-            }
-            st = be->ops->upload(be, dk, k, sizeof(float) * (size_t)(nr * width), &c->err);
-            if (st == TF_OK) st = be->ops->upload(be, dv, v, sizeof(float) * (size_t)(nr * width), &c->err);
-            if (st == TF_OK) st = be->ops->upload(be, d0, &s0, sizeof s0, &c->err);
-            if (st == TF_OK) st = be->ops->sync(be, "fill", &c->err); /* the staging is reused */
-            const tf_kv_view view = tf_kv_layer_view(&c->kv, il);
-            if (st == TF_OK) be->ops->kv_store(be, &view, d0, nr, dk, dv, width);
-        }
-    if (st == TF_OK) st = be->ops->sync(be, "fill", &c->err);
-    if (dk) be->ops->free(be, dk);
-    if (dv) be->ops->free(be, dv);
-    if (d0) be->ops->free(be, d0);
-    free(k);
-    if (st != TF_OK) return st;
-    for (int32_t s = 0; s < n; s++) c->kv.pos[s] = s;
-    c->kv.n_used = n;
+    tf_status st = tf_spec_eval_fill_random(&c->s, n, seed);
+    if (st != TF_OK) return tf_errf(&c->err, st, "%s", c->s.err.msg);
     c->n_past = n;
     c->last_logits = NULL;
     return TF_OK;

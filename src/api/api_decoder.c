@@ -80,7 +80,7 @@ int tf_cuda_devices(void) {
 #endif
 }
 
-static tf_spec_cfg spec_cfg(const tf_decoder_params *p, tf_device dev) {
+tf_spec_cfg tf_api_spec_cfg(const tf_decoder_params *p, tf_device dev) {
     return (tf_spec_cfg){
         .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = p->gamma2, .budget = p->budget,
         .chunk = p->chunk, .recent = p->recent, .rebuild_stride = p->rebuild_stride,
@@ -109,7 +109,7 @@ static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
     if (!tf_kv_type_valid(p->kv_type))
         return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
     TF_TRY(tf_api_check_device(p->device, err));
-    tf_spec_cfg c = spec_cfg(p, TF_DEVICE_CPU);
+    tf_spec_cfg c = tf_api_spec_cfg(p, TF_DEVICE_CPU);
     if (c.n_ctx == 0) c.n_ctx = 2;
     return tf_spec_check_cfg(&c, err);
 }
@@ -139,7 +139,7 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
         st = tf_pool_create(&d->pool, p.n_threads, &err);
     }
     if (st == TF_OK) {
-        tf_spec_cfg c = spec_cfg(&p, tf_api_resolve_device(p.device, p.kv_type, target, draft));
+        tf_spec_cfg c = tf_api_spec_cfg(&p, tf_api_resolve_device(p.device, p.kv_type, target, draft));
         st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
     }
     if (st != TF_OK) {

@@ -479,7 +479,8 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
                                  n_batch, c->n_ctx, tf_kv_type_on(be, c->kv_type), err));
         n_kv = L->sc.view.n_slots;
     }
-    TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, rows + 2 < n_batch ? rows + 2 : n_batch, n_kv, err));
+    int32_t n_logits = kind == LEVEL_FULL && c->n_logits > rows + 2 ? c->n_logits : rows + 2;
+    TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, n_logits < n_batch ? n_logits : n_batch, n_kv, err));
     L->fwd.use_graphs = kind != LEVEL_FULL; /* where the backend has graphs: the small, repeated passes */
     if (kind == LEVEL_STREAMING) {
         size_t cap = sizeof(float) * (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
@@ -511,6 +512,31 @@ static void controllers_init(tf_spec *s) {
     for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
     tf_route_init(&s->rctl);
     s->route_passes[0] = s->route_passes[1] = 0;
+}
+
+tf_status tf_spec_eval(tf_spec *s, const int32_t *tokens, int32_t n, int32_t logits_from) {
+    spec_level *L = &s->lv[0];
+    if (n < 1 || n > L->fwd.n_batch || L->n_cached + n > s->cfg.n_ctx)
+        return tf_errf(&s->err, TF_ERR_RANGE, "eval: %d tokens after %lld (at most %d at once, %d in all)", n,
+                       (long long)L->n_cached, L->fwd.n_batch, s->cfg.n_ctx);
+    memcpy(s->seq + L->n_cached, tokens, sizeof(int32_t) * (size_t)n);
+    TF_TRY(level_forward(s, 0, tokens, n, logits_from));
+    s->n_seq = L->n_cached;
+    return TF_OK;
+}
+
+void tf_spec_eval_truncate(tf_spec *s, int32_t n) {
+    if (n < 0 || n >= s->lv[0].n_cached) return;
+    (void)level_truncate(s, 0, n); /* a full cache only forgets slots: no error */
+    s->n_seq = n;
+}
+
+tf_status tf_spec_eval_fill_random(tf_spec *s, int32_t n, uint64_t seed) {
+    if (n > s->cfg.n_ctx)
+        return tf_errf(&s->err, TF_ERR_RANGE, "fill: %d positions do not fit in the context of %d", n, s->cfg.n_ctx);
+    TF_TRY(tf_kv_fill_random(&s->kv_p, n, seed, &s->err));
+    s->lv[0].n_cached = s->n_seq = n;
+    return TF_OK;
 }
 
 tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft, const tf_spec_cfg *cfg,

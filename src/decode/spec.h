@@ -65,6 +65,7 @@ typedef struct tf_spec_cfg {
     int32_t lookup;           /* > 0: the bottom level drafts by text lookup, matching >= this many tokens */
     tf_spec_middle middle;    /* three-level modes: where the target's candidates come from (route.h) */
     int32_t n_ctx, n_batch;
+    int32_t n_logits;         /* most logits rows of one target pass (0: what decoding needs; tf_spec_eval) */
     tf_dtype kv_type;
     tf_isa isa;
     tf_sampling_cfg sampling;
@@ -155,6 +156,17 @@ typedef struct tf_spec {
  * within what verification keeps bitwise identical); tf_spec_init runs them
  * and then the checks against the models. */
 tf_status tf_spec_check_cfg(const tf_spec_cfg *cfg, tf_err *err);
+/* The target level alone, as a plain sequence (tf_context: perplexity,
+ * prefill timing) — the path every decoder's target passes take. Feed n <=
+ * the batch tokens after the cached ones; the logits of rows
+ * [logits_from, n) are in s->lv[0].fwd.logits (backend memory). */
+tf_status tf_spec_eval(tf_spec *s, const int32_t *tokens, int32_t n, int32_t logits_from);
+/* Keep the first n cached tokens (n <= cached). */
+void tf_spec_eval_truncate(tf_spec *s, int32_t n);
+/* Cache n positions of random keys and values instead of evaluating tokens
+ * (tf_kv_fill_random): a pass after it costs what it would after n tokens. */
+tf_status tf_spec_eval_fill_random(tf_spec *s, int32_t n, uint64_t seed);
+
 tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft, const tf_spec_cfg *cfg,
                        tf_pool *pool, tf_err *err);
 void tf_spec_free(tf_spec *s);

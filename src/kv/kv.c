@@ -2,9 +2,12 @@
  * the CPU's layout (backend/cpu/kv_layout.h). */
 #include "kv/kv.h"
 
+#include "backend/cpu/backend_cpu.h"
 #include "core/mem.h"
+#include "core/rng.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 tf_status tf_kv_check_type(tf_dtype type, int32_t head_dim, tf_err *err) {
@@ -164,4 +167,50 @@ tf_status tf_kv_copy_prefix(tf_kv_cache *dst, const tf_kv_cache *src, int32_t n,
 tf_kv_view tf_kv_layer_view(const tf_kv_cache *kv, int il) {
     return (tf_kv_view){.lay = tf_kv_layout_of(kv), .k = tf_kv_k(kv, il, 0), .v = tf_kv_v(kv, il, 0),
                         .head_stride = kv->head_stride, .n_head_kv = kv->n_head_kv};
+}
+
+tf_status tf_kv_fill_random(tf_kv_cache *kv, int32_t n, uint64_t seed, tf_err *err) {
+    if (n < 0 || n > kv->n_slots)
+        return tf_errf(err, TF_ERR_RANGE, "fill: %d positions (expected 0..%d, the cache's slots)", n, kv->n_slots);
+    enum { ROWS = 64 }; /* tokens per kv_store call */
+    tf_backend host, *be = kv->be;
+    if (!be) {
+        TF_TRY(tf_backend_cpu_init(&host, NULL, TF_ISA_BEST, err));
+        be = &host;
+    }
+    const int64_t width = (int64_t)kv->n_head_kv * kv->head_dim;
+    const size_t bytes = sizeof(float) * (size_t)(ROWS * width);
+    float *k = malloc(2 * bytes), *dk = NULL, *dv = NULL;
+    int32_t *d0 = NULL;
+    tf_status st = k ? TF_OK : tf_errf(err, TF_ERR_NOMEM, "fill: out of memory");
+    float *v = k ? k + ROWS * width : NULL;
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&dk, bytes, "random keys", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&dv, bytes, "random values", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&d0, sizeof(int32_t), "the first slot", err);
+    tf_rng rng;
+    tf_rng_seed(&rng, seed);
+    for (int il = 0; il < kv->n_layer && st == TF_OK; il++)
+        for (int32_t s0 = 0; s0 < n && st == TF_OK; s0 += ROWS) {
+            int32_t nr = n - s0 < ROWS ? n - s0 : ROWS;
+            for (int64_t i = 0; i < nr * width; i++) {
+                k[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
+                v[i] = (float)(2.0 * tf_rng_uniform(&rng) - 1.0);
+            }
+            st = be->ops->upload(be, dk, k, sizeof(float) * (size_t)(nr * width), err);
+            if (st == TF_OK) st = be->ops->upload(be, dv, v, sizeof(float) * (size_t)(nr * width), err);
+            if (st == TF_OK) st = be->ops->upload(be, d0, &s0, sizeof s0, err);
+            if (st == TF_OK) st = be->ops->sync(be, "fill", err); /* the staging is reused */
+            const tf_kv_view view = tf_kv_layer_view(kv, il);
+            if (st == TF_OK) be->ops->kv_store(be, &view, d0, nr, dk, dv, width);
+        }
+    if (st == TF_OK) st = be->ops->sync(be, "fill", err);
+    if (dk) be->ops->free(be, dk);
+    if (dv) be->ops->free(be, dv);
+    if (d0) be->ops->free(be, d0);
+    free(k);
+    if (be == &host) tf_backend_free(&host);
+    if (st != TF_OK) return st;
+    for (int32_t s = 0; s < n; s++) kv->pos[s] = s;
+    kv->n_used = n;
+    return TF_OK;
 }

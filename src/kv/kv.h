@@ -108,6 +108,12 @@ void tf_kv_copy_slots(tf_kv_cache *dst, int32_t o, const tf_kv_cache *src, int32
  * dst->n_used grows to at least n. TF_ERR_INVALID_ARG names what differs. */
 tf_status tf_kv_copy_prefix(tf_kv_cache *dst, const tf_kv_cache *src, int32_t n, tf_err *err);
 
+/* Fill slots [0, n) of every layer and KV head with keys and values drawn
+ * uniformly from [-1, 1) (seeded), through kv's backend (NULL: the host),
+ * positions 0..n-1: a cache of a given depth without running a model (a
+ * pass's cost does not depend on what the cache holds). */
+tf_status tf_kv_fill_random(tf_kv_cache *kv, int32_t n, uint64_t seed, tf_err *err);
+
 /* Forget slots [n, n_used) — rollback copies nothing. */
 static inline void tf_kv_truncate(tf_kv_cache *kv, int32_t n) {
     if (n < kv->n_used) kv->n_used = n < 0 ? 0 : n;
