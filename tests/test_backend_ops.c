@@ -19,6 +19,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/cpu/quant.h"
 #include "core/dtype.h"
+#include "core/fp16.h"
 #include "kv/kv.h"
 #include "kv/retrieval.h"
 #include "kv/streaming.h"
@@ -369,6 +370,17 @@ static void check_argmax(tf_backend *be, const char *desc) {
     dfree(be, dl), dfree(be, dout), free(l);
 }
 
+/* Slot o of layer il, KV head h of a cache downloaded from be: through the
+ * CPU's layout for host backends; a device keeps f16 keys row-major
+ * ([slot][head_dim], kv_view.h), and values in both layouts. */
+static void view_read(const tf_backend *be, const tf_kv_cache *kv, int il, int h, int32_t o, float *k, float *v) {
+    tf_kv_read(kv, il, h, o, k, v);
+    if (be->ops->host_memory) return;
+    assert_int_equal(kv->type, TF_DTYPE_F16);
+    const tf_f16 *kr = (const tf_f16 *)tf_kv_k(kv, il, h) + (size_t)o * kv->head_dim;
+    for (int d = 0; d < kv->head_dim; d++) k[d] = tf_f16_to_f32(kr[d]);
+}
+
 /* The retrieval cache on this backend (kv/retrieval.h over the table's rc
  * ops; a host cache runs on the CPU's): keys stored through kv_store, chunk
  * sums kept through appends in pieces and a rollback, then checked bit for
@@ -462,7 +474,7 @@ static void rc_case(tf_backend *be, const char *desc, tf_dtype type, int n_layer
         while (tf_rc_next_run(sp, rc.n_sel_chunks, chunk, n_slots, &t, &s0, &n))
             for (int32_t i = 0; i < n; i++, o++) {
                 tf_kv_read(&host, il, h, s0 + i, hr, hv);
-                tf_kv_read(&vh, il, h, o, vr, vvr);
+                view_read(be, &vh, il, h, o, vr, vvr);
                 if (memcmp(hr, vr, sizeof(float) * hd) != 0 || memcmp(hv, vvr, sizeof(float) * hd) != 0) {
                     print_error("%s, %s: pair %d, view slot %d differs from slot %d\n", desc, what, pr, o, s0 + i);
                     fail();

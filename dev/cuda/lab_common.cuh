@@ -2,6 +2,7 @@
 #pragma once
 #include "backend/cuda/cuda_backend.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -41,6 +42,28 @@ static void *lab_dev(const void *h, size_t bytes) {
     LAB_CHECK(cudaMalloc(&d, bytes));
     if (h) LAB_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     else LAB_CHECK(cudaMemset(d, 0, bytes));
+    return d;
+}
+
+/* Fresh random f16 values in [lo, hi) written on the device (a hash of the
+ * index and the seed): the large timing-only shapes, whose host generation
+ * would take longer than the timing itself. */
+__global__ void lab_k_fill_half(uint16_t *x, size_t n, unsigned long long seed, float lo, float hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned long long z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        const float u = (float)(z >> 40) * (1.0f / 16777216.0f);
+        x[i] = __half_as_ushort(__float2half_rn(lo + (hi - lo) * u));
+    }
+}
+static void *lab_dev_rand_half(size_t n, float lo, float hi) {
+    void *d;
+    LAB_CHECK(cudaMalloc(&d, n * 2));
+    lab_k_fill_half<<<1024, 256>>>((uint16_t *)d, n, lab_state += 0x1234567ull, lo, hi);
+    LAB_CHECK(cudaGetLastError());
+    LAB_CHECK(cudaDeviceSynchronize());
     return d;
 }
 
@@ -102,6 +125,7 @@ static tf_cuda *lab_open(void) {
         fprintf(stderr, "%s\n", err.msg);
         exit(2);
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* every line out at once, also when a time limit stops the lab */
     lab_stream = (cudaStream_t)tf_cuda_stream(cu);
     lab_seed();
     double peak = lab_measured_peak();

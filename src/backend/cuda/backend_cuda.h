@@ -2,9 +2,9 @@
  * backend_cuda.h — the CUDA backend behind the backend table
  * (backend/backend.h): one device, one stream, buffers in device memory,
  * per-pass CUDA graphs for up to TF_CUDA_GEMV_MAX_ROWS rows. Weights of
- * types f32, f16, bf16 and q8_0; KV caches in f16; no q/k/v biases and no
- * rotate-half RoPE yet (supports() says so, and the model check refuses
- * such models by name).
+ * types f32, f16, bf16, q8_0, q4_0 and q4_1; KV caches in f16; q/k/v biases
+ * and rotate-half RoPE (qwen2). What it lacks, supports() says, and the
+ * model check refuses such models by name.
  *
  * Defined only with `make CUDA=1` (TF_HAVE_CUDA); the ops table is plain C
  * over the kernels of cuda_backend.h.

@@ -16,10 +16,18 @@ __global__ void k_embed(float *x, const uint8_t *table, uint32_t type, int64_t d
         if (type == TFC_F32) v = ((const float *)table)[t * dim + i];
         else if (type == TFC_F16) v = tfc_h2f(((const uint16_t *)table)[t * dim + i]);
         else if (type == TFC_BF16) v = tfc_bf2f(((const uint16_t *)table)[t * dim + i]);
-        else { /* Q8_0 */
+        else if (type == TFC_Q8_0) {
             const uint8_t *blk = table + (t * (dim / TFC_Q8_0_BLOCK) + i / TFC_Q8_0_BLOCK) * TFC_Q8_0_BYTES;
             uint16_t d = (uint16_t)(blk[0] | (blk[1] << 8));
             v = tfc_h2f(d) * (float)(int8_t)blk[2 + i % TFC_Q8_0_BLOCK];
+        } else { /* Q4_0 / Q4_1: element j < 16 the low nibble of byte j, j + 16 its high nibble */
+            const int q1 = type == TFC_Q4_1;
+            const int bytes = q1 ? TFC_Q4_1_BYTES : TFC_Q4_0_BYTES, j = (int)(i % 32);
+            const uint8_t *blk = table + (t * (dim / 32) + i / 32) * bytes;
+            const float d = tfc_h2f((uint16_t)(blk[0] | (blk[1] << 8)));
+            const uint8_t qb = blk[(q1 ? 4 : 2) + (j & 15)];
+            const int q = j < 16 ? qb & 0xf : qb >> 4;
+            v = q1 ? d * (float)q + tfc_h2f((uint16_t)(blk[2] | (blk[3] << 8))) : d * (float)(q - 8);
         }
         xr[i] = v;
     }

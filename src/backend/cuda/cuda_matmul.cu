@@ -1,7 +1,7 @@
 /*
  * cuda_matmul.cu — Y[t][r] = W[r] . X[t]: a GEMV kernel for decode and
- * verification batches (f32 activations against F32 / F16 / BF16 / Q8_0
- * weights, batch-invariant) and cuBLAS GEMMs for prefill.
+ * verification batches (f32 activations against F32 / F16 / BF16 / Q8_0 /
+ * Q4_0 / Q4_1 weights, batch-invariant) and cuBLAS GEMMs for prefill.
  *
  * GEMV: a block of 4 warps computes 4 weight rows for a group of NT tokens;
  * each warp owns one row, its lanes stride over the row (8 elements per load
@@ -157,6 +157,63 @@ k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, in
     }
 }
 
+/* Q4_0 (18-byte blocks: f16 d, 16 bytes of nibbles, value d * (q - 8)) and
+ * Q4_1 (20-byte blocks: f16 d, f16 m, nibbles, value d * q + m); element j < 16
+ * of a block is the low nibble of byte j, element j + 16 its high nibble. A
+ * lane takes whole blocks: the block's sum of q * x (and of x for Q4_1) in a
+ * fixed order, then scaled, as the Q8_0 kernel does. */
+template <int NT, int TYPE>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+k_gemv_q4(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+    constexpr int BYTES = TYPE == TFC_Q4_1 ? TFC_Q4_1_BYTES : TFC_Q4_0_BYTES;
+    constexpr int QOFF = TYPE == TFC_Q4_1 ? 2 : 1; /* first uint16 of the nibbles */
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int t0 = blockIdx.y * NT;
+    if (r >= n_rows) return;
+    const int64_t nb = n_cols / 32;
+    const uint8_t *w = W + r * nb * BYTES;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int64_t b = lane; b < nb; b += 32) {
+        const uint16_t *blk = (const uint16_t *)(w + b * BYTES); /* 2-byte aligned */
+        const float d = tfc_h2f(blk[0]);
+        const float m = TYPE == TFC_Q4_1 ? tfc_h2f(blk[1]) : 0.0f;
+        float q[32];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint16_t two = blk[QOFF + j];
+            const int lo0 = two & 0xf, hi0 = (two >> 4) & 0xf, lo1 = (two >> 8) & 0xf, hi1 = two >> 12;
+            q[2 * j] = (float)(TYPE == TFC_Q4_1 ? lo0 : lo0 - 8);
+            q[2 * j + 1] = (float)(TYPE == TFC_Q4_1 ? lo1 : lo1 - 8);
+            q[2 * j + 16] = (float)(TYPE == TFC_Q4_1 ? hi0 : hi0 - 8);
+            q[2 * j + 17] = (float)(TYPE == TFC_Q4_1 ? hi1 : hi1 - 8);
+        }
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t0 + t >= n) break;
+            const float4 *xp = (const float4 *)(x + (int64_t)(t0 + t) * n_cols + b * 32);
+            float s = 0.0f, sx = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float4 a = __ldg(xp + j);
+                s = __fmaf_rn(q[4 * j], a.x, s); s = __fmaf_rn(q[4 * j + 1], a.y, s);
+                s = __fmaf_rn(q[4 * j + 2], a.z, s); s = __fmaf_rn(q[4 * j + 3], a.w, s);
+                if (TYPE == TFC_Q4_1) sx += (a.x + a.y) + (a.z + a.w);
+            }
+            float v = __fmaf_rn(d, s, acc[t]);
+            if (TYPE == TFC_Q4_1) v = __fmaf_rn(m, sx, v);
+            acc[t] = v;
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float s = tfc_warp_sum(acc[t]);
+        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
+    }
+}
+
 template <int NT>
 static void gemv_nt(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
     dim3 grid(tfc_blocks(w->n_rows, GEMV_WARPS), (n + NT - 1) / NT);
@@ -179,11 +236,20 @@ static void gemv_nt(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n
         k_gemv_q8_0<NT><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x, n, y,
                                                         ldy);
         break;
+    case TFC_Q4_0:
+        k_gemv_q4<NT, TFC_Q4_0><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x,
+                                                                n, y, ldy);
+        break;
+    case TFC_Q4_1:
+        k_gemv_q4<NT, TFC_Q4_1><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x,
+                                                                n, y, ldy);
+        break;
     }
 }
 
 extern "C" int tf_cuda_mat_type_ok(uint32_t type) {
-    return type == TFC_F32 || type == TFC_F16 || type == TFC_BF16 || type == TFC_Q8_0;
+    return type == TFC_F32 || type == TFC_F16 || type == TFC_BF16 || type == TFC_Q8_0 || type == TFC_Q4_0 ||
+           type == TFC_Q4_1;
 }
 
 extern "C" void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
@@ -237,7 +303,7 @@ extern "C" tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const flo
                                     int64_t ldy, void *scratch, tf_err *err) {
     if (!tf_cuda_mat_type_ok(w->type))
         return tf_errf(err, TF_ERR_UNSUPPORTED, "the CUDA backend has no kernel for weight type %u", w->type);
-    if (n <= TF_CUDA_GEMV_MAX_ROWS || w->type == TFC_Q8_0) {
+    if (n <= TF_CUDA_GEMV_MAX_ROWS || w->type == TFC_Q8_0 || w->type == TFC_Q4_0 || w->type == TFC_Q4_1) {
         tf_cuda_gemv(cu, w, x, n, y, ldy);
         return TF_OK;
     }

@@ -63,12 +63,15 @@ __global__ void __launch_bounds__(SAMP_THREADS) k_softmax(float *p, const float 
     __shared__ float red[32];
     const float *x = logits + (int64_t)blockIdx.x * V;
     float *y = p + (int64_t)blockIdx.x * V;
+    /* x * inv_temp rounded before the subtraction (no FMA contraction): with
+     * the exact product, a huge logit minus its own rounded maximum is far
+     * from 0 and its exp overflows */
     float m = -INFINITY;
-    for (int32_t i = threadIdx.x; i < V; i += SAMP_THREADS) m = fmaxf(m, x[i] * inv_temp);
+    for (int32_t i = threadIdx.x; i < V; i += SAMP_THREADS) m = fmaxf(m, __fmul_rn(x[i], inv_temp));
     m = tfc_block_max(m, red);
     float s = 0.0f;
     for (int32_t i = threadIdx.x; i < V; i += SAMP_THREADS) {
-        const float e = expf(x[i] * inv_temp - m);
+        const float e = expf(__fmul_rn(x[i], inv_temp) - m);
         y[i] = e;
         s += e;
     }
