@@ -2,9 +2,10 @@
  * attn_decode.cu — lab for split-K flash-decoding over an f16 KV cache.
  *
  * CPU reference (double) over the f16-rounded keys and values; variant 1 is
- * the library kernel (tf_cuda_attn_decode). Every shape is validated on fresh
- * random data before any is timed; GB/s counts the K and V bytes each row
- * must read. Run: make -C dev/cuda attn_decode && dev/cuda/attn_decode
+ * the library's kernel for groups of rows (tf_cuda_attn_decode), variant 0
+ * its block-per-row kernel (tf_cuda_attn_decode_variant). Every validated
+ * shape is checked on fresh random data, the output poisoned with NaN first;
+ * GB/s counts the K and V bytes once (what a pass must read). Run: make -C dev/cuda attn_decode && dev/cuda/attn_decode
  */
 #include "lab_common.cuh"
 
@@ -43,20 +44,30 @@ int main(void) {
     const shape shapes[] = {
         {32, 32, 128, 4096, 1, true},    {32, 8, 128, 4096, 6, true},      {12, 12, 64, 260, 1, true},
         {32, 32, 128, 32768, 1, false},  {32, 32, 128, 65536, 1, false},   {32, 32, 128, 122880, 1, false},
-        {32, 32, 128, 122880, 8, false}, {32, 32, 128, 4096 + 256, 4, false},
+        {32, 32, 128, 122880, 8, false}, {32, 32, 128, 4096 + 256, 4, false}, {32, 32, 128, 32768, 8, false},
+        {32, 8, 128, 32768, 8, false},   {9, 3, 64, 8192, 1, false},      {9, 3, 64, 8192, 8, false},
+        {9, 3, 64, 1000, 11, true},      {32, 4, 64, 700, 16, true},      {8, 8, 8, 300, 3, true},
     };
     for (const shape &s : shapes) {
         size_t kvn = (size_t)s.n_head_kv * s.n_kv * s.hd, qn = (size_t)s.n_q * s.n_head * s.hd;
-        float *k = lab_rand(kvn, -2, 2), *v = lab_rand(kvn, -1, 1), *q = lab_rand(qn, -1.5f, 1.5f);
-        uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
-        for (size_t i = 0; i < kvn; i++) { /* round to f16 so the reference sees what the kernel sees */
-            __half a = __float2half(k[i]), b = __float2half(v[i]);
-            k[i] = __half2float(a), v[i] = __half2float(b);
-            memcpy(kh + i, &a, 2), memcpy(vh + i, &b, 2);
+        float *q = lab_rand(qn, -1.5f, 1.5f), *k = NULL, *v = NULL;
+        void *dk, *dv;
+        if (s.validate) {
+            k = lab_rand(kvn, -2, 2), v = lab_rand(kvn, -1, 1);
+            uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
+            for (size_t i = 0; i < kvn; i++) { /* round to f16 so the reference sees what the kernel sees */
+                __half a = __float2half(k[i]), b = __float2half(v[i]);
+                k[i] = __half2float(a), v[i] = __half2float(b);
+                memcpy(kh + i, &a, 2), memcpy(vh + i, &b, 2);
+            }
+            dk = lab_dev(kh, 2 * kvn), dv = lab_dev(vh, 2 * kvn);
+            free(kh), free(vh);
+        } else { /* timing only: random values made on the device */
+            dk = lab_dev_rand_half(kvn, -2, 2), dv = lab_dev_rand_half(kvn, -1, 1);
         }
         int32_t *len = (int32_t *)malloc(sizeof(int32_t) * s.n_q);
         for (int i = 0; i < s.n_q; i++) len[i] = s.n_kv - s.n_q + 1 + i;
-        void *dk = lab_dev(kh, 2 * kvn), *dv = lab_dev(vh, 2 * kvn), *dq = lab_dev(q, sizeof(float) * qn);
+        void *dq = lab_dev(q, sizeof(float) * qn);
         void *dout = lab_dev(NULL, sizeof(float) * qn), *dlen = lab_dev(len, sizeof(int32_t) * s.n_q);
         void *scr = lab_dev(NULL, tf_cuda_attn_scratch(s.n_q, s.n_head, s.hd, s.n_kv));
         tf_cuda_attn a = {};
@@ -65,24 +76,28 @@ int main(void) {
         a.kv_len_d = (int32_t *)dlen, a.max_kv = s.n_kv, a.scale = 1.0f / sqrtf((float)s.hd);
         a.out = (float *)dout, a.ldo = s.n_head * s.hd, a.scratch = scr;
         char name[96];
-        snprintf(name, sizeof name, "v1 split-K heads %d/%d hd %d kv %d rows %d", s.n_head, s.n_head_kv, s.hd, s.n_kv,
-                 s.n_q);
-        tf_cuda_attn_decode(cu, &a);
-        LAB_CHECK(cudaStreamSynchronize(lab_stream));
-        if (s.validate) {
-            float *got = (float *)malloc(sizeof(float) * qn);
-            double *ref = (double *)malloc(sizeof(double) * qn);
-            LAB_CHECK(cudaMemcpy(got, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
-            cpu_ref(q, k, v, s, ref);
-            lab_validate(name, got, ref, qn, 1e-9);
-            free(got), free(ref);
-        } else {
-            double ms = lab_time_ms([&] { tf_cuda_attn_decode(cu, &a); }, 30);
-            double bytes = 2.0 * 2.0 * s.n_head_kv * (double)s.n_kv * s.hd; /* K + V once per block group */
-            printf("%-44s %8.3f ms  %7.0f GB/s\n", name, ms, bytes / (ms * 1e-3) / 1e9);
+        for (int var = 1; var >= 0; var--) { /* v1: a block per group of rows; v0: a block per row */
+            snprintf(name, sizeof name, "v%d split-K heads %d/%d hd %d kv %d rows %d", var, s.n_head, s.n_head_kv,
+                     s.hd, s.n_kv, s.n_q);
+            LAB_CHECK(cudaMemset(dout, 0xff, sizeof(float) * qn)); /* NaN: every output must be written */
+            tf_cuda_attn_decode_variant(cu, &a, var);
+            LAB_CHECK(cudaGetLastError());
+            LAB_CHECK(cudaStreamSynchronize(lab_stream));
+            if (s.validate) {
+                float *got = (float *)malloc(sizeof(float) * qn);
+                double *ref = (double *)malloc(sizeof(double) * qn);
+                LAB_CHECK(cudaMemcpy(got, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
+                cpu_ref(q, k, v, s, ref);
+                lab_validate(name, got, ref, qn, 1e-9);
+                free(got), free(ref);
+            } else {
+                double ms = lab_time_ms([&] { tf_cuda_attn_decode_variant(cu, &a, var); }, 20);
+                double bytes = 2.0 * 2.0 * s.n_head_kv * (double)s.n_kv * s.hd; /* K + V read once */
+                printf("%-44s %8.3f ms  %7.0f GB/s (K and V once)\n", name, ms, bytes / (ms * 1e-3) / 1e9);
+            }
         }
         cudaFree(dk), cudaFree(dv), cudaFree(dq), cudaFree(dout), cudaFree(dlen), cudaFree(scr);
-        free(k), free(v), free(q), free(kh), free(vh), free(len);
+        free(k), free(v), free(q), free(len);
     }
     tf_cuda_close(cu);
     return 0;

@@ -116,6 +116,155 @@ k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, 
     }
 }
 
+/* ---- decode: phase 1 for every row of a pass at once (head_dim 8..256, a power of two) ----
+ * One block per (KV head, split, group of rows) scores its keys for the rows'
+ * query heads of the group (up to QMAX query vectors), so a pass of k rows
+ * reads each key and value once, not k times. A team of T = head_dim / 8
+ * lanes takes one key: each lane 8 dimensions (one 16-byte load), its dot
+ * products in dimension order, then a butterfly over the team; the values
+ * likewise, each team summing its keys (j = team, team + n_team, ...) in
+ * order, the teams' partial sums added in team order. What a row computes
+ * depends on its own query, keys and length only (batch invariance). */
+#define QMAX 16
+#define QC 4 /* query vectors per pass over the values */
+
+template <int T>
+__global__ void __launch_bounds__(DEC_THREADS)
+k_attn_split_rows(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
+                  int32_t n_head_kv, int32_t hd, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len,
+                  const int32_t *gap, float scale, float *o_part, float *ml_part, int32_t n_split) {
+    __shared__ __align__(16) float buf[QMAX * MAX_HD]; /* the query vectors, then the teams' value sums */
+    __shared__ float sc[QMAX][SPLIT];
+    __shared__ float mx[QMAX], sm[QMAX];
+    __shared__ int nks[QMAX];
+    constexpr int N_TEAM = DEC_THREADS / T;
+    const int h = blockIdx.x, s = blockIdx.y, r0 = blockIdx.z * rows_per_block;
+    const int g = n_head / n_head_kv, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = DEC_THREADS / 32;
+    const int nr = min(rows_per_block, n_q - r0), nqv = nr * g; /* query vector v: row r0 + v / g, head h * g + v % g */
+    const int2 gp = gap_of(gap);
+    const int32_t k0 = s * SPLIT;
+    int nk_max = 0;
+    for (int i = 0; i < nr; i++) nk_max = max(nk_max, min(SPLIT, vis_len(gp, kv_len[r0 + i]) - k0));
+    if (nk_max <= 0) return; /* no row of the group sees this split (the merge does not read it) */
+    if (threadIdx.x < nqv) nks[threadIdx.x] = max(0, min(SPLIT, vis_len(gp, kv_len[r0 + threadIdx.x / g]) - k0));
+    for (int e = threadIdx.x; e < nqv * hd; e += DEC_THREADS) {
+        const int v = e / hd, d = e % hd;
+        buf[e] = q[(int64_t)(r0 + v / g) * ldq + (int64_t)(h * g + v % g) * hd + d];
+    }
+    __syncthreads();
+    const int lk = threadIdx.x % T, team = threadIdx.x / T;
+    const uint16_t *Kh = K + (int64_t)h * n_slots * hd, *Vh = V + (int64_t)h * n_slots * hd;
+    /* scores: every warp runs the same number of iterations (the shuffles need whole warps) */
+    for (int jb = 0; jb < nk_max; jb += N_TEAM) {
+        const int j = jb + team;
+        float kf[8];
+        if (j < nk_max) {
+            const uint4 raw = *(const uint4 *)(Kh + vis_slot(gp, k0 + j) * hd + 8 * lk);
+            const __half2 *h2 = (const __half2 *)&raw;
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const float2 f = __half22float2(h2[u]);
+                kf[2 * u] = f.x, kf[2 * u + 1] = f.y;
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < 8; u++) kf[u] = 0.0f;
+        }
+        for (int c = 0; c < nqv; c += 8) {
+            float dot[8];
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                dot[u] = 0.0f;
+                if (c + u < nqv) {
+                    const float4 *qp = (const float4 *)(buf + (c + u) * hd + 8 * lk);
+                    const float4 a = qp[0], b = qp[1];
+                    float t = 0.0f;
+                    t = __fmaf_rn(kf[0], a.x, t); t = __fmaf_rn(kf[1], a.y, t);
+                    t = __fmaf_rn(kf[2], a.z, t); t = __fmaf_rn(kf[3], a.w, t);
+                    t = __fmaf_rn(kf[4], b.x, t); t = __fmaf_rn(kf[5], b.y, t);
+                    t = __fmaf_rn(kf[6], b.z, t); t = __fmaf_rn(kf[7], b.w, t);
+                    dot[u] = t;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                if (c + u >= nqv) break; /* the same for the whole block */
+                float t = dot[u];
+#pragma unroll
+                for (int o = T / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+                if (lk == 0 && j < nk_max) sc[c + u][j] = t * scale;
+            }
+        }
+    }
+    __syncthreads();
+    /* softmax state of this split: a warp per query vector over its own keys */
+    for (int v = warp; v < nqv; v += nwarp) {
+        const int nk = nks[v];
+        if (nk == 0) continue;
+        float m = -INFINITY;
+        for (int j = lane; j < nk; j += 32) m = fmaxf(m, sc[v][j]);
+        m = tfc_warp_max(m);
+        float l = 0.0f;
+        for (int j = lane; j < nk; j += 32) {
+            const float p = __expf(sc[v][j] - m);
+            sc[v][j] = p;
+            l += p;
+        }
+        l = tfc_warp_sum(l);
+        if (lane == 0) {
+            mx[v] = m;
+            sm[v] = l;
+        }
+    }
+    __syncthreads();
+    /* weighted values, QC query vectors at a time */
+    for (int c = 0; c < nqv; c += QC) {
+        float acc[QC][8];
+#pragma unroll
+        for (int u = 0; u < QC; u++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+        for (int j = team; j < nk_max; j += N_TEAM) {
+            const uint4 raw = *(const uint4 *)(Vh + vis_slot(gp, k0 + j) * hd + 8 * lk);
+            const __half2 *h2 = (const __half2 *)&raw;
+            float vf[8];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const float2 f = __half22float2(h2[u]);
+                vf[2 * u] = f.x, vf[2 * u + 1] = f.y;
+            }
+#pragma unroll
+            for (int u = 0; u < QC; u++)
+                if (c + u < nqv && j < nks[c + u]) {
+                    const float p = sc[c + u][j];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) acc[u][e] = __fmaf_rn(p, vf[e], acc[u][e]);
+                }
+        }
+#pragma unroll
+        for (int u = 0; u < QC; u++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) buf[(team * QC + u) * hd + 8 * lk + e] = acc[u][e];
+        __syncthreads();
+        for (int e = threadIdx.x; e < QC * hd; e += DEC_THREADS) {
+            const int u = e / hd, d = e % hd, v = c + u;
+            if (v < nqv && nks[v] > 0) {
+                float o = 0.0f;
+                for (int t = 0; t < N_TEAM; t++) o += buf[(t * QC + u) * hd + d];
+                const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
+                o_part[part * hd + d] = o;
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x < nqv && nks[threadIdx.x] > 0) {
+        const int v = threadIdx.x;
+        const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
+        ml_part[2 * part] = mx[v];
+        ml_part[2 * part + 1] = sm[v];
+    }
+}
+
 /* ---- decode: phase 2, merge the splits of one (row, head) in split order --------- */
 
 __global__ void k_attn_merge(const float *o_part, const float *ml_part, const int32_t *kv_len, const int32_t *gap,
@@ -135,14 +284,34 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
     }
 }
 
-extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) {
+extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) { tf_cuda_attn_decode_variant(cu, a, 1); }
+
+extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int rows_kernel) {
     const int32_t ns = n_splits(a->max_kv);
     float *o_part = (float *)a->scratch;
     float *ml_part = o_part + (size_t)a->n_q * a->n_head * ns * a->head_dim;
-    dim3 grid1(a->n_head_kv, ns, a->n_q);
-    k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
-                                                        a->n_head_kv, a->head_dim, a->kv_len_d, a->gap_d, a->scale,
-                                                        o_part, ml_part, ns);
+    const int hd = a->head_dim, g = a->n_head / a->n_head_kv, rpb = QMAX / g;
+    int T = hd / 8;
+    dim3 grid_rows(a->n_head_kv, ns, (a->n_q + rpb - 1) / rpb);
+#define ROWS_KERNEL(TT)                                                                                           \
+    k_attn_split_rows<TT><<<grid_rows, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots,         \
+                                                                     a->n_head, a->n_head_kv, hd, a->n_q, rpb,     \
+                                                                     a->kv_len_d, a->gap_d, a->scale, o_part,      \
+                                                                     ml_part, ns)
+    if (!rows_kernel) T = 0; /* the block-per-row kernel below */
+    if (hd % 8 == 0 && T == 1) ROWS_KERNEL(1);
+    else if (hd % 8 == 0 && T == 2) ROWS_KERNEL(2);
+    else if (hd % 8 == 0 && T == 4) ROWS_KERNEL(4);
+    else if (hd % 8 == 0 && T == 8) ROWS_KERNEL(8);
+    else if (hd % 8 == 0 && T == 16) ROWS_KERNEL(16);
+    else if (hd % 8 == 0 && T == 32) ROWS_KERNEL(32);
+    else { /* other head sizes: a block per row */
+        dim3 grid1(a->n_head_kv, ns, a->n_q);
+        k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
+                                                            a->n_head_kv, a->head_dim, a->kv_len_d, a->gap_d,
+                                                            a->scale, o_part, ml_part, ns);
+    }
+#undef ROWS_KERNEL
     dim3 grid2(a->n_head, a->n_q);
     int threads = a->head_dim >= 128 ? 128 : (a->head_dim + 31) / 32 * 32;
     k_attn_merge<<<grid2, threads, 0, cu->stream>>>(o_part, ml_part, a->kv_len_d, a->gap_d, a->n_head, a->head_dim,

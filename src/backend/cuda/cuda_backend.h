@@ -97,7 +97,7 @@ void tf_cuda_graph_free(tf_cuda_graph *g);
 
 /* ---- elementwise and per-row ops (f32 activations) ------------------------ */
 
-/* x[i][:] = row tok_d[i] of the embedding table (f32, f16, bf16 or q8_0). */
+/* x[i][:] = row tok_d[i] of the embedding table (f32, f16, bf16, q8_0, q4_0 or q4_1). */
 void tf_cuda_embed(tf_cuda *cu, float *x, const void *table, uint32_t type, int64_t dim, const int32_t *tok_d,
                    int32_t n);
 /* y = x / sqrt(mean(x^2) + eps) * w for n rows of dim (row stride dim). */
@@ -124,7 +124,7 @@ void tf_cuda_kv_store(tf_cuda *cu, uint16_t *k_layer, uint16_t *v_layer, int32_t
 
 typedef struct tf_cuda_mat {
     const void *data;  /* device, row-major [n_rows][n_cols] of type */
-    uint32_t type;     /* TF_DTYPE_F32, F16, BF16 or Q8_0 */
+    uint32_t type;     /* TF_DTYPE_F32, F16, BF16, Q8_0, Q4_0 or Q4_1 */
     int64_t n_rows, n_cols;
 } tf_cuda_mat;
 
@@ -133,7 +133,7 @@ typedef struct tf_cuda_mat {
  * token's dot products are the same operations in the same order): the
  * decode and verification path, which greedy speculation needs bitwise
  * batch-invariant. Beyond it, F16/BF16 use cuBLAS (activations rounded to
- * the weight type, F32 accumulation) and F32 uses SGEMM; Q8_0 stays on the
+ * the weight type, F32 accumulation) and F32 uses SGEMM; Q8_0 / Q4_x stay on the
  * GEMV kernel. */
 #define TF_CUDA_GEMV_MAX_ROWS 16
 
@@ -171,11 +171,17 @@ typedef struct tf_cuda_attn {
 #define TF_CUDA_ATTN_SPLIT 256
 
 size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t max_kv);
-/* Split-K flash-decoding: one block per (KV head, split, row) scores its keys
- * for the whole GQA group; a second kernel merges the partial softmax states
- * in split order. Any view (full, gathered C_r, rotated C_q) that is a prefix
- * of slots. Rows are independent (batch invariant). */
+/* Split-K flash-decoding: one block per (KV head, split, group of up to 16
+ * query vectors: rows x the query heads of the KV head) scores its keys once
+ * for all of them; a second kernel merges the partial softmax states in split
+ * order. Any view (full, gathered C_r, the streaming cache with its gap).
+ * Rows are independent (batch invariant). */
 void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a);
+/* The same with the kernel chosen (labs): rows_kernel 1, a block per (KV
+ * head, split, group of rows) reading each key once for every row of the
+ * pass (head_dim 8..256, a power of two; other head sizes take the other);
+ * 0, a block per (KV head, split, row). tf_cuda_attn_decode is variant 1. */
+void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int rows_kernel);
 /* Flash-attention prefill: tiles of 16 query rows x 64 keys with an online
  * softmax; no scratch. Not batch-invariant (prefill needs no invariance). */
 void tf_cuda_attn_prefill(tf_cuda *cu, const tf_cuda_attn *a);
