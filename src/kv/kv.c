@@ -169,6 +169,46 @@ tf_kv_view tf_kv_layer_view(const tf_kv_cache *kv, int il) {
                         .head_stride = kv->head_stride, .n_head_kv = kv->n_head_kv};
 }
 
+/* A device cache: a pool of 2 * POOL fresh random rows goes up once and the
+ * slots are stored from it POOL at a time, each run starting at another row
+ * of the pool (by layer and run); drawing every value on the host would take
+ * minutes at 100K+ tokens. */
+static tf_status fill_from_pool(tf_kv_cache *kv, tf_backend *be, int32_t n, tf_rng *rng, tf_err *err) {
+    enum { POOL = 1024 };
+    const int64_t width = (int64_t)kv->n_head_kv * kv->head_dim;
+    const size_t bytes = sizeof(float) * (size_t)(2 * POOL * width);
+    float *k = malloc(2 * bytes), *dk = NULL, *dv = NULL;
+    int32_t *d0 = NULL;
+    tf_status st = k ? TF_OK : tf_errf(err, TF_ERR_NOMEM, "fill: out of memory");
+    float *v = k ? k + 2 * POOL * width : NULL;
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&dk, bytes, "random keys", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&dv, bytes, "random values", err);
+    if (st == TF_OK) st = be->ops->alloc(be, (void **)&d0, sizeof(int32_t), "the first slot", err);
+    if (st == TF_OK) {
+        for (int64_t i = 0; i < 2 * POOL * width; i++) {
+            k[i] = (float)(2.0 * tf_rng_uniform(rng) - 1.0);
+            v[i] = (float)(2.0 * tf_rng_uniform(rng) - 1.0);
+        }
+        st = be->ops->upload(be, dk, k, bytes, err);
+        if (st == TF_OK) st = be->ops->upload(be, dv, v, bytes, err);
+    }
+    for (int il = 0; il < kv->n_layer && st == TF_OK; il++)
+        for (int32_t s0 = 0; s0 < n && st == TF_OK; s0 += POOL) {
+            const int32_t nr = n - s0 < POOL ? n - s0 : POOL;
+            const int64_t o = (int64_t)(tf_rng_next(rng) % POOL) * width;
+            st = be->ops->upload(be, d0, &s0, sizeof s0, err); /* in stream order: the store before reads it */
+            const tf_kv_view view = tf_kv_layer_view(kv, il);
+            if (st == TF_OK) be->ops->kv_store(be, &view, d0, nr, dk + o, dv + o, width);
+            if (st == TF_OK) st = be->ops->check(be, "fill", err);
+        }
+    if (st == TF_OK) st = be->ops->sync(be, "fill", err);
+    if (dk) be->ops->free(be, dk);
+    if (dv) be->ops->free(be, dv);
+    if (d0) be->ops->free(be, d0);
+    free(k);
+    return st;
+}
+
 tf_status tf_kv_fill_random(tf_kv_cache *kv, int32_t n, uint64_t seed, tf_err *err) {
     if (n < 0 || n > kv->n_slots)
         return tf_errf(err, TF_ERR_RANGE, "fill: %d positions (expected 0..%d, the cache's slots)", n, kv->n_slots);
@@ -177,6 +217,14 @@ tf_status tf_kv_fill_random(tf_kv_cache *kv, int32_t n, uint64_t seed, tf_err *e
     if (!be) {
         TF_TRY(tf_backend_cpu_init(&host, NULL, TF_ISA_BEST, err));
         be = &host;
+    }
+    tf_rng rng;
+    tf_rng_seed(&rng, seed);
+    if (!be->ops->host_memory) {
+        TF_TRY(fill_from_pool(kv, be, n, &rng, err));
+        for (int32_t s = 0; s < n; s++) kv->pos[s] = s;
+        kv->n_used = n;
+        return TF_OK;
     }
     const int64_t width = (int64_t)kv->n_head_kv * kv->head_dim;
     const size_t bytes = sizeof(float) * (size_t)(ROWS * width);
@@ -187,8 +235,6 @@ tf_status tf_kv_fill_random(tf_kv_cache *kv, int32_t n, uint64_t seed, tf_err *e
     if (st == TF_OK) st = be->ops->alloc(be, (void **)&dk, bytes, "random keys", err);
     if (st == TF_OK) st = be->ops->alloc(be, (void **)&dv, bytes, "random values", err);
     if (st == TF_OK) st = be->ops->alloc(be, (void **)&d0, sizeof(int32_t), "the first slot", err);
-    tf_rng rng;
-    tf_rng_seed(&rng, seed);
     for (int il = 0; il < kv->n_layer && st == TF_OK; il++)
         for (int32_t s0 = 0; s0 < n && st == TF_OK; s0 += ROWS) {
             int32_t nr = n - s0 < ROWS ? n - s0 : ROWS;

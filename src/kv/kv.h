@@ -111,7 +111,9 @@ tf_status tf_kv_copy_prefix(tf_kv_cache *dst, const tf_kv_cache *src, int32_t n,
 /* Fill slots [0, n) of every layer and KV head with keys and values drawn
  * uniformly from [-1, 1) (seeded), through kv's backend (NULL: the host),
  * positions 0..n-1: a cache of a given depth without running a model (a
- * pass's cost does not depend on what the cache holds). */
+ * pass's cost does not depend on what the cache holds). On a device the
+ * values come from a pool of 2048 random rows (each run of 1024 slots
+ * starts at a random row of it), not fresh for every slot. */
 tf_status tf_kv_fill_random(tf_kv_cache *kv, int32_t n, uint64_t seed, tf_err *err);
 
 /* Forget slots [n, n_used) — rollback copies nothing. */

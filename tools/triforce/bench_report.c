@@ -123,8 +123,9 @@ void bench_report_begin(bench_report *r, FILE *out, bench_format fmt, const benc
     r->random_kv = 0;
     if (fmt == BENCH_CSV) fprintf(out, "%s\n", k_csv_header);
     if (fmt == BENCH_MD) {
-        fprintf(out, "model: %s (%.1fM parameters, %.1f MiB of weights)%s%s; %d threads; KV cache %s\n\n",
-                h->model_path, h->params_m, h->weight_mib, h->draft[0] ? "; draft " : "", h->draft, h->threads, h->kv);
+        fprintf(out, "model: %s (%.1fM parameters, %.1f MiB of weights)%s%s; device %s; %d threads; KV cache %s\n\n",
+                h->model_path, h->params_m, h->weight_mib, h->draft[0] ? "; draft " : "", h->draft,
+                h->device ? h->device : "cpu", h->threads, h->kv);
     }
     fflush(out);
 }
@@ -159,8 +160,11 @@ static void md_row(bench_report *r, const bench_row *row) {
     spread(row->value, row->reps, v, sizeof v);
     switch (row->kind) {
     case BENCH_MEMBW:
-        fprintf(f, "read bandwidth: %s GB/s (best of %d passes over %d MiB, %d threads)\n\n", v, row->reps, row->n,
-                r->h.threads);
+        if (r->h.bw_given)
+            fprintf(f, "bandwidth of the bounds: %s GB/s (given by --bw-gbs)\n\n", v);
+        else
+            fprintf(f, "read bandwidth: %s GB/s (best of %d passes over %d MiB, %d threads)\n\n", v, row->reps,
+                    row->n, r->h.threads);
         break;
     case BENCH_PREFILL:
         fprintf(f, "| %s | %d | %s | %s | %s | %s | %s |\n", r->h.model, r->h.threads, test, v,
@@ -187,6 +191,8 @@ static void json_row(bench_report *r, const bench_row *row) {
     FILE *f = r->out;
     fputs("{\"model\": ", f);
     json_str(f, r->h.model);
+    fputs(", \"device\": ", f);
+    json_str(f, r->h.device ? r->h.device : "cpu");
     fprintf(f, ", \"threads\": %d, \"kv\": ", r->h.threads);
     json_str(f, r->h.kv);
     fprintf(f, ", \"test\": \"%s\", \"mode\": ", k_kind_names[row->kind]);

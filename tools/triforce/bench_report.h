@@ -9,6 +9,7 @@
 #ifndef TF_BENCH_REPORT_H
 #define TF_BENCH_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef enum bench_kind {
@@ -68,7 +69,9 @@ typedef struct bench_header {
     double weight_mib;
     int threads;
     const char *kv;         /* "f16" or "f32" */
-    double bw_gbs;          /* the measured read bandwidth */
+    double bw_gbs;          /* the measured read bandwidth (NAN: none, no bounds) */
+    const char *device;     /* "cpu" or "cuda" */
+    bool bw_given;          /* bw_gbs came from --bw-gbs, not the host probe */
 } bench_header;
 
 typedef struct bench_report {

@@ -57,8 +57,8 @@ static const opt_def k_opts[] = {
     {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default), f32, q8_0 or q4_0 (8 / 4 bits with a scale per 32 values; CPU, head_dim a multiple of 32)", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
     {NULL, "--device", OPT_STR, O(device), "DEV",
      "cuda | cpu | auto (generate default auto: cuda when built with CUDA, a GPU is present and the weights are "
-     "f32/f16/bf16/q8_0; perplexity default cpu)",
-     CMD_GENERATE | CMD_PERPLEXITY, 0, 0},
+     "f32/f16/bf16/q8_0/q4_0/q4_1; perplexity and bench default cpu)",
+     CMD_GENERATE | CMD_PERPLEXITY | CMD_BENCH, 0, 0},
     {NULL, "--chat", OPT_FLAG, O(chat), NULL,
      "treat the prompt as one user message in the model's chat template (chatml, llama3, llama2, mistral, zephyr, "
      "deepseek, deepseek-coder, deepseek3)",
@@ -132,6 +132,9 @@ static const opt_def k_opts[] = {
     {NULL, "--bw-mib", OPT_INT, O(bw_mib), "N",
      "buffer of the read-bandwidth probe in MiB (default 1024; several times the last-level cache)", CMD_BENCH, 1,
      1 << 20},
+    {NULL, "--bw-gbs", OPT_FLOAT, O(bw_gbs), "G",
+     "bandwidth of the bounds in GB/s, given instead of probed (the probe reads host memory: with --device cuda, "
+     "give the device's, measured in the same run; without it a cuda run has no bounds)", CMD_BENCH, 1, 1e6},
     {NULL, "--fill", OPT_STR, O(bench_fill), "KIND",
      "decode tests: the cache up to each depth holds a prefill of the text (text, default) or random keys and values "
      "(random: no prefill, so deep contexts are quick; --mode ar only)", CMD_BENCH, 0, 0},

@@ -64,6 +64,7 @@ typedef struct cli_opts {
     int reps;              /* -r */
     const char *output;    /* -o md|json|csv */
     int bw_mib;            /* --bw-mib: bandwidth probe buffer */
+    float bw_gbs;          /* --bw-gbs: the bounds' bandwidth, given instead of probed (0: probe) */
     const char *bench_fill; /* --fill text|random: what the cache holds before each decode test */
     /* eval */
     cli_ints eval_contexts, eval_budgets, eval_chunks;

@@ -19,8 +19,10 @@
  *            tests), and the rows say so ("random K/V").
  *
  * Rows go to stdout as they finish (bench_report.c); the configuration and
- * progress go to stderr. Everything runs on the CPU, whose bandwidth the
- * bounds use.
+ * progress go to stderr. Everything runs on --device (default the CPU). The
+ * bounds use the host read bandwidth probed first, or the bandwidth --bw-gbs
+ * gives (a device's, measured by the caller in the same run); a cuda run
+ * without --bw-gbs reports no bounds.
  */
 #include "bench_report.h"
 #include "bench_text.h"
@@ -41,8 +43,8 @@ static const char *k_usage =
     "--mode at each depth (the first max(depth, 1) tokens of the text prefilled, then -n tokens generated greedily,\n"
     "the modes interleaved over the -r repetitions), with the speedup over ar, acceptance and time per pass of\n"
     "each level and whether the output equals ar's; --fill random: ar only, after a cache of random keys and values\n"
-    "instead of a prefill. Each value comes with its bound at the measured bandwidth.\n"
-    "Results on stdout (-o), progress on stderr; everything runs on the CPU.";
+    "instead of a prefill. Each value comes with its bound at the measured bandwidth (or at --bw-gbs).\n"
+    "Results on stdout (-o), progress on stderr; everything runs on --device (default cpu).";
 
 /* Prefill progress lines for prompts of this many tokens or more. */
 #define BENCH_PROGRESS_MIN 2048
@@ -53,7 +55,8 @@ typedef struct bench_model {
     tf_model_info info;
     double w_bytes;    /* bytes a pass reads of the weights (an untied embedding table is gathered, not read) */
     double kv_per_tok; /* KV-cache bytes per token */
-    double bw;         /* measured read bandwidth, bytes/s */
+    double bw;         /* measured read bandwidth, bytes/s (NAN: no bounds) */
+    tf_device device;  /* where contexts and decoders run */
 } bench_model;
 
 /* ---- prefill ---- */
@@ -97,7 +100,7 @@ static int run_prefill(const cli_opts *o, const bench_model *bm, const bench_tok
         cp.progress = show_prefill;
         cp.progress_user_data = &pp;
         tf_context *ctx;
-        if (tf_context_init(&ctx, bm->m, &cp, err, sizeof err) != TF_OK) {
+        if (tf_context_init_on(&ctx, bm->m, &cp, bm->device, err, sizeof err) != TF_OK) {
             fprintf(stderr, "triforce bench: -p %d: %s\n", p, err);
             return 1;
         }
@@ -153,7 +156,7 @@ static int run_passes(const cli_opts *o, const bench_model *bm, const bench_toke
     cp.n_batch = max_rows;
     cp.logits_all = true; /* a verification pass computes the logits of every row */
     tf_context *ctx;
-    if (tf_context_init(&ctx, bm->m, &cp, err, sizeof err) != TF_OK) {
+    if (tf_context_init_on(&ctx, bm->m, &cp, bm->device, err, sizeof err) != TF_OK) {
         fprintf(stderr, "triforce bench: --rows / -d: %s\n", err);
         return 1;
     }
@@ -296,7 +299,7 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
     if (o->n_predict == 0) return 0;
     const int reps = o->reps;
     tf_decoder_params dp = cli_decoder_params(o);
-    dp.device = TF_DEVICE_CPU;
+    dp.device = bm->device;
     dp.sampling = (tf_sampler_params){.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 1};
     int ar = -1;
     for (int i = 0; i < n_modes; i++)
@@ -388,7 +391,7 @@ static int run_decode_random(const cli_opts *o, const bench_model *bm, const ben
     tf_context_params cp = context_params(o);
     cp.n_ctx = max_depth + n_gen;
     tf_context *ctx;
-    if (tf_context_init(&ctx, bm->m, &cp, err, sizeof err) != TF_OK) {
+    if (tf_context_init_on(&ctx, bm->m, &cp, bm->device, err, sizeof err) != TF_OK) {
         fprintf(stderr, "triforce bench: --fill random: %s\n", err);
         return 1;
     }
@@ -500,6 +503,11 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "triforce bench: --fill '%s': expected text or random\n", o.bench_fill);
         return 2;
     }
+    tf_device device = TF_DEVICE_CPU; /* reproducible figures unless asked */
+    if (o.device && !tf_device_from_name(o.device, &device)) {
+        fprintf(stderr, "triforce bench: --device '%s': expected cuda, cpu or auto\n", o.device);
+        return 2;
+    }
     if (!cli_check_draft("bench", &o)) return 2;
     const bool has_draft = cli_has_draft(&o);
     tf_decode_mode modes[5];
@@ -516,7 +524,7 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < n_modes; i++) {
         tf_decoder_params dp = cli_decoder_params(&o);
         dp.mode = modes[i];
-        dp.device = TF_DEVICE_CPU;
+        dp.device = device;
         if (!cli_check_decoder_params("bench", &dp)) return 2;
     }
     if (o.bench_prompt.n == 0) o.bench_prompt = (cli_ints){1, {512}};
@@ -538,7 +546,7 @@ int cmd_bench(int argc, char **argv) {
     bench_tokens toks = {0};
     int rc = 1;
     if (!cli_load_models(&o, "bench", &mp, &load_line, &model, &draft)) goto done;
-    bench_model bm = {.m = model, .draft = draft};
+    bench_model bm = {.m = model, .draft = draft, .device = device};
     tf_model_get_info(model, &bm.info);
     bm.kv_per_tok = (double)tf_model_kv_type_bytes_per_token(model, cli_kv_type(&o));
     bm.w_bytes = (double)bm.info.weight_bytes;
@@ -557,10 +565,10 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < n_modes; i++)
         snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "%s%s", i ? "," : "", tf_decode_mode_name(modes[i]));
     fprintf(stderr,
-            "triforce bench: model %s (%s, %.1fM params)%s%s, threads %d, kv %s, -p %s, -n %d, -d %s, --rows %s, "
-            "--mode %s, -r %d, context %s%s",
+            "triforce bench: model %s (%s, %.1fM params)%s%s, device %s, threads %d, kv %s, -p %s, -n %d, -d %s, "
+            "--rows %s, --mode %s, -r %d, context %s%s",
             o.model, bm.info.name, (double)bm.info.n_params / 1e6, cli_has_draft(&o) ? ", draft " : "",
-            cli_draft_name(&o), threads, o.kv_type, ps, o.n_predict, ds,
+            cli_draft_name(&o), tf_device_name(device), threads, o.kv_type, ps, o.n_predict, ds,
             rs, ms, o.reps, o.file ? o.file : toks.fill, fill_random ? ", decode ctx filled with random K/V" : "");
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, middle %s, "
@@ -572,24 +580,35 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "triforce bench: warning: depth %d + %d generated tokens is beyond the model's trained "
                             "context of %d\n", o.depths.v[i], o.n_predict, bm.info.n_ctx_train);
 
-    fprintf(stderr, "bench: read bandwidth (%d MiB, %d threads)\n", o.bw_mib, threads);
-    double gbs = membw_read_gbs(threads, (size_t)o.bw_mib << 20, 5);
-    if (!(gbs > 0)) {
-        fprintf(stderr, "triforce bench: the bandwidth probe failed (cannot allocate %d MiB; lower --bw-mib)\n",
-                o.bw_mib);
-        goto done;
+    /* the bounds' bandwidth: given, probed on the host, or none (a device's cannot be probed from here) */
+    const bool bw_given = o.bw_gbs > 0, bw_none = !bw_given && device == TF_DEVICE_CUDA;
+    double gbs = o.bw_gbs;
+    if (bw_none) {
+        fprintf(stderr, "bench: --device cuda without --bw-gbs: no bounds (the host probe says nothing of the device)\n");
+        gbs = NAN;
+    } else if (!bw_given) {
+        fprintf(stderr, "bench: read bandwidth (%d MiB, %d threads)\n", o.bw_mib, threads);
+        gbs = membw_read_gbs(threads, (size_t)o.bw_mib << 20, 5);
+        if (!(gbs > 0)) {
+            fprintf(stderr, "triforce bench: the bandwidth probe failed (cannot allocate %d MiB; lower --bw-mib)\n",
+                    o.bw_mib);
+            goto done;
+        }
     }
     bm.bw = gbs * 1e9;
     const char *slash = strrchr(o.model, '/');
     bench_header h = {.model = slash && slash[1] ? slash + 1 : o.model, .model_path = o.model,
                       .draft = cli_draft_name(&o),
                       .params_m = (double)bm.info.n_params / 1e6, .weight_mib = (double)bm.info.weight_bytes / (1 << 20),
-                      .threads = threads, .kv = o.kv_type, .bw_gbs = gbs};
+                      .threads = threads, .kv = o.kv_type, .bw_gbs = gbs, .device = tf_device_name(device),
+                      .bw_given = bw_given};
     bench_report rep;
     bench_report_begin(&rep, stdout, fmt, &h);
-    bench_row bwrow = bench_row_make(BENCH_MEMBW, "", 0, o.bw_mib, 5, "GB/s");
-    bwrow.value = (bench_spread){gbs, NAN, NAN}; /* the best of 5 passes: the ceiling itself */
-    bench_report_row(&rep, &bwrow);
+    if (!bw_none) {
+        bench_row bwrow = bench_row_make(BENCH_MEMBW, "", 0, o.bw_mib, bw_given ? 0 : 5, "GB/s");
+        bwrow.value = (bench_spread){gbs, NAN, NAN}; /* the best of 5 passes: the ceiling itself */
+        bench_report_row(&rep, &bwrow);
+    }
     if (run_prefill(&o, &bm, &toks, &rep) != 0 || run_passes(&o, &bm, &toks, &rep) != 0 ||
         (fill_random ? run_decode_random(&o, &bm, &toks, &rep) : run_decode(&o, &bm, modes, n_modes, &toks, &rep)) != 0)
         goto done;
