@@ -22,6 +22,15 @@
  * T=0.6 with top-p, 1200 runs each on two threads (each starts from a copy of
  * one prefilled cache, tf_spec_prefill_from), and the accept-all negative
  * control (200 runs: its first token is already off the target's support).
+ *
+ * Where: the CPU, or with TF_TEST_DEVICE=cuda every decoder and reference
+ * context on the first CUDA device (the reference too, so that the target is
+ * the one the decoders run: its KV cache is f16 there). Sampled decoding on
+ * the device reads each pass's logits rows back and verifies on the host
+ * (level_dists, extend), so the negative controls' broken verifiers apply
+ * there as well. Without a CUDA build or device every test skips with the
+ * reason, as does one whose model the device refuses (a weight type it has
+ * no kernels for); any other value of TF_TEST_DEVICE fails every test.
  */
 #include "testutil.h"
 
@@ -31,6 +40,9 @@
 #include "stats.h"
 #include "tokenizer/tokenizer.h"
 #include "triforce.h"
+#ifdef TF_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -45,6 +57,89 @@
 static tf_pool *g_pool;
 static char g_target[512], g_draft[512];
 static int g_lookup; /* > 0: the bottom level drafts by text lookup */
+
+/* The device of every decoder and reference context (TF_TEST_DEVICE), and why
+ * every test skips (no CUDA build or device) or fails (an unknown value)
+ * instead of running: "" when it runs. */
+static int g_device = TF_SPEC_DEVICE_CPU;
+static char g_device_skip[TF_ERR_MSG_MAX + 64];
+static char g_device_bad[TF_ERR_MSG_MAX + 64];
+/* What the device said of the generated pair (setup; TF_OK on the CPU). */
+static tf_status g_gen_status = TF_OK;
+static char g_gen_msg[TF_ERR_MSG_MAX];
+
+/* Read TF_TEST_DEVICE (unset or "cpu": the CPU; "cuda": the first CUDA
+ * device) and say once where the tests run. */
+static void device_init(void) {
+    const char *v = getenv("TF_TEST_DEVICE");
+    if (!v || strcmp(v, "cpu") == 0) {
+        print_message("distribution tests run on the cpu\n");
+        return;
+    }
+    if (strcmp(v, "cuda") != 0) {
+        snprintf(g_device_bad, sizeof g_device_bad, "TF_TEST_DEVICE='%.160s': expected cpu or cuda (unset: cpu)", v);
+        print_message("%s\n", g_device_bad);
+        return;
+    }
+    g_device = TF_SPEC_DEVICE_CUDA;
+#ifdef TF_HAVE_CUDA
+    tf_cuda *cu;
+    tf_err err = {0};
+    tf_status st;
+    if (tf_cuda_device_count() == 0) { /* opening says why: no driver, no device */
+        if (tf_cuda_open(&cu, 0, &err) == TF_OK) tf_cuda_close(cu);
+        snprintf(g_device_skip, sizeof g_device_skip, "TF_TEST_DEVICE=cuda: %s",
+                 err.msg[0] ? err.msg : "no CUDA device");
+    } else if ((st = tf_cuda_open(&cu, 0, &err)) == TF_ERR_UNSUPPORTED) /* an old driver, a device below sm_80 */
+        snprintf(g_device_skip, sizeof g_device_skip, "TF_TEST_DEVICE=cuda: %s", err.msg);
+    else if (st != TF_OK)
+        snprintf(g_device_bad, sizeof g_device_bad, "TF_TEST_DEVICE=cuda: %s", err.msg);
+    else {
+        print_message("distribution tests run on cuda: %s\n", tf_cuda_describe(cu));
+        tf_cuda_close(cu);
+        return;
+    }
+#else
+    snprintf(g_device_skip, sizeof g_device_skip,
+             "TF_TEST_DEVICE=cuda: this build has no CUDA backend (build with make CUDA=1)");
+#endif
+    print_message("distribution tests do not run: %s\n", g_device_bad[0] ? g_device_bad : g_device_skip);
+}
+
+/* First thing in every test: fail on an unknown TF_TEST_DEVICE, skip with the
+ * reason where the device asked for is not there. */
+static void require_device(void) {
+    if (g_device_bad[0]) fail_msg("%s", g_device_bad);
+    if (g_device_skip[0]) {
+        print_message("skipped: %s\n", g_device_skip);
+        skip();
+    }
+}
+
+/* First thing in every test of the generated pair: require_device, then skip
+ * where the device refuses the pair, fail where it failed otherwise. */
+static void require_generated(void) {
+    require_device();
+    if (g_gen_status == TF_ERR_UNSUPPORTED) {
+        print_message("skipped: cuda refuses the generated models: %s\n", g_gen_msg);
+        skip();
+    }
+    if (g_gen_status != TF_OK) fail_msg("the generated models on cuda: %s", g_gen_msg);
+}
+
+/* Whether the device takes target and draft (NULL: none) in the whole
+ * hierarchy: TF_ERR_UNSUPPORTED with the reason in err where it refuses them
+ * (a weight type the CUDA backend has no kernels for). */
+static tf_status device_probe(const tf_model *t, const tf_model *d, tf_err *err) {
+    tf_spec_cfg c = {.mode = TF_SPEC_TRIFORCE, .gamma1 = 2, .gamma2 = 3, .budget = 16, .chunk = 4, .recent = 4,
+                     .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = 64,
+                     .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
+                     .sampling = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f}, .device = g_device};
+    tf_spec s;
+    tf_status st = tf_spec_init(&s, t, d, &c, g_pool, err); /* frees what it made when it fails */
+    if (st == TF_OK) tf_spec_free(&s);
+    return st;
+}
 
 static void gen_small(char *path, uint64_t seed, int n_embd) {
     snprintf(path, 512, "%s", tu_tmp_path(".gguf"));
@@ -86,7 +181,8 @@ static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const in
     cp.kv_type = TF_KV_F32;
     tf_context *ctx;
     char eb[256];
-    assert_int_equal(tf_context_init(&ctx, m, &cp, eb, sizeof eb), TF_OK);
+    tf_device dev = g_device == TF_SPEC_DEVICE_CUDA ? TF_DEVICE_CUDA : TF_DEVICE_CPU;
+    if (tf_context_init_on(&ctx, m, &cp, dev, eb, sizeof eb) != TF_OK) fail_msg("reference context: %s", eb);
     assert_int_equal(tf_context_eval(ctx, prompt, np, NULL), TF_OK);
     tf_sampling_dist(&s, tf_context_logits(ctx));
     assert_true(s.dist.n <= 16);
@@ -126,7 +222,7 @@ static tu_gof run_generations(const tf_model *t, const tf_model *d, tf_spec_mode
                      .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = np + 32,
                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
                      .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2, .lookup = g_lookup,
-                     .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle};
+                     .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle, .device = g_device};
     tf_spec s;
     assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL || g_lookup ? NULL : d, &c, g_pool, &err), TF_OK);
     s.ver.mode = vmode;
@@ -221,6 +317,7 @@ static void make_prompt(int32_t *prompt) {
 
 static void test_distribution_t1(void **state) {
     (void)state;
+    require_generated();
     int32_t prompt[NP];
     make_prompt(prompt);
     tf_sampling_cfg cfg = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 0};
@@ -244,6 +341,7 @@ static void test_distribution_t1(void **state) {
 
 static void test_distribution_t06_top_p(void **state) {
     (void)state;
+    require_generated();
     int32_t prompt[NP];
     make_prompt(prompt);
     tf_sampling_cfg cfg = {.temp = 0.6f, .top_k = 6, .top_p = 0.9f, .min_p = 0.0f, .seed = 0};
@@ -302,6 +400,7 @@ static void lookup_check(const char *what, tf_spec_mode mode, const tf_sampling_
 
 static void test_distribution_lookup(void **state) {
     (void)state;
+    require_generated();
     tf_sampling_cfg t1 = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 0};
     tf_sampling_cfg t06 = {.temp = 0.6f, .top_k = 6, .top_p = 0.9f, .min_p = 0.0f, .seed = 0};
     lookup_check("spec, lookup draft, T=1 top-k 4", TF_SPEC_DRAFT, &t1, TF_VERIFY_EXACT);
@@ -328,7 +427,8 @@ static void real_check(const char *what, const tf_model *t, const tf_model *d, c
     tf_err err = {0};
     tf_spec_cfg bc = {.mode = TF_SPEC_RETRIEVAL, .gamma1 = 2, .gamma2 = 3, .budget = 32, .chunk = 4, .recent = 4,
                       .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = NP_REAL + 1,
-                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg};
+                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
+                      .device = g_device};
     assert_int_equal(tf_spec_init(&base, t, NULL, &bc, g_pool, &err), TF_OK);
     assert_int_equal(tf_spec_prefill(&base, prompt, NP_REAL, NULL, NULL), TF_OK);
     tu_gof g = run_generations(t, d, TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt, NP_REAL, 32, n_runs, false, &base);
@@ -338,12 +438,21 @@ static void real_check(const char *what, const tf_model *t, const tf_model *d, c
 
 static void test_distribution_smollm2(void **state) {
     (void)state;
+    require_device();
     TU_REQUIRE_MODEL(path, TU_SMOLLM2);
     TU_REQUIRE_SHARED(text_path, "text/pride_and_prejudice.txt");
     tf_model *t, *d;
     tf_err err = {0};
     assert_int_equal(tf_model_load(&t, path, NULL, &err), TF_OK);
     assert_int_equal(tf_model_view_layers(&d, t, 1, &err), TF_OK);
+    tf_status st = g_device == TF_SPEC_DEVICE_CPU ? TF_OK : device_probe(t, d, &err);
+    if (st == TF_ERR_UNSUPPORTED) {
+        tf_model_free(d);
+        tf_model_free(t);
+        print_message("skipped: cuda refuses %s: %s\n", TU_SMOLLM2, err.msg);
+        skip();
+    }
+    if (st != TF_OK) fail_msg("%s on cuda: %s", TU_SMOLLM2, err.msg);
     FILE *f = fopen(text_path, "rb");
     assert_non_null(f);
     char text[4096];
@@ -373,6 +482,18 @@ static int setup(void **state) {
     if (tf_pool_create(&g_pool, 1, &err) != TF_OK) return -1;
     gen_small(g_target, 11, 32);
     gen_small(g_draft, 12, 16);
+    if (g_device == TF_SPEC_DEVICE_CPU || g_device_bad[0] || g_device_skip[0]) return 0;
+    /* the device refusing the generated pair skips the tests that decode it */
+    tf_model *t, *d;
+    if (tf_model_load(&t, g_target, NULL, &err) != TF_OK) return -1;
+    if (tf_model_load(&d, g_draft, NULL, &err) != TF_OK) {
+        tf_model_free(t);
+        return -1;
+    }
+    g_gen_status = device_probe(t, d, &err);
+    if (g_gen_status != TF_OK) snprintf(g_gen_msg, sizeof g_gen_msg, "%s", err.msg);
+    tf_model_free(d);
+    tf_model_free(t);
     return 0;
 }
 
@@ -385,6 +506,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
+    device_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_distribution_t1),
         cmocka_unit_test(test_distribution_t06_top_p),
