@@ -1,125 +1,214 @@
 #!/usr/bin/env bash
-# gpu_check.sh — everything that needs a GPU, in one run on a GPU machine:
-#   1. build with CUDA=1 (library, CLI, tests) and the kernel labs of dev/cuda/;
-#   2. run the labs (each validates its variants against a CPU reference
-#      before timing them; GB/s next to the measured peak);
-#   3. run tests/test_backend_ops (every op of the CUDA table, the retrieval
-#      cache's and the streaming ring's included, against double-precision
-#      references) and tests/test_cuda (kernels vs CPU references, GPU == CPU
-#      greedy tokens on generated models and stories260K, TriForce greedy
-#      equality on the GPU);
-#      FULL=1 also runs the whole suite of the CUDA build;
-#   4. benchmark a generated model with Llama2-7B-128K's shapes (F16) at
-#      prompts of 32K / 64K / 122K tokens: prefill tok/s, ar ms/token next to
-#      its bandwidth floor, the middle level (B = 4096) and a Llama-68M-shaped
-#      draft over C_q, and TriForce end to end.
-# Everything is written to bench/results/cuda-<date>.txt (and the JSON of each
-# run to bench/results/cuda-<date>.jsonl). Exit status: non-zero if a build,
-# lab or test failed; benchmark failures are reported and do not stop the run.
+# gpu_check.sh — everything that needs a GPU, in one run on a GPU machine.
+# Steps (STEPS: the steps to run, in the order given; default all, in this order):
+#   labs      the kernel labs of dev/cuda/ (LABS, default all three): each validates its variants against
+#             a CPU reference, then times them (GB/s next to the measured copy
+#             bandwidth, which every later bound uses);
+#   ops       tests/test_backend_ops on the CUDA table (every op against
+#             double-precision references);
+#   cuda      tests/test_cuda (kernels vs CPU references, GPU == CPU greedy
+#             tokens on generated models and stories260K, every decoding mode
+#             on the GPU == GPU ar);
+#   dist      tests/test_spec_dist with TF_TEST_DEVICE=cuda (the chi-square
+#             distribution tests and their negative controls on the device);
+#   memcheck  compute-sanitizer memcheck over one greedy and one sampled
+#             TriForce generation on stories260K;
+#   smoke     triforce bench --device cuda on small generated models;
+#   bench7b   a generated model with Llama2-7B-128K's shapes (F16): prefill,
+#             k-row target passes and ar decode at DEPTHS over a cache of
+#             random keys and values, each next to its bytes-read floor; a
+#             Llama-68M-shaped model's passes over a short cache (the bottom
+#             level's cost);
+#   smollm2   SmolLM2-135M-Instruct (models/, `make models`) on the device:
+#             GPU == CPU greedy tokens, then every mode at 2K / 8K tokens of a
+#             novel with the speedup over ar and whether the output equals ar's;
+#   peer      bench/peer_torch.py: PyTorch (HF transformers LlamaForCausalLM,
+#             static cache, CUDA graph) decoding at the same shapes and depths
+#             (PEER: presets, PEER_ROWS, PEER_REPS; PEER_CHECK= skips --check).
+# Everything is written to RESULTS/cuda-<date>.txt (bench rows also as JSON
+# lines in RESULTS/cuda-<date>.jsonl; RESULTS defaults to bench/results). Exit status: non-zero if a
+# build, lab or test failed; benchmark failures are reported and do not stop
+# the run. Every step runs under a time limit (LIMIT_<step> seconds).
 #
-#   bash dev/gpu_check.sh                 # all
-#   LENGTHS="32768" N=64 bash dev/gpu_check.sh
-#   SKIP_BENCH=1 bash dev/gpu_check.sh    # build, labs, tests only
-set -u
+#   bash dev/gpu_check.sh                          # build here, all steps
+#   PREBUILT=.gpu bash dev/gpu_check.sh            # binaries from dev/gpu_stage.sh
+#   STEPS="labs ops cuda" bash dev/gpu_check.sh
+#   DEPTHS=32768,65536,122880 N=64 bash dev/gpu_check.sh
+set -u -o pipefail
 cd "$(dirname "$0")/.."
 STAMP=$(date +%Y%m%d-%H%M%S)
-mkdir -p bench/results/tmp
-OUT=bench/results/cuda-$STAMP.txt
-JSONL=bench/results/cuda-$STAMP.jsonl
+RESULTS=${RESULTS:-bench/results}
 TMP=bench/results/tmp
-LENGTHS=${LENGTHS:-"32768 65536 122880"}
-N=${N:-128}
+mkdir -p "$RESULTS" "$TMP"
+LOG=$RESULTS/cuda-$STAMP.txt
+JSONL=$RESULTS/cuda-$STAMP.jsonl
+STEPS=${STEPS:-"labs ops cuda dist memcheck smoke bench7b smollm2 peer"}
+DEPTHS=${DEPTHS:-32768,65536,122880}
+N=${N:-64}
 JOBS=${JOBS:-$(nproc)}
-exec > >(tee "$OUT") 2>&1
+exec > >(tee "$LOG") 2>&1
 fail=0
 step() { echo; echo "=== $* ($(date +%H:%M:%S))"; }
+lim() { local v="LIMIT_$1"; echo "${!v:-$2}"; } # step default -> seconds
+# run a command under a limit; a time-out is a failure named as such
+limited() { # seconds label cmd...
+    local s=$1 label=$2; shift 2
+    timeout -k 10 "$s" "$@"; local rc=$?
+    [ $rc = 124 ] || [ $rc = 137 ] && echo "$label: TIMED OUT after ${s}s"
+    return $rc
+}
 
 step "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --format=csv 2>&1 || echo "nvidia-smi: not found"
-/usr/local/cuda/bin/nvcc --version 2>&1 | tail -1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory,clocks.sm --format=csv 2>&1 || echo "nvidia-smi: not found"
+nvcc --version 2>/dev/null | tail -1 || /usr/local/cuda/bin/nvcc --version 2>&1 | tail -1
+nproc; free -g | head -2
 
-step "build (make CUDA=1)"
-make CUDA=1 -j"$JOBS" >"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; echo "BUILD FAILED"; exit 1; }
-make CUDA=1 -j"$JOBS" cuda-labs >>"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; echo "LAB BUILD FAILED"; exit 1; }
-make CUDA=1 -j"$JOBS" build-cuda/tests/test_cuda build-cuda/tests/test_backend_ops >>"$TMP/build.log" 2>&1 ||
-    { tail -40 "$TMP/build.log"; exit 1; }
-echo "ok"
-
-step "kernel labs"
-PEAK=""
-for lab in elementwise gemv attn_decode; do
-    echo "--- $lab"
-    if ! ./build-cuda/dev/$lab | tee "$TMP/lab-$lab.txt"; then echo "LAB $lab FAILED"; fail=1; fi
-done
-PEAK=$(sed -n 's/.* \([0-9][0-9]*\) GB\/s measured.*/\1/p' "$TMP/lab-gemv.txt" | head -1)
-echo "measured peak: ${PEAK:-unknown} GB/s"
-
-step "tests/test_backend_ops"
-if ! BUILD=build-cuda ./build-cuda/tests/test_backend_ops; then echo "TEST_BACKEND_OPS FAILED"; fail=1; fi
-step "tests/test_cuda"
-if ! BUILD=build-cuda ./build-cuda/tests/test_cuda; then echo "TEST_CUDA FAILED"; fail=1; fi
-if [ "${FULL:-0}" = 1 ]; then
-    step "full suite of the CUDA build"
-    make CUDA=1 test || fail=1
-fi
-
-if [ "${SKIP_BENCH:-0}" = 1 ]; then exit $fail; fi
-
-step "benchmark models"
-TF=./build-cuda/triforce
-T7=$TMP/llama2-7b-128k-f16.gguf
-D68=$TMP/llama68m-f16-v32k.gguf
-[ -f "$T7" ] || $TF gen-model "$T7" --preset llama2-7b-128k --type f16 || { echo "gen-model failed"; exit 1; }
-[ -f "$D68" ] || $TF gen-model "$D68" --preset llama-68m --type f16 || { echo "gen-model failed"; exit 1; }
-$TF info "$T7" | head -20
-
-# A prompt of exactly n tokens of the generated models' byte vocabulary: the
-# project's prose repeated, cut by bytes, then trimmed by tokens.
-SRC=$TMP/prose.txt
-[ -f "$SRC" ] || { for i in $(seq 1 40); do cat README.md docs/*.md; done > "$SRC"; }
-prompt_file() { # n -> path
-    f=$TMP/cuda-prompt-$1.txt
-    if [ ! -f "$f" ]; then
-        bytes=$(( $1 * 3 ))
-        head -c $bytes "$SRC" > "$f.tmp"
-        while [ "$($TF tokenize -m "$D68" -f "$f.tmp" --ids | tr ',' '\n' | wc -l)" -gt "$1" ]; do
-            bytes=$(( bytes * 97 / 100 ))
-            head -c $bytes "$SRC" > "$f.tmp"
+if [ -n "${PREBUILT:-}" ]; then
+    step "prebuilt binaries from $PREBUILT"
+    mkdir -p build-cuda && tar xJf "$PREBUILT/bin.tar.xz" -C build-cuda || { echo "UNPACK FAILED"; exit 1; }
+    export LD_LIBRARY_PATH="$PWD/$PREBUILT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    [ -d "$PREBUILT/shared" ] && export TF_SHARED_DIR="$PWD/$PREBUILT/shared"
+    # cuBLAS / cudart where the build machine's rpath does not point
+    if ldd build-cuda/triforce | grep -q "not found"; then
+        for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $(ls -d /usr/local/cuda-*/lib64 2>/dev/null) \
+                 $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cu13", "lib") for p in nvidia.__path__))' 2>/dev/null); do
+            [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
         done
-        mv "$f.tmp" "$f"
     fi
-    echo "$f"
+    ldd build-cuda/triforce | grep "not found" && { echo "MISSING LIBRARIES"; exit 1; }
+    echo ok
+else
+    step "build (make CUDA=1)"
+    make CUDA=1 -j"$JOBS" >"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; echo "BUILD FAILED"; exit 1; }
+    make CUDA=1 -j"$JOBS" cuda-labs build-cuda/tests/test_cuda build-cuda/tests/test_backend_ops \
+        build-cuda/tests/test_spec_dist >>"$TMP/build.log" 2>&1 || { tail -40 "$TMP/build.log"; echo "BUILD FAILED"; exit 1; }
+    echo ok
+fi
+TF=./build-cuda/triforce
+S260=${TF_SHARED_DIR:-../shared}/models/stories260K/stories260K.gguf
+
+PEAK="" BW=""
+s_labs() {
+    step "kernel labs"
+    for lab in ${LABS:-elementwise gemv attn_decode}; do
+        echo "--- $lab"
+        if ! limited "$(lim labs 120)" "lab $lab" ./build-cuda/dev/$lab | tee "$TMP/lab-$lab.txt"; then
+            echo "LAB $lab FAILED"; fail=1
+        fi
+        # the copy bandwidth each lab measures first: the bounds use the first
+        [ -n "$PEAK" ] || PEAK=$(sed -n 's/.* \([0-9][0-9]*\) GB\/s measured.*/\1/p' "$TMP/lab-$lab.txt" | head -1)
+    done
+    echo "measured copy bandwidth: ${PEAK:-unknown} GB/s"
+    BW=${PEAK:+--bw-gbs $PEAK}
 }
 
-# bytes one target token must read at context L: F16 weights + the f16 KV cache
-W_BYTES=$(stat -c %s "$T7")
-floor_ms() { # len -> ms at the measured peak
-    awk -v w="$W_BYTES" -v l="$1" -v p="${PEAK:-0}" 'BEGIN { kv = l * 32 * 2 * 4096 * 2;
-        if (p > 0) printf "%.2f", (w + kv) / (p * 1e9) * 1e3; else printf "n/a" }'
+s_ops() {
+    step "tests/test_backend_ops"
+    limited "$(lim ops 300)" test_backend_ops env BUILD=build-cuda ./build-cuda/tests/test_backend_ops ||
+        { echo "TEST_BACKEND_OPS FAILED"; fail=1; }
+}
+s_cuda() {
+    step "tests/test_cuda"
+    limited "$(lim cuda 600)" test_cuda env BUILD=build-cuda ./build-cuda/tests/test_cuda || { echo "TEST_CUDA FAILED"; fail=1; }
+}
+s_dist() {
+    step "tests/test_spec_dist on the device (TF_TEST_DEVICE=cuda)"
+    limited "$(lim dist 600)" test_spec_dist env TF_TEST_DEVICE=cuda ./build-cuda/tests/test_spec_dist ||
+        { echo "TEST_SPEC_DIST (cuda) FAILED"; fail=1; }
+}
+s_memcheck() {
+    step "compute-sanitizer memcheck: TriForce on stories260K, greedy and sampled"
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    for temp in 0 0.8; do
+        limited "$(lim memcheck 300)" memcheck "$CS" --tool memcheck --error-exitcode 3 --print-limit 20 \
+            $TF generate -m "$S260" -md "$S260" --device cuda --mode triforce --budget 64 --gamma1 2 --gamma2 4 \
+            -p "Once upon a time, there was a little girl named Lily. She loved to play outside." -n 48 \
+            --temp $temp -s 7 --ignore-eos 2>&1 | tail -12 || { echo "MEMCHECK (temp $temp) FAILED"; fail=1; }
+    done
 }
 
-bench() { # label len mode [flags...]
-    label=$1; len=$2; mode=$3; shift 3
-    p=$(prompt_file "$len")
-    js=$TMP/cuda-run.json
-    if timeout 1800 $TF generate -m "$T7" -f "$p" --mode "$mode" --device cuda --temp 0 -n "$N" -s 1 \
-        -c $(( len + N + 64 )) -b 2048 --ignore-eos --stats-json "$js" "$@" > /dev/null 2> "$TMP/cuda-run.err"; then
-        printf '{"label": "%s", "len": %s, "mode": "%s", "extra": "%s", "stats": %s}\n' "$label" "$len" "$mode" "$*" \
-            "$(tr -d '\n' < "$js")" >> "$JSONL"
-        echo "$label len=$len mode=$mode $*: $(grep -E '^prefill' "$TMP/cuda-run.err" | tail -1)"
-        grep -o '"[a-z_]*": *[0-9.e+-]*' "$js" | tr '\n' ' ' | cut -c1-600; echo
+# triforce bench on the device: rows to the log (md) and the JSON lines file
+tfbench() { # label limit args...
+    local label=$1 s=$2; shift 2
+    echo "--- $label"
+    if limited "$s" "$label" $TF bench --device cuda $BW "$@" -o json > "$TMP/bench.json" 2> "$TMP/bench.err"; then
+        sed "s/^{/{\"label\": \"$label\", /" "$TMP/bench.json" >> "$JSONL"
+        python3 - "$TMP/bench.json" <<'EOF' || cat "$TMP/bench.json"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    lv = " ".join("%s=%.3g" % (l["name"], l["ms_per_pass"]) for l in r.get("levels", []) if l.get("ms_per_pass") is not None)
+    acc = " ".join("%s=%.3f" % (l["name"], l["acceptance"]) for l in r.get("levels", []) if l.get("acceptance") is not None)
+    f = lambda k: ("%.4g" % r[k]) if r.get(k) is not None else "-"
+    print("%-7s %-9s d=%-6d n=%-5d %s %s [%s..%s] floor %s (%s%%) speedup %s tok/pass %s acc %s ms/pass %s =ar %s" % (
+        r["test"], r["mode"], r["depth"], r["n"], f("median"), r["unit"], f("min"), f("max"), f("bound"),
+        f("pct_of_bound"), f("speedup"), f("tok_per_target_pass"), acc or "-", lv or "-", r.get("same_as_ar")))
+EOF
     else
-        echo "$label len=$len mode=$mode $*: FAILED"; tail -5 "$TMP/cuda-run.err"
+        echo "$label: FAILED"; tail -5 "$TMP/bench.err"
     fi
 }
 
-for len in $LENGTHS; do
-    step "prompt $len tokens (ar floor at the measured peak: $(floor_ms "$len") ms/token)"
-    bench ar "$len" ar
-    bench middle-B4096 "$len" retrieval --budget 4096 --gamma2 6
-    bench draft68m-Cq "$len" draft -md "$D68" --gamma2 6
-    bench triforce "$len" triforce -md "$D68" --budget 4096 --gamma1 2 --gamma2 6
+s_smoke() {
+    step "smoke: bench --device cuda on generated models"
+    # llama-68m at depth 256: the bottom level's pass over C_q (16 sinks + a 240-token window)
+    for p in tiny-24m llama-68m; do
+        f=$TMP/$p-f16.gguf
+        [ -f "$f" ] || $TF gen-model "$f" --preset $p --type f16 >/dev/null || echo "gen-model $p failed"
+        tfbench "$p" "$(lim smoke 120)" -m "$f" -p 512,2048 -n 64 -d 256,2048 --rows 1,2,4,8 --fill random --mode ar -r 3
+    done
+}
+
+s_bench7b() {
+    step "Llama2-7B-128K shapes (F16), depths $DEPTHS"
+    T7=$TMP/llama2-7b-128k-f16.gguf
+    [ -f "$T7" ] || limited "$(lim gen 300)" gen-model $TF gen-model "$T7" --preset llama2-7b-128k --type f16 ||
+        echo "gen-model llama2-7b-128k failed"
+    ls -la "$T7"
+    # depth 4096: a pass over the middle level's retrieval cache (B = 4096) costs what a target pass at
+    # depth 4096 costs (the same weights, kernels and cache size)
+    tfbench "llama2-7b" "$(lim bench7b 400)" -m "$T7" -p "${P7:-4096,16384}" -b 4096 -n "$N" -d "4096,$DEPTHS" \
+        --rows 1,2,4,8,16 --fill random --mode ar -r 2
+}
+
+s_smollm2() {
+    step "SmolLM2-135M-Instruct on the device"
+    SM=${SMOLLM2:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+    NOVEL=${TF_SHARED_DIR:-../shared}/text/pride_and_prejudice.txt
+    if [ ! -f "$SM" ]; then
+        echo "skipped: $SM not found"
+    else
+        head -c 30000 "$NOVEL" > "$TMP/novel8k.txt" # 7,633 tokens
+        for dev in cpu cuda; do
+            limited "$(lim smol 120)" "greedy $dev" $TF generate -m "$SM" -f "$TMP/novel8k.txt" --device $dev --temp 0 \
+                -n 64 --ignore-eos -c 8192 --stats-json "$TMP/sm-$dev.json" > "$TMP/sm-$dev.txt" 2> "$TMP/sm-$dev.err" ||
+                { echo "greedy on $dev FAILED"; tail -3 "$TMP/sm-$dev.err"; }
+            grep -E "^prefill|^decode|device" "$TMP/sm-$dev.err" | head -4
+        done
+        if cmp -s "$TMP/sm-cpu.txt" "$TMP/sm-cuda.txt"; then echo "SmolLM2 8K prompt: GPU text == CPU text (64 greedy tokens)"
+        else echo "SmolLM2 8K prompt: GPU text differs from CPU text:"; diff "$TMP/sm-cpu.txt" "$TMP/sm-cuda.txt" | head -8; fi
+        tfbench "smollm2 modes" "$(lim smol 400)" -m "$SM" -f "$NOVEL" -p 2048,7800 -n 256 -d 2048,7800 \
+            --rows 1,2,4,8,16 --mode ar,retrieval,draft,triforce --draft-lookup 4 --budget 512 --gamma1 4 --gamma2 10 -r 2
+    fi
+}
+
+s_peer() {
+    step "peer: PyTorch (HF transformers) on the device"
+    if [ -f bench/peer_torch.py ]; then
+        for p in ${PEER:-llama2-7b-128k smollm2-135m}; do
+            d=$DEPTHS; [ $p = smollm2-135m ] && d=2048,7800
+            PYTHONUNBUFFERED=1 limited "$(lim peer 400)" "peer $p" python3 bench/peer_torch.py --preset $p --depths "$d" \
+                --n "$N" --rows "${PEER_ROWS:-1,2,4,8,16}" --reps "${PEER_REPS:-3}" ${PEER_CHECK---check} \
+                --out "$TMP/peer.jsonl" || echo "peer $p FAILED"
+        done
+        [ -f "$TMP/peer.jsonl" ] && sed 's/^{/{"label": "peer", /' "$TMP/peer.jsonl" >> "$JSONL"
+    else
+        echo "skipped: bench/peer_torch.py not found"
+    fi
+}
+for st in $STEPS; do
+    if declare -F "s_$st" >/dev/null; then "s_$st"; else echo "unknown step '$st'"; fail=1; fi
 done
 echo
-echo "results: $OUT, $JSONL"
+echo "results: $LOG, $JSONL"
 exit $fail
