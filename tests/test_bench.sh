@@ -3,7 +3,8 @@
 # non-zero exit; on stories260K (from $TF_SHARED_DIR or ../shared; skipped where absent)
 # tiny runs in every output format parse (json with python3's json module, csv column
 # counts, md tables) and carry positive, finite numbers, and speculative output equals ar's;
-# --fill random decodes over random K/V in mode ar only, labelled so in every format.
+# --fill random decodes over random K/V in mode ar only, labelled so in every format; --bw-gbs
+# replaces the probe and says so; --device cuda without a device fails with the reason.
 # Reports with cmocka's markers, which tests/run.sh counts. Runs from the repository root.
 B=${BUILD:-build}
 TF=$B/triforce
@@ -40,13 +41,15 @@ expect_fail bench_missing_value "option --n-gen needs a value" -m x.gguf -n
 expect_fail bench_missing_model "x-missing.gguf" -m "$W/x-missing.gguf" -p 16
 expect_fail bench_bad_fill "--fill 'zeros': expected text or random" -m x.gguf --fill zeros
 expect_fail bench_fill_random_ar_only "--fill random decodes in mode ar only (--mode ar)" -m x.gguf --fill random --mode ar,retrieval
+expect_fail bench_bad_device "--device 'gpu': expected cuda, cpu or auto" -m x.gguf --device gpu
+expect_fail bench_bad_bw "--bw-gbs '0': expected a number in [1, 1e+06]" -m x.gguf --bw-gbs 0
 
 SH=${TF_SHARED_DIR:-../shared}
 S260=$SH/models/stories260K/stories260K.gguf
 if [ ! -f "$S260" ]; then
-    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_text_short; do skipped "$t" "$S260 not found"; done
+    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_bw_given bench_cuda_absent bench_text_short; do skipped "$t" "$S260 not found"; done
 elif ! command -v python3 > /dev/null 2>&1; then
-    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_text_short; do skipped "$t" "python3 not found"; done
+    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_bw_given bench_cuda_absent bench_text_short; do skipped "$t" "python3 not found"; done
 else
     # 1 membw + 2 prefill + 2 depths x 2 row counts + 2 depths x 3 modes = 13 rows
     ARGS="-m $S260 -p 16,32 -n 8 -d 0,64 --rows 1,3 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 -r 2 -t 2 --bw-mib 16"
@@ -148,6 +151,29 @@ PY
         $TF bench $FR 2> /dev/null > "$W/f.md" && [ "$(grep -c '| tg4 @ d[0-9]*, ctx filled with random K/V |' "$W/f.md")" -eq 2 ] &&
         grep -q '^ctx filled with random K/V (--fill random)' "$W/f.md"
     then ok bench_fill_random; else cat "$W/err" "$W/f.jsonl" "$W/f.md"; bad bench_fill_random; fi
+
+    # --bw-gbs: the bounds use the given bandwidth (no probe), and the reports say where it came from
+    echo "[ RUN      ] bench_bw_given"
+    BG="-m $S260 -p 16 -n 0 -d 64 --rows 1 -r 1 -t 2 --bw-gbs 50"
+    if $TF bench $BG -o json > "$W/g.jsonl" 2> "$W/err" && ! grep -q 'read bandwidth (' "$W/err" &&
+        python3 - "$W/g.jsonl" <<'PY' &&
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert rows[0]["test"] == "membw" and rows[0]["median"] == 50 and rows[0]["device"] == "cpu", rows[0]
+assert all(r["bw_gbs"] == 50 for r in rows), rows
+PY
+        $TF bench $BG 2> /dev/null | grep -q '^bandwidth of the bounds: 50.00 GB/s (given by --bw-gbs)'
+    then ok bench_bw_given; else cat "$W/err" "$W/g.jsonl"; bad bench_bw_given; fi
+
+    # --device cuda: on a build or machine without a device, a clear failure and nothing on stdout
+    # but the header; where a GPU is present this test is not the place to run it
+    if "$TF" bench -m "$S260" -p 16 -n 0 --rows 0 -r 1 --device cuda --bw-gbs 100 > "$W/c.out" 2> "$W/c.err"; then
+        skipped bench_cuda_absent "a CUDA device is present here"
+    else
+        echo "[ RUN      ] bench_cuda_absent"
+        if grep -qE 'no CUDA device|no CUDA backend' "$W/c.err"; then ok bench_cuda_absent
+        else cat "$W/c.err"; bad bench_cuda_absent; fi
+    fi
 
     printf 'Once upon a time.\n' > "$W/short.txt"
     expect_fail bench_text_short "gives" -m "$S260" -f "$W/short.txt" -p 512 -n 4 -r 1 --bw-mib 16
