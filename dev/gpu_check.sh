@@ -19,9 +19,13 @@
 #             random keys and values, each next to its bytes-read floor; a
 #             Llama-68M-shaped model's passes over a short cache (the bottom
 #             level's cost);
+#   e2e7b     the same model with a Llama-68M-shaped draft, every mode end to end
+#             over a real prompt of E2E_LEN tokens (default 32768; a prefill, so
+#             minutes with the CUDA-core prefill attention);
 #   smollm2   SmolLM2-135M-Instruct (models/, `make models`) on the device:
 #             GPU == CPU greedy tokens, then every mode at 2K / 8K tokens of a
 #             novel with the speedup over ar and whether the output equals ar's;
+#             SMOL_LONG=16384,32000 adds those depths with YaRN x4;
 #   peer      bench/peer_torch.py: PyTorch (HF transformers LlamaForCausalLM,
 #             static cache, CUDA graph) decoding at the same shapes and depths
 #             (PEER: presets, PEER_ROWS, PEER_REPS; PEER_CHECK= skips --check).
@@ -42,7 +46,7 @@ TMP=bench/results/tmp
 mkdir -p "$RESULTS" "$TMP"
 LOG=$RESULTS/cuda-$STAMP.txt
 JSONL=$RESULTS/cuda-$STAMP.jsonl
-STEPS=${STEPS:-"labs ops cuda dist memcheck smoke bench7b smollm2 peer"}
+STEPS=${STEPS:-"labs ops cuda dist memcheck smoke bench7b e2e7b smollm2 peer"}
 DEPTHS=${DEPTHS:-32768,65536,122880}
 N=${N:-64}
 JOBS=${JOBS:-$(nproc)}
@@ -171,6 +175,18 @@ s_bench7b() {
         --rows 1,2,4,8,16 --fill random --mode ar -r 2
 }
 
+s_e2e7b() {
+    step "TriForce end to end at Llama2-7B-128K's shapes over a real ${E2E_LEN:-32768}-token prompt"
+    T7=$TMP/llama2-7b-128k-f16.gguf D68=$TMP/llama-68m-f16.gguf
+    [ -f "$T7" ] || limited "$(lim gen 300)" gen-model $TF gen-model "$T7" --preset llama2-7b-128k --type f16 ||
+        echo "gen-model llama2-7b-128k failed"
+    [ -f "$D68" ] || $TF gen-model "$D68" --preset llama-68m --type f16 >/dev/null || echo "gen-model llama-68m failed"
+    # random weights: the acceptance means nothing, the per-level latencies and the equality with ar do
+    tfbench "llama2-7b e2e" "$(lim e2e 600)" -m "$T7" -md "$D68" -f "${TF_SHARED_DIR:-../shared}/text/pride_and_prejudice.txt" \
+        -p 0 --rows 0 -n 64 -d "${E2E_LEN:-32768}" -b 4096 --mode ar,retrieval,draft,triforce --budget 4096 \
+        --gamma1 2 --gamma2 6 -r 1
+}
+
 s_smollm2() {
     step "SmolLM2-135M-Instruct on the device"
     SM=${SMOLLM2:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
@@ -189,6 +205,10 @@ s_smollm2() {
         else echo "SmolLM2 8K prompt: GPU text differs from CPU text:"; diff "$TMP/sm-cpu.txt" "$TMP/sm-cuda.txt" | head -8; fi
         tfbench "smollm2 modes" "$(lim smol 400)" -m "$SM" -f "$NOVEL" -p 2048,7800 -n 256 -d 2048,7800 \
             --rows 1,2,4,8,16 --mode ar,retrieval,draft,triforce --draft-lookup 4 --budget 512 --gamma1 4 --gamma2 10 -r 2
+        # past the trained context: YaRN x4 (32,768 positions)
+        [ -n "${SMOL_LONG:-}" ] && tfbench "smollm2 yarn x4" "$(lim smol 400)" -m "$SM" -f "$NOVEL" -p 0 --rows 0 -n 256 \
+            -d "$SMOL_LONG" --rope-scaling yarn --rope-factor 4 --mode ar,retrieval,draft,triforce --draft-lookup 4 \
+            --budget 512 --gamma1 4 --gamma2 10 -r 1
     fi
 }
 
