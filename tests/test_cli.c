@@ -75,6 +75,7 @@ static void test_bad_input(void **state) {
     EXPECT("eval accept -m x.gguf --caches fast", 2, "--caches 'fast'");
     EXPECT("eval passkey -m x.gguf --depths 0.5,2", 2, "--depths '0.5,2'");
     EXPECT("eval accept -m x.gguf -o xml", 2, "-o 'xml'");
+    EXPECT("eval accept -m x.gguf --device gpu", 2, "--device 'gpu': expected cuda, cpu or auto");
     EXPECT("generate -m x.gguf -md y.gguf --draft-layers 2 -p hi", 2, "one of -md DRAFT, --draft-layers K and --draft-lookup N");
     EXPECT("serve -m x.gguf --draft-layers 2 --draft-lookup 2", 2, "not several");
     EXPECT("bench -m x.gguf -md y.gguf --draft-lookup 1", 2, "not several");

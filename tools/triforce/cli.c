@@ -57,8 +57,8 @@ static const opt_def k_opts[] = {
     {NULL, "--kv-type", OPT_STR, O(kv_type), "TYPE", "KV cache element type: f16 (default), f32, q8_0 or q4_0 (8 / 4 bits with a scale per 32 values; CPU, head_dim a multiple of 32)", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 0},
     {NULL, "--device", OPT_STR, O(device), "DEV",
      "cuda | cpu | auto (generate default auto: cuda when built with CUDA, a GPU is present and the weights are "
-     "f32/f16/bf16/q8_0/q4_0/q4_1; perplexity and bench default cpu)",
-     CMD_GENERATE | CMD_PERPLEXITY | CMD_BENCH, 0, 0},
+     "f32/f16/bf16/q8_0/q4_0/q4_1; perplexity, bench and eval default cpu)",
+     CMD_GENERATE | CMD_PERPLEXITY | CMD_BENCH | CMD_EVAL, 0, 0},
     {NULL, "--chat", OPT_FLAG, O(chat), NULL,
      "treat the prompt as one user message in the model's chat template (chatml, llama3, llama2, mistral, zephyr, "
      "deepseek, deepseek-coder, deepseek3)",

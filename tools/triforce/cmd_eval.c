@@ -100,12 +100,13 @@ typedef struct eval_run {
     tf_model *model;
     tf_model_info info;
     const char *format; /* md, json, csv */
+    tf_device device;   /* --device (default the CPU) */
 } eval_run;
 
 static tf_decoder_params base_params(const eval_run *er, int n_ctx) {
     tf_decoder_params dp = cli_decoder_params(er->o);
     dp.n_ctx = n_ctx;
-    dp.device = TF_DEVICE_CPU;
+    dp.device = er->device;
     dp.sampling.seed = er->o->seed >= 0 ? (uint64_t)er->o->seed : 1;
     return dp;
 }
@@ -404,15 +405,20 @@ int cmd_eval(int argc, char **argv) {
     bool temp_given = false; /* eval measures greedy decoding unless --temp says otherwise */
     for (int i = 0; i < argc; i++) temp_given |= !strncmp(argv[i], "--temp", 6);
     if (!temp_given) o.temp = 0;
+    tf_device device = TF_DEVICE_CPU; /* reproducible figures unless asked */
+    if (o.device && !tf_device_from_name(o.device, &device)) {
+        fprintf(stderr, "triforce eval: --device '%s': expected cuda, cpu or auto\n", o.device);
+        return 2;
+    }
     tf_decoder_params dp = cli_decoder_params(&o);
     dp.mode = TF_MODE_RETRIEVAL;
-    dp.device = TF_DEVICE_CPU;
+    dp.device = device;
     if (!cli_check_decoder_params("eval", &dp)) return 2;
     tf_model_params mp = tf_model_default_params();
     mp.log_fn = cli_log;
     mp.log_level = TF_LOG_WARN;
     char err[1024];
-    eval_run er = {.o = &o, .format = l.format};
+    eval_run er = {.o = &o, .format = l.format, .device = device};
     if (tf_model_load_file(&er.model, o.model, &mp, err, sizeof err) != TF_OK) {
         fprintf(stderr, "triforce: %s\n", err);
         return 1;
