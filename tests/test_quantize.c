@@ -289,8 +289,9 @@ static void test_errors(void **state) {
 
 /* tests/data/quant_vectors.gguf (written by tests/data/gen_quant_vectors.py
  * with llama.cpp's `gguf` Python package): for Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,
- * IQ4_NL and IQ4_XS, blocks of random bytes with random finite f16 scales ("<t>.rand")
- * and, for the two types the package can quantize, its quantization of
+ * IQ4_NL, IQ4_XS and Q4_1, blocks of random bytes with random finite f16 scales
+ * ("<t>.rand") and, for the three types the package can quantize (Q5_0, Q5_1,
+ * Q4_1), its quantization of
  * Gaussian values ("<t>.quant"), each next to the f32 values the package
  * dequantizes them to ("<name>.f32"). The reference dequantization must give
  * those values bit for bit; every kernel table within one rounding of a
@@ -298,10 +299,13 @@ static void test_errors(void **state) {
 static void test_gguf_package_vectors(void **state) {
     (void)state;
     const char *path = "tests/data/quant_vectors.gguf";
-    static const char *const names[] = {"q5_0.rand", "q5_0.quant", "q5_1.rand",   "q5_1.quant",  "q2_k.rand",
-                                        "q3_k.rand", "q5_k.rand",  "iq4_nl.rand", "iq4_xs.rand"};
-    static const tf_dtype types[] = {TF_DTYPE_Q5_0, TF_DTYPE_Q5_0, TF_DTYPE_Q5_1,   TF_DTYPE_Q5_1,  TF_DTYPE_Q2_K,
-                                     TF_DTYPE_Q3_K, TF_DTYPE_Q5_K, TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
+    static const char *const names[] = {"q5_0.rand",   "q5_0.quant",  "q5_1.rand", "q5_1.quant", "q2_k.rand",
+                                        "q3_k.rand",   "q5_k.rand",   "iq4_nl.rand", "iq4_xs.rand", "q4_1.rand",
+                                        "q4_1.quant"};
+    static const tf_dtype types[] = {TF_DTYPE_Q5_0,   TF_DTYPE_Q5_0,   TF_DTYPE_Q5_1, TF_DTYPE_Q5_1,
+                                     TF_DTYPE_Q2_K,   TF_DTYPE_Q3_K,   TF_DTYPE_Q5_K, TF_DTYPE_IQ4_NL,
+                                     TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_1,   TF_DTYPE_Q4_1};
+    _Static_assert(sizeof names / sizeof names[0] == sizeof types / sizeof types[0], "one type per tensor");
     tf_err err = {0};
     tf_gguf g;
     OK(tf_gguf_open(&g, path, &err));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_vectors.gguf: blocks of Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,
-IQ4_NL and IQ4_XS next to the f32 values that the `gguf` package (llama.cpp's Python GGUF
+IQ4_NL, IQ4_XS and Q4_1 next to the f32 values that the `gguf` package (llama.cpp's Python GGUF
 library) dequantizes them to. test_quantize.c checks that the engine reads the
 same values.
 
@@ -8,7 +8,7 @@ Per type T (lower-case name t):
   t.rand      random bytes for every block (finite random f16 scales written
               over the scale fields), shape [4, 256]
   t.rand.f32  gguf.quants.dequantize of t.rand
-and for the types gguf can quantize (Q5_0, Q5_1; gguf 0.19.0 has no IQ4
+and for the types gguf can quantize (Q5_0, Q5_1, Q4_1; gguf 0.19.0 has no IQ4
 quantizer, only the dequantizers):
   t.quant     gguf.quants.quantize of Gaussian values, shape [4, 256]
   t.quant.f32 gguf.quants.dequantize of t.quant
@@ -37,6 +37,7 @@ F16_FIELDS = {
     Q.Q5_K: [0, 2],     # d, dmin, scales[12], qh[32], qs[128]
     Q.IQ4_NL: [0],      # d, qs[16]
     Q.IQ4_XS: [0],      # d, scales_h (u16), scales_l[4], qs[128]
+    Q.Q4_1: [0, 2],     # d, m, qs[16]
 }
 
 
@@ -60,7 +61,7 @@ def main():
         q = random_blocks(qtype)
         w.add_tensor(name + ".rand", q, raw_dtype=qtype)
         w.add_tensor(name + ".rand.f32", dequantize(q, qtype).astype(np.float32))
-        if qtype in (Q.Q5_0, Q.Q5_1):
+        if qtype in (Q.Q5_0, Q.Q5_1, Q.Q4_1):
             x = (rng.standard_normal((ROWS, COLS)) * 0.1).astype(np.float32)
             q = quantize(x, qtype)
             w.add_tensor(name + ".quant", q, raw_dtype=qtype)
