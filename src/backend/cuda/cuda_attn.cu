@@ -33,6 +33,26 @@ extern "C" size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t 
     return parts * ((size_t)head_dim + 2) * sizeof(float);
 }
 
+/* The softmax state of one split for one query vector, by one warp: the
+ * scores s[0, nk) become exp(s - max) in place; the max and the sum of the
+ * exponentials go to *m_out and *l_out (lane 0). */
+__device__ __forceinline__ void split_softmax(float *s, int nk, int lane, float *m_out, float *l_out) {
+    float m = -INFINITY;
+    for (int j = lane; j < nk; j += 32) m = fmaxf(m, s[j]);
+    m = tfc_warp_max(m);
+    float l = 0.0f;
+    for (int j = lane; j < nk; j += 32) {
+        const float p = __expf(s[j] - m);
+        s[j] = p;
+        l += p;
+    }
+    l = tfc_warp_sum(l);
+    if (lane == 0) {
+        *m_out = m;
+        *l_out = l;
+    }
+}
+
 /* ---- decode: phase 1, one block per (KV head, split, row) -------------------------- */
 
 __global__ void __launch_bounds__(DEC_THREADS)
@@ -76,22 +96,7 @@ k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, 
     __syncthreads();
     /* softmax state of this split: a warp per group head */
     __shared__ float mx[MAX_GROUP], sm[MAX_GROUP];
-    for (int gi = warp; gi < g; gi += nwarp) {
-        float m = -INFINITY;
-        for (int j = lane; j < nk; j += 32) m = fmaxf(m, sc[gi][j]);
-        m = tfc_warp_max(m);
-        float l = 0.0f;
-        for (int j = lane; j < nk; j += 32) {
-            const float p = __expf(sc[gi][j] - m);
-            sc[gi][j] = p;
-            l += p;
-        }
-        l = tfc_warp_sum(l);
-        if (lane == 0) {
-            mx[gi] = m;
-            sm[gi] = l;
-        }
-    }
+    for (int gi = warp; gi < g; gi += nwarp) split_softmax(sc[gi], nk, lane, &mx[gi], &sm[gi]);
     __syncthreads();
     /* weighted values: threads over dimensions, keys in order */
     for (int d = threadIdx.x; d < hd; d += DEC_THREADS) {
@@ -198,24 +203,8 @@ k_attn_split_rows(const float *q, int64_t ldq, const uint16_t *K, const uint16_t
     }
     __syncthreads();
     /* softmax state of this split: a warp per query vector over its own keys */
-    for (int v = warp; v < nqv; v += nwarp) {
-        const int nk = nks[v];
-        if (nk == 0) continue;
-        float m = -INFINITY;
-        for (int j = lane; j < nk; j += 32) m = fmaxf(m, sc[v][j]);
-        m = tfc_warp_max(m);
-        float l = 0.0f;
-        for (int j = lane; j < nk; j += 32) {
-            const float p = __expf(sc[v][j] - m);
-            sc[v][j] = p;
-            l += p;
-        }
-        l = tfc_warp_sum(l);
-        if (lane == 0) {
-            mx[v] = m;
-            sm[v] = l;
-        }
-    }
+    for (int v = warp; v < nqv; v += nwarp)
+        if (nks[v] > 0) split_softmax(sc[v], nks[v], lane, &mx[v], &sm[v]);
     __syncthreads();
     /* weighted values, QC query vectors at a time */
     for (int c = 0; c < nqv; c += QC) {
