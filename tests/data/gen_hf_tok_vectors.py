@@ -33,6 +33,9 @@ OUT = os.path.join(ROOT, "tests", "data", "hf_tok_vectors.txt")
 GPT2_RX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3_RX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
              r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Qwen2's: Llama 3's with single digits
+QWEN2_RX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+            r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 def split(pattern, behavior="Isolated", invert=False, literal=False):
@@ -84,6 +87,8 @@ CONFIGS = [
                "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ\U00010400-\U0001044f𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+"),
          split("\\s?[!-/:-~！-／：-～‘-‟　-。]+"), split(r"\s+$"), split("[一-龥ࠀ-一가-퟿]+"), split(r"\p{N}+"),
          byte_level(use_regex=False))),
+    # Qwen2 / Qwen2.5: NFC, its Split regex, then ByteLevel without a regex (pre "qwen2")
+    ("qwen2-split", "gpt-2", {"type": "NFC"}, seq(split(QWEN2_RX), byte_level(use_regex=False))),
 ]
 
 HANDMADE = [
