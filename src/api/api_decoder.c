@@ -6,6 +6,7 @@
 #include "core/threads.h"
 #include "model/model.h"
 #include "decode/spec.h"
+#include "kv/retrieval.h"
 #ifdef TF_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -37,8 +38,9 @@ bool tf_decode_mode_from_name(const char *name, tf_decode_mode *out) {
 
 tf_decoder_params tf_decoder_default_params(void) {
     tf_sampler_params sp = tf_sampler_default_params();
+    const tf_rcache_params rp = tf_rcache_default_params(); /* the retrieval cache's own defaults */
     return (tf_decoder_params){
-        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 4096, .chunk = 8, .recent = 16,
+        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = rp.budget, .chunk = rp.chunk, .recent = rp.recent,
         .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
         .lookup = 0, .middle = TF_MIDDLE_AUTO,

@@ -587,10 +587,7 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     s->n_levels = n;
     for (int i = 0; i < n && st == TF_OK; i++)
         if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
-            tf_rcache_params rp = tf_rcache_default_params();
-            rp.chunk = cfg->chunk;
-            rp.budget = cfg->budget;
-            rp.recent = cfg->recent;
+            const tf_rcache_params rp = {.chunk = cfg->chunk, .budget = cfg->budget, .recent = cfg->recent};
             st = tf_rcache_init(&s->rc, &s->kv_p, &rp, pool, err);
             s->has_rc = st == TF_OK;
         }
