@@ -95,8 +95,10 @@ else
             python3 -m venv "$V" || { echo "peer: python3 -m venv failed (Debian: apt-get install -y python3-venv)" >&2; exit 1; }
         fi
         echo "peer: installing llama-cpp-python $VERSION from PyPI into $V (compiles llama.cpp; several minutes)"
-        # -march=native, as triforce picks its kernels for this CPU; no cached wheel, which may be generic
-        CMAKE_ARGS="-DGGML_NATIVE=ON" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+        # -march=native, as triforce picks its kernels for this CPU; no cached wheel, which may be generic.
+        # LLAMACPP_CMAKE_ARGS replaces it (dev/llamacpp_check.sh: a VM with AMX where native stops with
+        # "Illegal instruction")
+        CMAKE_ARGS="${LLAMACPP_CMAKE_ARGS:--DGGML_NATIVE=ON}" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
             "$V/bin/pip" install --quiet --no-cache-dir "llama-cpp-python==$VERSION"
     fi
 fi

@@ -9,7 +9,10 @@
 # environment, $BUILD/venv-llamacpp (default build/venv-llamacpp), which compiles llama.cpp
 # from source (several minutes on 2 cores; needs python3 with venv, a C++ compiler and
 # cmake, which pip fetches when absent). Later runs reuse it. LLAMACPP_PYTHON_VERSION
-# picks another release.
+# picks another release; LLAMACPP_CMAKE_ARGS passes llama.cpp's build options (on a VM
+# whose Sapphire Rapids CPU reports AMX, the default native build stopped with "Illegal
+# instruction" at its first evaluation; -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON
+# -DGGML_F16C=ON built one that runs).
 set -eu
 B=${BUILD:-build}
 SH=${TF_SHARED_DIR:-../shared}
@@ -32,7 +35,8 @@ if ! "$V/bin/python" -c 'import llama_cpp' 2> /dev/null; then
         python3 -m venv "$V" || { echo "llamacpp_check: python3 -m venv failed (Debian: apt-get install -y python3-venv)" >&2; exit 1; }
     fi
     echo "llamacpp_check: installing llama-cpp-python $VERSION from PyPI into $V (compiles llama.cpp; several minutes)"
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$V/bin/pip" install --quiet "llama-cpp-python==$VERSION"
+    CMAKE_ARGS="${LLAMACPP_CMAKE_ARGS:-}" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+        "$V/bin/pip" install --quiet "llama-cpp-python==$VERSION"
 fi
 
 cat > "$W/greedy.py" <<'PY'
