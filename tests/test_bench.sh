@@ -4,7 +4,8 @@
 # tiny runs in every output format parse (json with python3's json module, csv column
 # counts, md tables) and carry positive, finite numbers, and speculative output equals ar's;
 # --fill random decodes over random K/V in mode ar only, labelled so in every format; --bw-gbs
-# replaces the probe and says so; --device cuda without a device fails with the reason.
+# replaces the probe and says so; --device cuda without a device fails with the reason; --temp
+# samples (the texts then not compared with ar's).
 # Reports with cmocka's markers, which tests/run.sh counts. Runs from the repository root.
 B=${BUILD:-build}
 TF=$B/triforce
@@ -36,20 +37,21 @@ expect_fail bench_rows_range "--rows '999': expected a comma-separated list of u
 expect_fail bench_bad_mode "--mode 'ar,fast': expected" -m x.gguf --mode ar,fast
 expect_fail bench_mode_needs_draft "--mode triforce needs a draft: -md DRAFT.gguf, --draft-layers K or --draft-lookup N" -m x.gguf --mode triforce
 expect_fail bench_bad_reps "--repetitions '0': expected an integer in [1, 1000]" -m x.gguf -r 0
-expect_fail bench_unknown_flag "unknown option '--temp'" -m x.gguf --temp 0.5
+expect_fail bench_unknown_flag "unknown option '--chat'" -m x.gguf --chat
 expect_fail bench_missing_value "option --n-gen needs a value" -m x.gguf -n
 expect_fail bench_missing_model "x-missing.gguf" -m "$W/x-missing.gguf" -p 16
 expect_fail bench_bad_fill "--fill 'zeros': expected text or random" -m x.gguf --fill zeros
 expect_fail bench_fill_random_ar_only "--fill random decodes in mode ar only (--mode ar)" -m x.gguf --fill random --mode ar,retrieval
 expect_fail bench_bad_device "--device 'gpu': expected cuda, cpu or auto" -m x.gguf --device gpu
 expect_fail bench_bad_bw "--bw-gbs '0': expected a number in [1, 1e+06]" -m x.gguf --bw-gbs 0
+expect_fail bench_temp_fill_random "--temp: --fill random decodes greedily" -m x.gguf --fill random --temp 0.5
 
 SH=${TF_SHARED_DIR:-../shared}
 S260=$SH/models/stories260K/stories260K.gguf
 if [ ! -f "$S260" ]; then
-    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_bw_given bench_cuda_absent bench_text_short; do skipped "$t" "$S260 not found"; done
+    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_bw_given bench_cuda_absent bench_sampled bench_text_short; do skipped "$t" "$S260 not found"; done
 elif ! command -v python3 > /dev/null 2>&1; then
-    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_bw_given bench_cuda_absent bench_text_short; do skipped "$t" "python3 not found"; done
+    for t in bench_md bench_json bench_csv bench_text bench_fill_random bench_bw_given bench_cuda_absent bench_sampled bench_text_short; do skipped "$t" "python3 not found"; done
 else
     # 1 membw + 2 prefill + 2 depths x 2 row counts + 2 depths x 3 modes = 13 rows
     ARGS="-m $S260 -p 16,32 -n 8 -d 0,64 --rows 1,3 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 -r 2 -t 2 --bw-mib 16"
@@ -174,6 +176,20 @@ PY
         if grep -qE 'no CUDA device|no CUDA backend' "$W/c.err"; then ok bench_cuda_absent
         else cat "$W/c.err"; bad bench_cuda_absent; fi
     fi
+
+    # --temp: sampled decoding, every mode from the same seed; the texts are not compared with ar's
+    echo "[ RUN      ] bench_sampled"
+    if $TF bench -m "$S260" -p 0 -n 16 -d 64 --rows 0 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 \
+        -r 2 -t 2 --bw-mib 16 --temp 0.6 --top-p 0.9 -s 5 -o json > "$W/s.jsonl" 2> "$W/err" &&
+        grep -q 'temp 0.6, top-k 40, top-p 0.9, min-p 0.05, seed 5' "$W/err" && python3 - "$W/s.jsonl" <<'PY'
+import json, math, sys
+dec = [r for r in map(json.loads, open(sys.argv[1])) if r["test"] == "decode"]
+assert [r["mode"] for r in dec] == ["ar", "retrieval", "triforce"], dec
+for r in dec:
+    assert r["same_as_ar"] is None and math.isfinite(r["median"]) and r["median"] > 0, r
+    if r["mode"] != "ar": assert r["speedup"] > 0 and 0 <= r["levels"][0]["acceptance"] <= 1, r
+PY
+    then ok bench_sampled; else cat "$W/err" "$W/s.jsonl"; bad bench_sampled; fi
 
     printf 'Once upon a time.\n' > "$W/short.txt"
     expect_fail bench_text_short "gives" -m "$S260" -f "$W/short.txt" -p 512 -n 4 -r 1 --bw-mib 16

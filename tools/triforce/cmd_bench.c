@@ -41,8 +41,8 @@ static const char *k_usage =
     "Measures, after a read-bandwidth probe (--bw-mib): prefill tok/s for each -p; the time of one target pass\n"
     "of k rows for each --rows at each depth -d, over a cache of random keys and values; decode ms/token for each\n"
     "--mode at each depth (the first max(depth, 1) tokens of the text prefilled, then -n tokens generated greedily,\n"
-    "the modes interleaved over the -r repetitions), with the speedup over ar, acceptance and time per pass of\n"
-    "each level and whether the output equals ar's; --fill random: ar only, after a cache of random keys and values\n"
+    "or sampled with --temp T [--top-k --top-p --min-p -s], the modes interleaved over the -r repetitions), with\n"
+    "the speedup over ar, acceptance and time per pass of each level and whether the greedy output equals ar's; --fill random: ar only, after a cache of random keys and values\n"
     "instead of a prefill. Each value comes with its bound at the measured bandwidth (or at --bw-gbs).\n"
     "Results on stdout (-o), progress on stderr; everything runs on --device (default cpu).";
 
@@ -258,10 +258,11 @@ static bench_row decode_row(const cli_opts *o, const bench_model *bm, const tf_d
     double ms[1000], sp[1000];
     for (int r = 0; r < reps; r++) ms[r] = 1e3 * runs[mi][r].seconds / runs[mi][r].n;
     if (ar >= 0 && ar != mi) {
-        row.same_as_ar = 1;
+        row.same_as_ar = o->temp > 0 ? -1 : 1; /* sampled texts differ from ar's by design: not compared */
         for (int r = 0; r < reps; r++) {
             sp[r] = (1e3 * runs[ar][r].seconds / runs[ar][r].n) / ms[r];
-            if (memcmp(runs[ar][r].toks, runs[mi][r].toks, sizeof(int32_t) * (size_t)n_gen) != 0) row.same_as_ar = 0;
+            if (row.same_as_ar == 1 && memcmp(runs[ar][r].toks, runs[mi][r].toks, sizeof(int32_t) * (size_t)n_gen) != 0)
+                row.same_as_ar = 0;
         }
         row.speedup = bench_spread_of(sp, reps);
     }
@@ -300,7 +301,10 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
     const int reps = o->reps;
     tf_decoder_params dp = cli_decoder_params(o);
     dp.device = bm->device;
-    dp.sampling = (tf_sampler_params){.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 1};
+    if (o->temp > 0) /* sampled: every mode and repetition from the same seed */
+        dp.sampling.seed = o->seed >= 0 ? (uint64_t)o->seed : 1;
+    else
+        dp.sampling = (tf_sampler_params){.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 1};
     int ar = -1;
     for (int i = 0; i < n_modes; i++)
         if (modes[i] == TF_MODE_AR) ar = i;
@@ -508,6 +512,13 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "triforce bench: --device '%s': expected cuda, cpu or auto\n", o.device);
         return 2;
     }
+    bool temp_given = false; /* bench decodes greedily unless --temp says otherwise */
+    for (int i = 0; i < argc; i++) temp_given |= !strncmp(argv[i], "--temp", 6);
+    if (!temp_given) o.temp = 0;
+    if (o.temp > 0 && fill_random) {
+        fprintf(stderr, "triforce bench: --temp: --fill random decodes greedily (argmax over random K/V); drop one\n");
+        return 2;
+    }
     if (!cli_check_draft("bench", &o)) return 2;
     const bool has_draft = cli_has_draft(&o);
     tf_decode_mode modes[5];
@@ -570,6 +581,9 @@ int cmd_bench(int argc, char **argv) {
             o.model, bm.info.name, (double)bm.info.n_params / 1e6, cli_has_draft(&o) ? ", draft " : "",
             cli_draft_name(&o), tf_device_name(device), threads, o.kv_type, ps, o.n_predict, ds,
             rs, ms, o.reps, o.file ? o.file : toks.fill, fill_random ? ", decode ctx filled with random K/V" : "");
+    if (o.temp > 0)
+        fprintf(stderr, ", temp %g, top-k %d, top-p %g, min-p %g, seed %lld", o.temp, o.top_k, o.top_p, o.min_p,
+                (long long)(o.seed >= 0 ? o.seed : 1));
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, middle %s, "
                         "sinks %d, window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept,
