@@ -14,6 +14,18 @@
 
 #define GEMV_WARPS 4
 
+/* The lanes' sums of each token's dot product (the same butterfly for every
+ * kernel), written by lane 0 for the tokens of the batch. */
+template <int NT>
+__device__ __forceinline__ void gemv_store(const float *acc, int lane, int t0, int32_t n, float *y, int64_t ldy,
+                                           int64_t r) {
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float s = tfc_warp_sum(acc[t]);
+        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
+    }
+}
+
 template <int T> __device__ __forceinline__ float wconv(uint16_t h);
 template <> __device__ __forceinline__ float wconv<TFC_F16>(uint16_t h) { return tfc_h2f(h); }
 template <> __device__ __forceinline__ float wconv<TFC_BF16>(uint16_t h) { return tfc_bf2f(h); }
@@ -61,11 +73,7 @@ k_gemv_half(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, i
             }
         }
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        const float s = tfc_warp_sum(acc[t]);
-        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
-    }
+    gemv_store<NT>(acc, lane, t0, n, y, ldy, r);
 }
 
 /* F32 weights. vec: n_cols % 4 == 0. */
@@ -104,11 +112,7 @@ k_gemv_f32(const float *W, int64_t n_rows, int64_t n_cols, const float *x, int32
             }
         }
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        const float s = tfc_warp_sum(acc[t]);
-        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
-    }
+    gemv_store<NT>(acc, lane, t0, n, y, ldy, r);
 }
 
 /* Q8_0 weights (34-byte blocks: f16 scale, 32 int8): a lane takes whole
@@ -150,11 +154,7 @@ k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, in
             acc[t] = __fmaf_rn(d, s, acc[t]);
         }
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        const float s = tfc_warp_sum(acc[t]);
-        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
-    }
+    gemv_store<NT>(acc, lane, t0, n, y, ldy, r);
 }
 
 /* Q4_0 (18-byte blocks: f16 d, 16 bytes of nibbles, value d * (q - 8)) and
@@ -207,11 +207,7 @@ k_gemv_q4(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, int3
             acc[t] = v;
         }
     }
-#pragma unroll
-    for (int t = 0; t < NT; t++) {
-        const float s = tfc_warp_sum(acc[t]);
-        if (lane == 0 && t0 + t < n) y[(int64_t)(t0 + t) * ldy + r] = s;
-    }
+    gemv_store<NT>(acc, lane, t0, n, y, ldy, r);
 }
 
 template <int NT>
