@@ -254,29 +254,33 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
-    if (prefill_kernel) tf_cuda_attn_prefill(g_cu, &da);
-    else tf_cuda_attn_decode(g_cu, &da);
-    CHECK(tf_cuda_check(g_cu, "attention", &g_err));
-    get_d(got, dout, sizeof(float) * n_q * q_dim);
-    char what[128];
-    snprintf(what, sizeof what, "attention %s heads %d/%d hd %d slots %d rows %d", prefill_kernel ? "prefill" : "decode",
-             n_head, n_head_kv, hd, n_slots, n_q);
-    expect_close(what, got, ref, (size_t)n_q * q_dim, 1e-9);
-    if (!prefill_kernel && n_q > 1) { /* each row alone gives the same bits */
-        float *one = malloc(sizeof(float) * q_dim);
-        for (int i = 0; i < n_q; i++) {
-            tf_cuda_attn d1 = da;
-            d1.q = dq + (size_t)i * q_dim;
-            d1.kv_len_d = dlen + i;
-            d1.n_q = 1;
-            tf_cuda_attn_decode(g_cu, &d1);
-            get_d(one, dout, sizeof(float) * q_dim);
-            if (memcmp(one, got + (size_t)i * q_dim, sizeof(float) * q_dim) != 0) {
-                print_error("%s: row %d differs alone (batch invariance)\n", what, i);
-                fail();
+    /* decode: each kernel variant (2, the default; 1; 0, a block per row) */
+    for (int var = prefill_kernel ? 0 : 2; var >= 0; var--) {
+        if (prefill_kernel) tf_cuda_attn_prefill(g_cu, &da);
+        else tf_cuda_attn_decode_variant(g_cu, &da, var);
+        CHECK(tf_cuda_check(g_cu, "attention", &g_err));
+        get_d(got, dout, sizeof(float) * n_q * q_dim);
+        char what[128], kind[24];
+        snprintf(kind, sizeof kind, prefill_kernel ? "prefill" : "decode v%d", var);
+        snprintf(what, sizeof what, "attention %s heads %d/%d hd %d slots %d rows %d", kind, n_head, n_head_kv, hd,
+                 n_slots, n_q);
+        expect_close(what, got, ref, (size_t)n_q * q_dim, 1e-9);
+        if (!prefill_kernel && n_q > 1) { /* each row alone gives the same bits */
+            float *one = malloc(sizeof(float) * q_dim);
+            for (int i = 0; i < n_q; i++) {
+                tf_cuda_attn d1 = da;
+                d1.q = dq + (size_t)i * q_dim;
+                d1.kv_len_d = dlen + i;
+                d1.n_q = 1;
+                tf_cuda_attn_decode_variant(g_cu, &d1, var);
+                get_d(one, dout, sizeof(float) * q_dim);
+                if (memcmp(one, got + (size_t)i * q_dim, sizeof(float) * q_dim) != 0) {
+                    print_error("%s: row %d differs alone (batch invariance)\n", what, i);
+                    fail();
+                }
             }
+            free(one);
         }
-        free(one);
     }
     tf_kv_free(&dkv);
     dfree(dk), dfree(dv), dfree(dzero), dfree(dq), dfree(dout), dfree(dlen), dfree(scr);
@@ -292,6 +296,9 @@ static void test_attention(void **state) {
     attn_case(4, 4, 8, 300, 16, false);    /* stories260K's head_dim */
     attn_case(12, 12, 64, 257, 3, false);  /* llama-68m's shape */
     attn_case(8, 2, 256, 700, 2, false);
+    attn_case(8, 8, 96, 700, 3, false);    /* head sizes not a power of two: a block per row */
+    attn_case(6, 2, 80, 520, 4, false);
+    attn_case(2, 1, 128, 40000, 9, false); /* 157 splits: more than the merge's threads */
     attn_case(8, 8, 128, 600, 100, true);  /* prefill: causal bottom-right rows */
     attn_case(32, 8, 128, 1030, 70, true);
     attn_case(4, 4, 8, 64, 64, true);

@@ -1,9 +1,11 @@
 /*
  * attn_decode.cu — lab for split-K flash-decoding over an f16 KV cache.
  *
- * CPU reference (double) over the f16-rounded keys and values; variant 1 is
- * the library's kernel for groups of rows (tf_cuda_attn_decode), variant 0
- * its block-per-row kernel (tf_cuda_attn_decode_variant). Every validated
+ * CPU reference (double) over the f16-rounded keys and values; variant 2 is
+ * the library's default (tf_cuda_attn_decode: U keys in flight per team, a
+ * reduce-scatter over the team, the splits merged in parallel runs), variant 1
+ * the same blocks with one key in flight and a serial merge, variant 0 a
+ * block per row (tf_cuda_attn_decode_variant). Every validated
  * shape is checked on fresh random data, the output poisoned with NaN first;
  * GB/s counts the K and V bytes once (what a pass must read). Run: make -C dev/cuda attn_decode && dev/cuda/attn_decode
  */
@@ -47,6 +49,8 @@ int main(void) {
         {32, 32, 128, 122880, 8, false}, {32, 32, 128, 4096 + 256, 4, false}, {32, 32, 128, 32768, 8, false},
         {32, 8, 128, 32768, 8, false},   {9, 3, 64, 8192, 1, false},      {9, 3, 64, 8192, 8, false},
         {9, 3, 64, 1000, 11, true},      {32, 4, 64, 700, 16, true},      {8, 8, 8, 300, 3, true},
+        {8, 2, 256, 600, 5, true},       {4, 4, 16, 530, 2, true},        {6, 2, 32, 777, 7, true},
+        {2, 1, 128, 70000, 2, true},     {32, 32, 128, 122880, 16, false}, {32, 8, 128, 65536, 1, false},
     };
     for (const shape &s : shapes) {
         size_t kvn = (size_t)s.n_head_kv * s.n_kv * s.hd, qn = (size_t)s.n_q * s.n_head * s.hd;
@@ -76,7 +80,8 @@ int main(void) {
         a.kv_len_d = (int32_t *)dlen, a.max_kv = s.n_kv, a.scale = 1.0f / sqrtf((float)s.hd);
         a.out = (float *)dout, a.ldo = s.n_head * s.hd, a.scratch = scr;
         char name[96];
-        for (int var = 1; var >= 0; var--) { /* v1: a block per group of rows; v0: a block per row */
+        double ms_var[3] = {0, 0, 0};
+        for (int var = 2; var >= 0; var--) {
             snprintf(name, sizeof name, "v%d split-K heads %d/%d hd %d kv %d rows %d", var, s.n_head, s.n_head_kv,
                      s.hd, s.n_kv, s.n_q);
             LAB_CHECK(cudaMemset(dout, 0xff, sizeof(float) * qn)); /* NaN: every output must be written */
@@ -89,11 +94,23 @@ int main(void) {
                 LAB_CHECK(cudaMemcpy(got, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
                 cpu_ref(q, k, v, s, ref);
                 lab_validate(name, got, ref, qn, 1e-9);
+                if (var == 1) { /* v2 ran first: how far from v1 (the merge's order differs) */
+                    float *g2 = (float *)malloc(sizeof(float) * qn);
+                    tf_cuda_attn_decode_variant(cu, &a, 2);
+                    LAB_CHECK(cudaMemcpy(g2, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
+                    double md = 0;
+                    for (size_t e = 0; e < qn; e++) md = fmax(md, fabs((double)g2[e] - got[e]));
+                    printf("  v2 vs v1: max |diff| %.3g%s\n", md, md == 0 ? " (bit for bit)" : "");
+                    free(g2);
+                }
                 free(got), free(ref);
             } else {
                 double ms = lab_time_ms([&] { tf_cuda_attn_decode_variant(cu, &a, var); }, 20);
                 double bytes = 2.0 * 2.0 * s.n_head_kv * (double)s.n_kv * s.hd; /* K + V read once */
-                printf("%-44s %8.3f ms  %7.0f GB/s (K and V once)\n", name, ms, bytes / (ms * 1e-3) / 1e9);
+                ms_var[var] = ms;
+                printf("%-44s %8.3f ms  %7.0f GB/s (K and V once)", name, ms, bytes / (ms * 1e-3) / 1e9);
+                if (var == 1) printf("  v2 %.2fx faster", ms / ms_var[2]);
+                printf("\n");
             }
         }
         cudaFree(dk), cudaFree(dv), cudaFree(dq), cudaFree(dout), cudaFree(dlen), cudaFree(scr);

@@ -254,6 +254,249 @@ k_attn_split_rows(const float *q, int64_t ldq, const uint16_t *K, const uint16_t
     }
 }
 
+/* ---- decode: phase 1, version 2 (the default): the same blocks, more bytes in flight ----
+ * What k_attn_split_rows computes, per key and query vector the same
+ * operations in the same order (its scores and its values' sums are those
+ * bits), with: U = min(4, T) keys per team loaded before any arithmetic, so a
+ * thread has U 16-byte loads in flight instead of one; a query's 8 values
+ * read from shared memory once for the U keys; the team's butterfly done as a
+ * reduce-scatter (at each distance a lane keeps half of its items and sends
+ * the other half, so U keys cost U - 1 + log2(T / U) shuffles, not
+ * U log2(T)); the pairs added are the butterfly's pairs, so each score is
+ * its bits; dynamic shared memory sized to the pass (QV query vectors per
+ * pass over the values: 1 for a single vector, else 8). */
+#define UK 4
+
+/* The team's sums of U items (U <= T, powers of two): returns the sum of
+ * item *item over the team's T lanes; lanes whose low log2(T / U) bits are
+ * zero hold distinct items. Same pairs as `t += shfl_xor(t, o)` for o = T/2..1. */
+template <int T, int U>
+__device__ __forceinline__ float team_reduce_scatter(const float (&p)[U], int lk, int *item) {
+    float v[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) v[u] = p[u];
+    int base = 0;
+#pragma unroll
+    for (int o = T / 2, n = U; o > 0; o >>= 1) {
+        if (n > 1) {
+            const bool hi = (lk & o) != 0;
+#pragma unroll
+            for (int u = 0; u < n / 2; u++) {
+                const float send = hi ? v[u] : v[u + n / 2];
+                const float keep = hi ? v[u + n / 2] : v[u];
+                v[u] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+            }
+            if (hi) base += n / 2;
+            n /= 2;
+        } else {
+            v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+        }
+    }
+    *item = base;
+    return v[0];
+}
+
+/* dynamic shared memory of k_attn_split_rows2: buf (the query vectors, then
+ * the teams' value sums) | sc [nqv][SPLIT] */
+static size_t rows2_smem(int T, int QV, int nqv, int hd) {
+    const size_t nteam = DEC_THREADS / T, bufn = (size_t)nqv * hd > nteam * QV * hd ? (size_t)nqv * hd : nteam * QV * hd;
+    return sizeof(float) * (bufn + (size_t)nqv * SPLIT);
+}
+
+template <int T, int QV>
+__global__ void __launch_bounds__(DEC_THREADS)
+k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
+                   int32_t n_head_kv, int32_t hd, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len,
+                   const int32_t *gap, float scale, float *o_part, float *ml_part, int32_t n_split) {
+    extern __shared__ __align__(16) float smem2[];
+    __shared__ float mx[QMAX], sm[QMAX];
+    __shared__ int nks[QMAX];
+    constexpr int N_TEAM = DEC_THREADS / T;
+    constexpr int U = T < UK ? T : UK;
+    const int h = blockIdx.x, s = blockIdx.y, r0 = blockIdx.z * rows_per_block;
+    const int g = n_head / n_head_kv, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = DEC_THREADS / 32;
+    const int nr = min(rows_per_block, n_q - r0), nqv = nr * g;
+    const int nteam_buf = max(nqv * hd, N_TEAM * QV * hd);
+    float *buf = smem2, *sc = smem2 + nteam_buf;
+    const int2 gp = gap_of(gap);
+    const int32_t k0 = s * SPLIT;
+    int nk_max = 0;
+    for (int i = 0; i < nr; i++) nk_max = max(nk_max, min(SPLIT, vis_len(gp, kv_len[r0 + i]) - k0));
+    if (nk_max <= 0) return;
+    if (threadIdx.x < nqv) nks[threadIdx.x] = max(0, min(SPLIT, vis_len(gp, kv_len[r0 + threadIdx.x / g]) - k0));
+    for (int e = threadIdx.x; e < nqv * hd; e += DEC_THREADS) {
+        const int v = e / hd, d = e % hd;
+        buf[e] = q[(int64_t)(r0 + v / g) * ldq + (int64_t)(h * g + v % g) * hd + d];
+    }
+    __syncthreads();
+    const int lk = threadIdx.x % T, team = threadIdx.x / T;
+    const uint16_t *Kh = K + (int64_t)h * n_slots * hd, *Vh = V + (int64_t)h * n_slots * hd;
+    /* scores: U keys per team per step, key jb + u * N_TEAM + team */
+    for (int jb = 0; jb < nk_max; jb += N_TEAM * U) {
+        uint4 raw[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int j = jb + u * N_TEAM + team;
+            raw[u] = j < nk_max ? *(const uint4 *)(Kh + vis_slot(gp, k0 + j) * hd + 8 * lk) : make_uint4(0, 0, 0, 0);
+        }
+        float kf[U][8];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const __half2 *h2 = (const __half2 *)&raw[u];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float2 f = __half22float2(h2[e]);
+                kf[u][2 * e] = f.x, kf[u][2 * e + 1] = f.y;
+            }
+        }
+        for (int c = 0; c < nqv; c++) {
+            const float4 *qp = (const float4 *)(buf + c * hd + 8 * lk);
+            const float4 a = qp[0], b = qp[1];
+            float dot[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                float t = 0.0f;
+                t = __fmaf_rn(kf[u][0], a.x, t); t = __fmaf_rn(kf[u][1], a.y, t);
+                t = __fmaf_rn(kf[u][2], a.z, t); t = __fmaf_rn(kf[u][3], a.w, t);
+                t = __fmaf_rn(kf[u][4], b.x, t); t = __fmaf_rn(kf[u][5], b.y, t);
+                t = __fmaf_rn(kf[u][6], b.z, t); t = __fmaf_rn(kf[u][7], b.w, t);
+                dot[u] = t;
+            }
+            int item;
+            const float t = team_reduce_scatter<T, U>(dot, lk, &item);
+            const int j = jb + item * N_TEAM + team;
+            if (lk % (T / U) == 0 && j < nk_max) sc[c * SPLIT + j] = t * scale;
+        }
+    }
+    __syncthreads();
+    for (int v = warp; v < nqv; v += nwarp)
+        if (nks[v] > 0) split_softmax(sc + v * SPLIT, nks[v], lane, &mx[v], &sm[v]);
+    __syncthreads();
+    /* weighted values: each team its keys team, team + N_TEAM, ... in order,
+     * U of them loaded at a time; QV query vectors per pass */
+    for (int c = 0; c < nqv; c += QV) {
+        float acc[QV][8];
+#pragma unroll
+        for (int u = 0; u < QV; u++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+        for (int jb = team; jb < nk_max; jb += N_TEAM * U) {
+            uint4 raw[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int j = jb + u * N_TEAM;
+                raw[u] = j < nk_max ? *(const uint4 *)(Vh + vis_slot(gp, k0 + j) * hd + 8 * lk) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int j = jb + u * N_TEAM;
+                const __half2 *h2 = (const __half2 *)&raw[u];
+                float vf[8];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float2 f = __half22float2(h2[e]);
+                    vf[2 * e] = f.x, vf[2 * e + 1] = f.y;
+                }
+#pragma unroll
+                for (int w = 0; w < QV; w++)
+                    if (c + w < nqv && j < nks[c + w]) {
+                        const float p = sc[(c + w) * SPLIT + j];
+#pragma unroll
+                        for (int e = 0; e < 8; e++) acc[w][e] = __fmaf_rn(p, vf[e], acc[w][e]);
+                    }
+            }
+        }
+        __syncthreads(); /* buf held the query vectors until now */
+#pragma unroll
+        for (int w = 0; w < QV; w++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) buf[(team * QV + w) * hd + 8 * lk + e] = acc[w][e];
+        __syncthreads();
+        for (int e = threadIdx.x; e < QV * hd; e += DEC_THREADS) {
+            const int w = e / hd, d = e % hd, v = c + w;
+            if (v < nqv && nks[v] > 0) {
+                float o = 0.0f;
+                for (int t = 0; t < N_TEAM; t++) o += buf[(t * QV + w) * hd + d];
+                const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
+                o_part[part * hd + d] = o;
+            }
+        }
+    }
+    if (threadIdx.x < nqv && nks[threadIdx.x] > 0) {
+        const int v = threadIdx.x;
+        const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
+        ml_part[2 * part] = mx[v];
+        ml_part[2 * part + 1] = sm[v];
+    }
+}
+
+/* ---- decode: phase 2, version 2: the splits of one (row, head) in NP runs ----------
+ * The weights exp(m_s - M) computed once into shared memory; NP runs of
+ * consecutive splits summed in parallel (each in split order, 4 dimensions
+ * per lane, loads unrolled), the runs then added in run order. A fixed
+ * order that depends on the row's own length only (batch invariance). */
+#define MERGE_THREADS 128
+#define MERGE_MAX_SPLITS 8192 /* 2M keys; longer rows take k_attn_merge */
+
+__global__ void __launch_bounds__(MERGE_THREADS)
+k_attn_merge2(const float *o_part, const float *ml_part, const int32_t *kv_len, const int32_t *gap, int32_t n_head,
+              int32_t hd, int32_t n_split, float *out, int64_t ldo) {
+    extern __shared__ float wsm[]; /* [ns] weights | [NP][hd] run sums | [NP] run L */
+    __shared__ float red[32];
+    const int hq = blockIdx.x, i = blockIdx.y;
+    const int ns = (vis_len(gap_of(gap), kv_len[i]) + SPLIT - 1) / SPLIT;
+    const int64_t base = ((int64_t)i * n_head + hq) * n_split;
+    float m = -INFINITY;
+    for (int s = threadIdx.x; s < ns; s += MERGE_THREADS) m = fmaxf(m, ml_part[2 * (base + s)]);
+    const float M = tfc_block_max(m, red);
+    for (int s = threadIdx.x; s < ns; s += MERGE_THREADS) wsm[s] = __expf(ml_part[2 * (base + s)] - M);
+    __syncthreads();
+    const int lanes = hd / 4 < MERGE_THREADS ? hd / 4 : MERGE_THREADS; /* lanes per run, 4 dims each */
+    const int np = MERGE_THREADS / lanes, run = threadIdx.x / lanes, d4 = threadIdx.x % lanes;
+    float *rs = wsm + ns, *rl = rs + np * hd;
+    const int per = (ns + np - 1) / np, s0 = min(ns, run * per), s1 = min(ns, s0 + per);
+    for (int dd = 4 * d4; run < np && dd < hd; dd += 4 * lanes) { /* run < np: hd / 4 need not divide 128 */
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float L = 0.0f;
+        int s = s0;
+        for (; s + 4 <= s1; s += 4) {
+            float4 o[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) o[u] = *(const float4 *)(o_part + (base + s + u) * hd + dd);
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const float w = wsm[s + u];
+                acc.x = __fmaf_rn(o[u].x, w, acc.x), acc.y = __fmaf_rn(o[u].y, w, acc.y);
+                acc.z = __fmaf_rn(o[u].z, w, acc.z), acc.w = __fmaf_rn(o[u].w, w, acc.w);
+                L = __fmaf_rn(ml_part[2 * (base + s + u) + 1], w, L);
+            }
+        }
+        for (; s < s1; s++) {
+            const float4 o = *(const float4 *)(o_part + (base + s) * hd + dd);
+            const float w = wsm[s];
+            acc.x = __fmaf_rn(o.x, w, acc.x), acc.y = __fmaf_rn(o.y, w, acc.y);
+            acc.z = __fmaf_rn(o.z, w, acc.z), acc.w = __fmaf_rn(o.w, w, acc.w);
+            L = __fmaf_rn(ml_part[2 * (base + s) + 1], w, L);
+        }
+        *(float4 *)(rs + run * hd + dd) = acc;
+        if (dd == 0) rl[run] = L;
+    }
+    __syncthreads();
+    float L = 0.0f;
+    for (int r = 0; r < np; r++) L += rl[r];
+    const float inv = 1.0f / L;
+    for (int d = threadIdx.x; d < hd; d += MERGE_THREADS) {
+        float acc = 0.0f;
+        for (int r = 0; r < np; r++) acc += rs[r * hd + d];
+        out[(int64_t)i * ldo + (int64_t)hq * hd + d] = acc * inv;
+    }
+}
+
+static size_t merge2_smem(int32_t ns, int hd) {
+    const int lanes = hd / 4 < MERGE_THREADS ? hd / 4 : MERGE_THREADS, np = MERGE_THREADS / lanes;
+    return sizeof(float) * ((size_t)ns + (size_t)np * hd + np);
+}
+
 /* ---- decode: phase 2, merge the splits of one (row, head) in split order --------- */
 
 __global__ void k_attn_merge(const float *o_part, const float *ml_part, const int32_t *kv_len, const int32_t *gap,
@@ -273,35 +516,95 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
     }
 }
 
-extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) { tf_cuda_attn_decode_variant(cu, a, 1); }
+/* The decode kernels' variant: TF_CUDA_ATTN_DECODE (read once) = 0, 1 or 2;
+ * default 2. For labs and A/B runs; every variant computes the same function. */
+static int decode_variant(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("TF_CUDA_ATTN_DECODE");
+        v = e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : 2;
+    }
+    return v;
+}
 
-extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int rows_kernel) {
+extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) {
+    tf_cuda_attn_decode_variant(cu, a, decode_variant());
+}
+
+#define ROWS2_SMEM_MAX (96 * 1024)
+
+/* Shared-memory limits of the kernels that may pass 48 KiB, set once when the
+ * device opens (never during a graph capture). */
+void tfc_attn_init(void) {
+#define ROWS2_ATTR(TT, QQ) \
+    cudaFuncSetAttribute(k_attn_split_rows2<TT, QQ>, cudaFuncAttributeMaxDynamicSharedMemorySize, ROWS2_SMEM_MAX)
+#define ROWS2_ATTR_T(TT) ROWS2_ATTR(TT, 1), ROWS2_ATTR(TT, 4), ROWS2_ATTR(TT, 8)
+    ROWS2_ATTR_T(1), ROWS2_ATTR_T(2), ROWS2_ATTR_T(4), ROWS2_ATTR_T(8), ROWS2_ATTR_T(16), ROWS2_ATTR_T(32);
+#undef ROWS2_ATTR_T
+#undef ROWS2_ATTR
+    cudaFuncSetAttribute(k_attn_merge2, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)merge2_smem(MERGE_MAX_SPLITS, 8));
+    cudaGetLastError();
+}
+
+extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int variant) {
     const int32_t ns = n_splits(a->max_kv);
     float *o_part = (float *)a->scratch;
     float *ml_part = o_part + (size_t)a->n_q * a->n_head * ns * a->head_dim;
     const int hd = a->head_dim, g = a->n_head / a->n_head_kv, rpb = QMAX / g;
+    const int pow2 = hd >= 8 && hd <= MAX_HD && (hd & (hd - 1)) == 0;
     int T = hd / 8;
     dim3 grid_rows(a->n_head_kv, ns, (a->n_q + rpb - 1) / rpb);
+    if (variant == 2 && pow2) {
+        const int nqv = (a->n_q < rpb ? a->n_q : rpb) * g, QV = nqv == 1 ? 1 : nqv <= 4 ? 4 : 8;
+        const size_t smem = rows2_smem(T, QV, nqv, hd);
+#define ROWS2(TT, QQ)                                                                                              \
+    k_attn_split_rows2<TT, QQ><<<grid_rows, DEC_THREADS, smem, cu->stream>>>(                                     \
+        a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head, a->n_head_kv, hd, a->n_q, rpb, a->kv_len_d, a->gap_d,    \
+        a->scale, o_part, ml_part, ns)
+#define ROWS2_T(TT)                                                                                                \
+    do {                                                                                                          \
+        if (QV == 1) ROWS2(TT, 1);                                                                                \
+        else if (QV == 4) ROWS2(TT, 4);                                                                           \
+        else ROWS2(TT, 8);                                                                                        \
+    } while (0)
+        switch (T) {
+        case 1: ROWS2_T(1); break;
+        case 2: ROWS2_T(2); break;
+        case 4: ROWS2_T(4); break;
+        case 8: ROWS2_T(8); break;
+        case 16: ROWS2_T(16); break;
+        default: ROWS2_T(32); break;
+        }
+#undef ROWS2_T
+#undef ROWS2
+    } else if (variant >= 1 && pow2) {
+        switch (T) {
 #define ROWS_KERNEL(TT)                                                                                           \
     k_attn_split_rows<TT><<<grid_rows, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots,         \
                                                                      a->n_head, a->n_head_kv, hd, a->n_q, rpb,     \
                                                                      a->kv_len_d, a->gap_d, a->scale, o_part,      \
                                                                      ml_part, ns)
-    if (!rows_kernel) T = 0; /* the block-per-row kernel below */
-    if (hd % 8 == 0 && T == 1) ROWS_KERNEL(1);
-    else if (hd % 8 == 0 && T == 2) ROWS_KERNEL(2);
-    else if (hd % 8 == 0 && T == 4) ROWS_KERNEL(4);
-    else if (hd % 8 == 0 && T == 8) ROWS_KERNEL(8);
-    else if (hd % 8 == 0 && T == 16) ROWS_KERNEL(16);
-    else if (hd % 8 == 0 && T == 32) ROWS_KERNEL(32);
-    else { /* other head sizes: a block per row */
+        case 1: ROWS_KERNEL(1); break;
+        case 2: ROWS_KERNEL(2); break;
+        case 4: ROWS_KERNEL(4); break;
+        case 8: ROWS_KERNEL(8); break;
+        case 16: ROWS_KERNEL(16); break;
+        default: ROWS_KERNEL(32); break;
+#undef ROWS_KERNEL
+        }
+    } else { /* other head sizes (or variant 0): a block per row */
         dim3 grid1(a->n_head_kv, ns, a->n_q);
         k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
                                                             a->n_head_kv, a->head_dim, a->kv_len_d, a->gap_d,
                                                             a->scale, o_part, ml_part, ns);
     }
-#undef ROWS_KERNEL
     dim3 grid2(a->n_head, a->n_q);
+    if (variant == 2 && hd % 4 == 0 && ns <= MERGE_MAX_SPLITS) {
+        k_attn_merge2<<<grid2, MERGE_THREADS, merge2_smem(ns, hd), cu->stream>>>(
+            o_part, ml_part, a->kv_len_d, a->gap_d, a->n_head, hd, ns, a->out, a->ldo);
+        return;
+    }
     int threads = a->head_dim >= 128 ? 128 : (a->head_dim + 31) / 32 * 32;
     k_attn_merge<<<grid2, threads, 0, cu->stream>>>(o_part, ml_part, a->kv_len_d, a->gap_d, a->n_head, a->head_dim,
                                                     ns, a->out, a->ldo);

@@ -85,6 +85,7 @@ extern "C" tf_status tf_cuda_open(tf_cuda **out, int device, tf_err *err) {
         tf_cuda_close(cu);
         return st;
     }
+    tfc_attn_init();
     *out = cu;
     return TF_OK;
 }
