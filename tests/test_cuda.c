@@ -220,6 +220,14 @@ static void test_matmul(void **state) {
         if (tf_dtype_block_size(types[i]) == 1) matmul_case(types[i], 200, 768, 33, true); /* cuBLAS: float types */
     }
     matmul_case(TF_DTYPE_F16, 33, 172, 3, false); /* a row length without 16-byte loads (stories260K's n_ff) */
+    /* F16/BF16 batches of 2..16 take the rows-per-warp kernel: row counts that are not a multiple of its groups */
+    for (int i = 0; i < 2; i++) {
+        const tf_dtype t = i ? TF_DTYPE_BF16 : TF_DTYPE_F16;
+        matmul_case(t, 257, 1024, 2, false);
+        matmul_case(t, 90, 2048, 9, false);
+        matmul_case(t, 1001, 512, 5, false);
+        matmul_case(t, 7, 768, 13, false);
+    }
 }
 
 /* ---- attention ------------------------------------------------------------------------------- */

@@ -146,6 +146,12 @@ tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int3
                          void *scratch, tf_err *err);
 /* The two paths explicitly (tests, labs). gemm: F16/BF16/F32 only. */
 void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy);
+/* The GEMV with its variant chosen (labs, tests; tf_cuda_gemv reads
+ * TF_CUDA_GEMV once, default 3): 1, a warp per weight row and groups of 8
+ * tokens; 3, F16/BF16 batches of 2..16 tokens with 2 or 4 rows per warp and
+ * every token in one group (the same bits as 1; other cases as 1). */
+void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
+                          int variant);
 tf_status tf_cuda_gemm(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
                        void *scratch, tf_err *err);
 
