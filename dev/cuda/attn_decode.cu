@@ -97,6 +97,7 @@ int main(void) {
                 if (var == 1) { /* v2 ran first: how far from v1 (the merge's order differs) */
                     float *g2 = (float *)malloc(sizeof(float) * qn);
                     tf_cuda_attn_decode_variant(cu, &a, 2);
+                    LAB_CHECK(cudaStreamSynchronize(lab_stream));
                     LAB_CHECK(cudaMemcpy(g2, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
                     double md = 0;
                     for (size_t e = 0; e < qn; e++) md = fmax(md, fabs((double)g2[e] - got[e]));

@@ -4,10 +4,11 @@
  *
  * CPU reference in double over the dequantized weights; variant 1 is the
  * library's batch-invariant GEMV kernel (tf_cuda_gemv), variant 2 cuBLAS
- * (tf_cuda_gemm, F16/BF16: activations rounded to the weight type), variant 3
- * the library's default for F16/BF16 batches of 2..16 tokens (2 or 4 rows per
- * warp, every token in one group; tf_cuda_gemv_variant), which must equal v1
- * bit for bit. All are validated (output poisoned
+ * (tf_cuda_gemm, F16/BF16: activations rounded to the weight type), variants 4
+ * and 5 the library's default for F16/BF16 (rows split over the columns across
+ * a block's warps, 4 or 2 rows per block, every token in one group;
+ * tf_cuda_gemv_variant), which must equal each other bit for bit. All are
+ * validated (output poisoned
  * with NaN first) before timing; GB/s counts the weight bytes (read once).
  */
 #include "lab_common.cuh"
@@ -53,10 +54,11 @@ int main(void) {
         float *got = (float *)malloc(sizeof(float) * s.n * s.rows);
         char name[96];
         tf_err err = {};
-        float *v1_out = (float *)malloc(sizeof(float) * s.n * s.rows);
-        for (int var = 1; var <= 3; var++) {
+        float *v4_out = (float *)malloc(sizeof(float) * s.n * s.rows);
+        for (int var = 1; var <= 5; var++) {
+            if (var == 3) continue;
             if (var == 2 && s.type == 8) continue; /* no cuBLAS path for Q8_0 */
-            if (var == 3 && ((s.type != 1 && s.type != 30) || s.n < 2 || s.cols % 8)) continue; /* v3: F16/BF16, 2..16 */
+            if (var >= 4 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v4/v5: F16/BF16 */
             auto run = [&] {
                 if (var == 2) tf_cuda_gemm(cu, &m, (const float *)dx, s.n, dy, s.rows, scr, &err);
                 else tf_cuda_gemv_variant(cu, &m, (const float *)dx, s.n, dy, s.rows, var);
@@ -67,19 +69,19 @@ int main(void) {
             LAB_CHECK(cudaStreamSynchronize(lab_stream));
             LAB_CHECK(cudaMemcpy(got, dy, sizeof(float) * s.n * s.rows, cudaMemcpyDeviceToHost));
             snprintf(name, sizeof name, "v%d %s %s %dx%d n=%d", var,
-                     var == 1 ? "gemv " : var == 2 ? "cublas" : "gemv rows", tf_dtype_name(s.type), s.rows, s.cols,
-                     s.n);
+                     var == 1 ? "gemv " : var == 2 ? "cublas" : var == 4 ? "split R4" : "split R2",
+                     tf_dtype_name(s.type), s.rows, s.cols, s.n);
             lab_validate(name, got, ref, (size_t)s.n * s.rows, var != 2 ? 1e-10 : s.type == 30 ? 1e-4 : 1e-6);
-            if (var == 1) memcpy(v1_out, got, sizeof(float) * s.n * s.rows);
-            if (var >= 3 && memcmp(v1_out, got, sizeof(float) * s.n * s.rows) != 0) {
-                printf("FAIL %s: not v1's results bit for bit\n", name);
+            if (var == 4) memcpy(v4_out, got, sizeof(float) * s.n * s.rows);
+            if (var == 5 && memcmp(v4_out, got, sizeof(float) * s.n * s.rows) != 0) {
+                printf("FAIL %s: not v4's results bit for bit\n", name);
                 exit(1);
             }
             double ms = lab_time_ms(run, 50);
             printf("%-44s %8.4f ms  %7.0f GB/s (weights)\n", name, ms, (double)row_b * s.rows / (ms * 1e-3) / 1e9);
         }
         cudaFree(dw), cudaFree(dx), cudaFree(dy), cudaFree(scr);
-        free(wf), free(x), free(wq), free(deq), free(ref), free(got), free(v1_out);
+        free(wf), free(x), free(wq), free(deq), free(ref), free(got), free(v4_out);
     }
     tf_cuda_close(cu);
     return 0;

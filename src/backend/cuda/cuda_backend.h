@@ -147,9 +147,11 @@ tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int3
 /* The two paths explicitly (tests, labs). gemm: F16/BF16/F32 only. */
 void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy);
 /* The GEMV with its variant chosen (labs, tests; tf_cuda_gemv reads
- * TF_CUDA_GEMV once, default 3): 1, a warp per weight row and groups of 8
- * tokens; 3, F16/BF16 batches of 2..16 tokens with 2 or 4 rows per warp and
- * every token in one group (the same bits as 1; other cases as 1). */
+ * TF_CUDA_GEMV once: 1 or 4, default 4): 1, a warp per weight row and groups
+ * of 8 tokens, every weight type; 4 (and 5, the same bits with 2 rows per
+ * block instead of 4), F16/BF16 rows with n_cols % 8 == 0 split over the
+ * columns across a block's 4 warps, up to 16 tokens in one group (other
+ * weights as 1). Each is batch-invariant; 1 and 4 differ in the last bits. */
 void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
                           int variant);
 tf_status tf_cuda_gemm(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,

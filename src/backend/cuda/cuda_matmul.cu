@@ -76,25 +76,27 @@ k_gemv_half(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, i
     gemv_store<NT>(acc, lane, t0, n, y, ldy, r);
 }
 
-/* F16 / BF16 weights, R rows per warp (verification batches of 2..16 tokens):
- * each activation load serves R rows (k_gemv_half loads every activation once
- * per row, 16 bytes of x per 2 bytes of weight at 8 tokens). Per row and
- * token the FMAs run in k_gemv_half's order (lane l: columns 8l + 256k, 8 at
- * a time, then the same butterfly), so the results are its bits. Rows 16-byte
- * aligned, n_cols % 8 == 0; all NT tokens in one group (t0 = 0). */
+/* F16 / BF16 weights, split over the columns (decode and verification,
+ * 1..16 tokens): a block of KS warps takes R weight rows; warp w takes the
+ * 256-column chunks k with k % KS == w (lane l: columns 256 k + 8 l, 8 at a
+ * time), so a lane has R 16-byte weight loads in flight and each activation
+ * load serves R rows; each warp's sums go through the butterfly, then the KS
+ * warps' sums are added in warp order. Per row and token the operations and
+ * their order depend on n_cols only (not on n, R or the other rows): batch
+ * invariant for every R. Rows 16-byte aligned, n_cols % 8 == 0. */
+#define KS GEMV_WARPS
 template <int NT, int R, int TYPE>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
-k_gemv_half_rows(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y,
-                 int64_t ldy) {
-    const int lane = threadIdx.x & 31;
-    const int64_t r0 = ((int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * R;
-    if (r0 >= n_rows) return;
+__global__ void __launch_bounds__(KS * 32)
+k_gemv_split(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+    __shared__ float part[KS][R][NT];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t r0 = (int64_t)blockIdx.x * R;
     float acc[R][NT];
 #pragma unroll
     for (int i = 0; i < R; i++)
 #pragma unroll
         for (int t = 0; t < NT; t++) acc[i][t] = 0.0f;
-    for (int64_t c = (int64_t)lane * 8; c < n_cols; c += 256) {
+    for (int64_t c = (int64_t)warp * 256 + lane * 8; c < n_cols; c += 256 * KS) {
         float wf[R][8];
 #pragma unroll
         for (int i = 0; i < R; i++) {
@@ -122,7 +124,22 @@ k_gemv_half_rows(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float 
     }
 #pragma unroll
     for (int i = 0; i < R; i++)
-        if (r0 + i < n_rows) gemv_store<NT>(acc[i], lane, 0, n, y, ldy, r0 + i);
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t >= n) break;
+            const float s = tfc_warp_sum(acc[i][t]);
+            if (lane == 0) part[warp][i][t] = s;
+        }
+    __syncthreads();
+    for (int e = threadIdx.x; e < R * NT; e += KS * 32) {
+        const int i = e / NT, t = e % NT;
+        if (t < n && r0 + i < n_rows) {
+            float s = part[0][i][t];
+#pragma unroll
+            for (int w = 1; w < KS; w++) s += part[w][i][t];
+            y[(int64_t)t * ldy + r0 + i] = s;
+        }
+    }
 }
 
 /* F32 weights. vec: n_cols % 4 == 0. */
@@ -297,26 +314,34 @@ extern "C" int tf_cuda_mat_type_ok(uint32_t type) {
            type == TFC_Q4_1;
 }
 
-/* k_gemv_half_rows for NT tokens, R rows per warp */
+/* k_gemv_split for NT tokens, R rows per block */
 template <int NT, int R>
-static void gemv_rows(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    const unsigned blocks = tfc_blocks(w->n_rows, GEMV_WARPS * R);
+static void gemv_split(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
+    const unsigned blocks = tfc_blocks(w->n_rows, R);
     if (w->type == TFC_F16)
-        k_gemv_half_rows<NT, R, TFC_F16><<<blocks, GEMV_WARPS * 32, 0, cu->stream>>>(
-            (const uint16_t *)w->data, w->n_rows, w->n_cols, x, n, y, ldy);
+        k_gemv_split<NT, R, TFC_F16><<<blocks, KS * 32, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows,
+                                                                         w->n_cols, x, n, y, ldy);
     else
-        k_gemv_half_rows<NT, R, TFC_BF16><<<blocks, GEMV_WARPS * 32, 0, cu->stream>>>(
-            (const uint16_t *)w->data, w->n_rows, w->n_cols, x, n, y, ldy);
+        k_gemv_split<NT, R, TFC_BF16><<<blocks, KS * 32, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows,
+                                                                          w->n_cols, x, n, y, ldy);
+}
+template <int R>
+static void gemv_split_r(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
+    if (n == 1) gemv_split<1, R>(cu, w, x, n, y, ldy);
+    else if (n == 2) gemv_split<2, R>(cu, w, x, n, y, ldy);
+    else if (n <= 4) gemv_split<4, R>(cu, w, x, n, y, ldy);
+    else if (n <= 8) gemv_split<8, R>(cu, w, x, n, y, ldy);
+    else gemv_split<16, R>(cu, w, x, n, y, ldy);
 }
 
-/* The GEMV's variant: TF_CUDA_GEMV (read once) = 1 (k_gemv_half for every
- * batch) or 3 (F16/BF16 batches of 2..16 tokens take k_gemv_half_rows);
- * default 3. For labs and A/B runs: both compute the same bits. */
+/* The GEMV's variant: TF_CUDA_GEMV (read once) = 1 (k_gemv_half, a warp per
+ * row, for every weight type) or 4 (F16/BF16 rows split over the columns,
+ * k_gemv_split); default 4. For labs and A/B runs. */
 static int gemv_variant(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("TF_CUDA_GEMV");
-        v = e && e[0] == '1' && !e[1] ? 1 : 3;
+        v = e && e[0] == '1' && !e[1] ? 1 : 4;
     }
     return v;
 }
@@ -328,18 +353,13 @@ extern "C" void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, 
 extern "C" void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y,
                                      int64_t ldy, int variant) {
     if (n <= 0) return;
-    const bool rows_ok = (w->type == TFC_F16 || w->type == TFC_BF16) && w->n_cols % 8 == 0 &&
-                         (uintptr_t)w->data % 16 == 0 && (uintptr_t)x % 16 == 0;
-    if (variant == 3 && rows_ok && n >= 2 && n <= 16) {
-        /* R bounded by the accumulators (R x NT registers) */
-        if (n == 2) gemv_rows<2, 4>(cu, w, x, n, y, ldy);
-        else if (n <= 4) gemv_rows<4, 4>(cu, w, x, n, y, ldy);
-        else if (n <= 8) gemv_rows<8, 4>(cu, w, x, n, y, ldy);
-        else gemv_rows<16, 2>(cu, w, x, n, y, ldy);
+    const bool split_ok = (w->type == TFC_F16 || w->type == TFC_BF16) && w->n_cols % 8 == 0 &&
+                          (uintptr_t)w->data % 16 == 0 && n <= 16;
+    if ((variant == 4 || variant == 5) && split_ok) { /* 4: R = 4; 5: R = 2 (labs; the same bits) */
+        if (variant == 5) gemv_split_r<2>(cu, w, x, n, y, ldy);
+        else gemv_split_r<4>(cu, w, x, n, y, ldy);
         return;
     }
-    /* x rows must be 16-byte aligned for the vector loads: n_cols % 4 == 0
-     * holds for every llama shape whose Q8_0 / vector paths are used */
     if (n == 1) gemv_nt<1>(cu, w, x, n, y, ldy);
     else if (n == 2) gemv_nt<2>(cu, w, x, n, y, ldy);
     else if (n <= 4) gemv_nt<4>(cu, w, x, n, y, ldy);
