@@ -177,13 +177,17 @@ int main(int argc, char **argv) {
         {"vocab 32000x512", 32000, 512},
         {"small 256x256", 256, 256},
         {"vocab 32000x256", 32000, 256},
+        {"smol qkv 576x576", 576, 576},
+        {"smol ffn 1536x576", 1536, 576},
+        {"smol down 576x1536", 576, 1536},
+        {"smol vocab 49152x576", 49152, 576},
     };
     const int64_t gemm_tok = 64;
     tf_rng rng;
     tf_rng_seed(&rng, 1234);
 
-    printf("%-6s %-12s %-16s %10s %8s %7s %10s %8s\n", "type", "isa", "shape", "gemv us", "GB/s", "%bw",
-           "gemm ms", "GFLOP/s");
+    printf("%-6s %-12s %-20s %10s %8s %7s %10s %10s %10s %8s\n", "type", "isa", "shape", "gemv us", "GB/s", "%bw",
+           "k=4 x1", "k=8 x1", "gemm ms", "GFLOP/s");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         tf_dtype t = types[ti];
         if (!in_list(type_list, tf_dtype_name(t))) continue;
@@ -196,7 +200,7 @@ int main(int argc, char **argv) {
             float *row = malloc(sizeof(float) * s->cols);
             float *x = malloc(sizeof(float) * gemm_tok * s->cols);
             float *y = malloc(sizeof(float) * gemm_tok * s->rows);
-            void *act = malloc(gemm_tok * tf_act_row_size(t, s->cols));
+            void *act = malloc(gemm_tok * tf_act_scratch_row_size(t, s->cols));
             for (int64_t r = 0; r < s->rows; r++) {
                 for (int64_t c = 0; c < s->cols; c++) row[c] = (float)(0.02 * gauss(&rng));
                 tf_ref_quantize_row(t, row, w + (size_t)r * ws, s->cols);
@@ -212,8 +216,12 @@ int main(int argc, char **argv) {
                 double flop = 2.0 * (double)s->rows * (double)s->cols * gemm_tok;
                 double tm = scalar ? NAN
                                    : time_matmul(k, t, pool, w, s->rows, s->cols, x, gemm_tok, y, act, 2, 0.3);
-                printf("%-6s %-12s %-16s %10.1f %8.1f %6.0f%% %10.2f %8.1f\n", tf_dtype_name(t), k->isa, s->name,
-                       tv * 1e6, bytes / tv / 1e9, 100.0 * bytes / tv / 1e9 / bwn, tm * 1e3, flop / tm / 1e9);
+                /* a verification pass's k tokens, as a multiple of one token's time */
+                double t4 = scalar ? NAN : time_matmul(k, t, pool, w, s->rows, s->cols, x, 4, y, act, 10, 0.3);
+                double t8 = scalar ? NAN : time_matmul(k, t, pool, w, s->rows, s->cols, x, 8, y, act, 10, 0.3);
+                printf("%-6s %-12s %-20s %10.1f %8.1f %6.0f%% %10.2f %10.2f %10.2f %8.1f\n", tf_dtype_name(t), k->isa,
+                       s->name, tv * 1e6, bytes / tv / 1e9, 100.0 * bytes / tv / 1e9 / bwn, t4 / tv, t8 / tv,
+                       tm * 1e3, flop / tm / 1e9);
                 fflush(stdout);
             }
             free(w);
