@@ -54,6 +54,7 @@ typedef struct hf_ctx {
     uint8_t *drop;
     /* what the file says */
     bool spm, byte_fallback, add_space_prefix, ignore_merges, nfc;
+    const char *space_prefix; /* Metaspace's prepend scheme: "first", "always"; NULL: llama.cpp's rule */
     const char *pre;
     char *steps[TF_PRETOK_MAX_STEPS]; /* byte-level pre-tokenizer program (malloc'd spellings, see pretok.c) */
     int n_steps;
@@ -276,7 +277,7 @@ static const char *const k_set_name[TF_PRE_COUNT] = {
 typedef struct family {
     bool nfc, prepend, replace;                /* normalizer */
     bool byte_level, metaspace;                /* pre-tokenizer */
-    bool ms_prepend, ms_split;
+    bool ms_prepend, ms_split, ms_first;
     bool dec_space, dec_bytes, dec_level;      /* decoder: "▁" -> " ", ByteFallback, ByteLevel */
     bool flags_given;                          /* tokenizer_config.json has both add_*_token */
 } family;
@@ -450,6 +451,7 @@ static tf_status pretok_item(hf_ctx *c, const cJSON *v, const char *type, const 
                         path, scheme);
         f->metaspace = true;
         f->ms_prepend = scheme ? strcmp(scheme, "never") != 0 : aps;
+        f->ms_first = scheme && !strcmp(scheme, "first"); /* add_prefix_space alone (older files): always */
         f->ms_split = split;
     } else if (*type) {
         return fail(c, NULL, TF_ERR_UNSUPPORTED, "%s.type '%.60s' is not supported (expected ByteLevel, Split, Digits, "
@@ -559,6 +561,7 @@ static tf_status check_family(hf_ctx *c, const cJSON *root) {
                             "'%.60s' spans a word boundary (expected \"split\": false)", i, c->text[i]);
         c->spm = true;
         c->add_space_prefix = f.metaspace ? f.ms_prepend : f.prepend;
+        if (f.metaspace && f.ms_prepend) c->space_prefix = f.ms_first ? "first" : "always";
         c->pre = "default";
     }
     const cJSON *dec = member(root, "decoder");
@@ -721,6 +724,7 @@ static const char *const k_keys[] = {
     "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
     "tokenizer.triforce.pre_steps", "tokenizer.chat_template", "tokenizer.triforce.normalizer",
+    "tokenizer.triforce.space_prefix",
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 
@@ -779,6 +783,7 @@ static tf_status write_keys(hf_ctx *c, tf_gguf_writer *w, int32_t n_total) {
     }
     if (st == TF_OK && c->chat_template) st = tf_gguf_writer_set_str(w, k_keys[14], c->chat_template, err);
     if (st == TF_OK && c->nfc) st = tf_gguf_writer_set_str(w, k_keys[15], "NFC", err);
+    if (st == TF_OK && c->space_prefix) st = tf_gguf_writer_set_str(w, k_keys[16], c->space_prefix, err);
     void *owned[] = {strs, merges, types, scores, pads, mtext};
     for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
     return st;

@@ -93,6 +93,14 @@ typedef struct tf_special {
 #define TF_TOK_MAX_EOG 8
 #define TF_TOK_MAX_TEXT ((size_t)1 << 30) /* longest text one tf_tokenize call accepts (bytes) */
 
+/* SPM: where the "▁" of add_space_prefix goes. FRAGMENT (llama.cpp, GGUF
+ * files): before the text and after every special token. The Metaspace
+ * pre-tokenizer of a tokenizer.json (Hugging Face tokenizers): FIRST, before
+ * the fragment at the start of the text only; ALWAYS, before every
+ * fragment; either only where the fragment does not already start with a
+ * space. */
+typedef enum { TF_SPACE_PREFIX_FRAGMENT, TF_SPACE_PREFIX_FIRST, TF_SPACE_PREFIX_ALWAYS } tf_space_prefix;
+
 struct tf_tokenizer {
     tf_tok_kind kind;
     int32_t n_vocab;
@@ -136,6 +144,8 @@ struct tf_tokenizer {
     int32_t eog[TF_TOK_MAX_EOG];
     int n_eog;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
+    /* SPM: which fragments add_space_prefix applies to (tokenizer.triforce.space_prefix) */
+    tf_space_prefix space_prefix;
     /* SPM: no token has a "▁" right after a character other than "▁", so no
      * merge can span such a point and the text may be merged in segments
      * cut before each of them (same result, cache-sized merge queues). */

@@ -32,8 +32,19 @@ static const tf_special *match_special(const tf_tokenizer *tok, const char *s, s
     return NULL;
 }
 
-static tf_status encode_raw(const tf_tokenizer *tok, const char *s, size_t n, bool after_special, tf_tok_out *o,
-                            tf_err *err) {
+/* Whether the SPM "▁" goes before this fragment (tf_space_prefix). */
+static bool space_prefix(const tf_tokenizer *tok, const char *s, size_t n, bool at_start, bool after_special) {
+    if (!tok->add_space_prefix) return false;
+    const bool lead_space = n > 0 && s[0] == ' ';
+    switch (tok->space_prefix) {
+    case TF_SPACE_PREFIX_FIRST: return at_start && !lead_space;
+    case TF_SPACE_PREFIX_ALWAYS: return !lead_space;
+    default: return after_special;
+    }
+}
+
+static tf_status encode_raw(const tf_tokenizer *tok, const char *s, size_t n, bool at_start, bool after_special,
+                            tf_tok_out *o, tf_err *err) {
     if (tok->nfc) {
         /* Unicode NFC (utf8proc). Text that is not valid UTF-8 has no normal
          * form and is encoded as it is (HF tokenizers cannot take it at all). */
@@ -48,7 +59,7 @@ static tf_status encode_raw(const tf_tokenizer *tok, const char *s, size_t n, bo
         }
         free(norm);
     }
-    if (tok->kind == TF_TOK_SPM) return tf_spm_encode(tok, s, n, tok->add_space_prefix && after_special, o, err);
+    if (tok->kind == TF_TOK_SPM) return tf_spm_encode(tok, s, n, space_prefix(tok, s, n, at_start, after_special), o, err);
     return tf_bpe_encode(tok, s, n, o, err);
 }
 
@@ -75,7 +86,7 @@ tf_status tf_tokenize(const tf_tokenizer *tok, const char *text, size_t len, boo
             continue;
         }
         if (pos > frag) {
-            st = encode_raw(tok, text + frag, pos - frag, after_special, &o, err);
+            st = encode_raw(tok, text + frag, pos - frag, frag == 0, after_special, &o, err);
             if (st != TF_OK) return st;
         }
         tf_tok_emit(&o, sp->id);
@@ -84,7 +95,7 @@ tf_status tf_tokenize(const tf_tokenizer *tok, const char *text, size_t len, boo
         frag = pos;
     }
     if (len > frag) {
-        st = encode_raw(tok, text + frag, len - frag, after_special, &o, err);
+        st = encode_raw(tok, text + frag, len - frag, frag == 0, after_special, &o, err);
         if (st != TF_OK) return st;
     }
     if (add_special && tok->add_eos && tok->eos >= 0) tf_tok_emit(&o, tok->eos);

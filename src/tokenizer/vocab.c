@@ -472,6 +472,23 @@ static tf_status load_normalizer(builder *b) {
     return TF_OK;
 }
 
+/* tokenizer.triforce.space_prefix (written from a tokenizer.json with a
+ * Metaspace pre-tokenizer): "first", "always" or absent (tf_space_prefix). */
+static tf_status load_space_prefix(builder *b) {
+    tf_gguf_str v = {0};
+    bool found;
+    TF_TRY(tf_gguf_get_str(b->g, "tokenizer.triforce.space_prefix", &v, &found, b->err));
+    b->t->space_prefix = TF_SPACE_PREFIX_FRAGMENT;
+    if (!found) return TF_OK;
+    if (tf_gguf_str_eq(v, "first")) b->t->space_prefix = TF_SPACE_PREFIX_FIRST;
+    else if (tf_gguf_str_eq(v, "always")) b->t->space_prefix = TF_SPACE_PREFIX_ALWAYS;
+    else
+        return tf_errf(b->err, TF_ERR_UNSUPPORTED,
+                       "%s: tokenizer.triforce.space_prefix = '%.*s' is not supported (expected 'first', 'always' or "
+                       "no key)", b->g->path, clip(v.len), v.data);
+    return TF_OK;
+}
+
 static tf_status load_pre(builder *b, bool *default_add_bos) {
     tf_tokenizer *t = b->t;
     tf_gguf_str pre = {0};
@@ -559,6 +576,7 @@ static tf_status load_specials(builder *b, bool default_add_bos) {
     TF_TRY(load_flag(b, "tokenizer.ggml.add_bos_token", &t->add_bos));
     TF_TRY(load_flag(b, "tokenizer.ggml.add_eos_token", &t->add_eos));
     if (t->kind == TF_TOK_SPM) TF_TRY(load_flag(b, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix));
+    if (t->kind == TF_TOK_SPM) TF_TRY(load_space_prefix(b));
 
     /* End of generation: EOS, EOT, EOM, and the end-of-turn spellings chat
      * models use when the file does not name them. */

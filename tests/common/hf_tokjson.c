@@ -262,8 +262,10 @@ bool tu_hf_tokjson_from_gguf(const tf_gguf *g, const tu_hf_opts *opts, char **to
     cJSON_AddBoolToObject(model, "byte_fallback", spm);
     cJSON_AddBoolToObject(model, "ignore_merges", false);
     cJSON *jv = cJSON_AddObjectToObject(model, "vocab");
+    /* SentencePiece files (Llama 2's) list their control tokens in model.vocab too, at their ids (without
+     * that, tokenizers gives added tokens that are missing from the model new ids after the vocabulary) */
     for (int32_t i = 0; i < v.n; i++)
-        if (in_model(&v, i)) cJSON_AddNumberToObject(jv, v.text[i], i);
+        if (in_model(&v, i) || (spm && v.type[i] == T_CONTROL)) cJSON_AddNumberToObject(jv, v.text[i], i);
     cJSON *jm = cJSON_AddArrayToObject(model, "merges");
     bool ok = true;
     if (spm) {

@@ -38,6 +38,12 @@ QWEN2_RX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s
             r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
+SPACE = "\u2581"
+SPM_NORM = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": SPACE},
+                                                {"type": "Replace", "pattern": {"String": " "}, "content": SPACE}]}
+SPM_METASPACE = {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "first", "split": False}
+
+
 def split(pattern, behavior="Isolated", invert=False, literal=False):
     return {"type": "Split", "pattern": {"String" if literal else "Regex": pattern}, "behavior": behavior,
             "invert": invert}
@@ -89,6 +95,15 @@ CONFIGS = [
          byte_level(use_regex=False))),
     # Qwen2 / Qwen2.5: NFC, its Split regex, then ByteLevel without a regex (pre "qwen2")
     ("qwen2-split", "gpt-2", {"type": "NFC"}, seq(split(QWEN2_RX), byte_level(use_regex=False))),
+    # SentencePiece-style BPE (Llama 2, Mistral, Phi-3): byte fallback, merges from the scores; the space
+    # marker by a Prepend + Replace normalizer (Llama 2's tokenizer.json) or by a Metaspace pre-tokenizer
+    # that does not split (newer files)
+    ("llama-spm-norm", "llama-spm", SPM_NORM, None),
+    ("llama-spm-metaspace", "llama-spm", None, SPM_METASPACE),
+    ("llama-spm-ms-always", "llama-spm", None, dict(SPM_METASPACE, prepend_scheme="always")),
+    ("llama-spm-ms-legacy", "llama-spm", None, {"type": "Metaspace", "replacement": SPACE, "add_prefix_space": True, "split": False}),
+    ("phi-3-norm", "phi-3", SPM_NORM, None),
+    ("phi-3-metaspace", "phi-3", None, SPM_METASPACE),
 ]
 
 HANDMADE = [
@@ -115,11 +130,16 @@ HANDMADE = [
     # not in NFC: combining accents, a ring, dot below + dot above, Hangul jamo (the NFC configuration composes them)
     "Cafe\u0301 au lait, re\u0301sume\u0301 and A\u030angstro\u0308m",
     "s\u0323\u0307 and q\u0307\u0323 and \u1100\u1161\u11a8 and \u212b",
+    " <|user|> hi<|end|>\n<|assistant|> ok<|end|>",
 ]
+# Llama 2's control tokens inside the text (added tokens are split out first; where the "▁" goes after them
+# depends on the pre-tokenizer). Only for that vocabulary: Phi-3's "</s>" is user-defined, and this harness
+# marks user-defined added tokens "normalized", which tokenizers then matches with Prepend's "▁" applied.
+SPECIALS = {"llama-spm": ["<s> Hello</s> world <s>x</s>", "<s>[INST] Who are you? [/INST]"]}
 
 
 def read_gguf_vocab(path):
-    """tokens, token types and merges from the tokenizer.ggml.* keys."""
+    """The key/value pairs of a GGUF file's header."""
     with open(path, "rb") as f:
         data = f.read()
     pos = 0
@@ -156,25 +176,59 @@ def read_gguf_vocab(path):
     for _ in range(n_kv):
         key = string()
         kv[key] = value(take("I"))
-    return kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.token_type"], kv["tokenizer.ggml.merges"]
+    return kv
+
+
+def spm_merges(tokens, scores, vocab):
+    """Every split of a model.vocab piece at a character boundary into two
+    model.vocab pieces, in the order of HF's SentencePiece converter (as
+    tests/common/hf_tokjson.c): the result's score (highest first), then the
+    ids of the result and of the parts."""
+    out = []
+    for t, piece in enumerate(tokens):
+        if vocab.get(piece) != t:
+            continue
+        for k in range(1, len(piece)):
+            a, b = vocab.get(piece[:k]), vocab.get(piece[k:])
+            if a is not None and b is not None:
+                out.append((-scores[t], t, a, b))
+    out.sort()
+    return [[tokens[a], tokens[b]] for _, _, a, b in out]
 
 
 def build(vocab_name, normalizer, pre):
-    tokens, types, merges = read_gguf_vocab(os.path.join(SHARED, "vocab", "ggml-vocab-%s.gguf" % vocab_name))
+    kv = read_gguf_vocab(os.path.join(SHARED, "vocab", "ggml-vocab-%s.gguf" % vocab_name))
+    tokens, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.token_type"]
+    spm = kv["tokenizer.ggml.model"] == "llama"
+    unk = kv.get("tokenizer.ggml.unknown_token_id", -1) if spm else -1
     added, vocab = [], {}
     for i, (t, ty) in enumerate(zip(tokens, types)):
-        if ty in (3, 4):  # control, user-defined
+        in_model = ty not in (3, 4)  # control, user-defined: added_tokens only
+        if in_model:
+            vocab.setdefault(t, i)
+        if not in_model or i == unk:
             added.append({"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": ty == 4, "special": ty == 3})
-        else:
-            vocab[t] = i
+                          "normalized": ty == 4, "special": ty != 4})
+    if spm:
+        merges = spm_merges(tokens, kv["tokenizer.ggml.scores"], vocab)
+        # SentencePiece files (Llama 2's) list their control tokens in model.vocab too, at their ids (without
+        # that, tokenizers gives added tokens that are missing from the model new ids after the vocabulary)
+        vocab = dict(vocab)
+        for i, (t, ty) in enumerate(zip(tokens, types)):
+            if ty == 3:
+                vocab.setdefault(t, i)
+        decoder = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": SPACE}, "content": " "}, {"type": "ByteFallback"},
+            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    else:
+        merges = [m.split(" ", 1) for m in kv["tokenizer.ggml.merges"]]
+        decoder = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
     doc = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": [m.split(" ", 1) for m in merges]},
+        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": None, "decoder": decoder,
+        "model": {"type": "BPE", "dropout": None, "unk_token": tokens[unk] if unk >= 0 else None,
+                  "continuing_subword_prefix": "", "end_of_word_suffix": None, "fuse_unk": spm,
+                  "byte_fallback": spm, "ignore_merges": False, "vocab": vocab, "merges": merges},
     }
     return Tokenizer.from_str(json.dumps(doc))
 
@@ -182,7 +236,7 @@ def build(vocab_name, normalizer, pre):
 def texts_for(vocab_name):
     with open(os.path.join(SHARED, "vocab", "ggml-vocab-%s.gguf.inp" % vocab_name), encoding="utf-8") as f:
         inp = f.read().split("\n__ggml_vocab_test__\n")[:-1]
-    out = inp + HANDMADE
+    out = inp + HANDMADE + SPECIALS.get(vocab_name, [])
     for name, at in (("moby-dick", 0.3), ("war_and_peace", 0.6), ("ulysses", 0.5)):
         with open(os.path.join(SHARED, "text", name + ".txt"), encoding="utf-8") as f:
             t = f.read()
