@@ -353,6 +353,8 @@ extern "C" void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, 
 extern "C" void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y,
                                      int64_t ldy, int variant) {
     if (n <= 0) return;
+    /* x rows must be 16-byte aligned for the vector loads: n_cols % 4 == 0
+     * holds for every llama shape whose Q8_0 / vector paths are used */
     const bool split_ok = (w->type == TFC_F16 || w->type == TFC_BF16) && w->n_cols % 8 == 0 &&
                           (uintptr_t)w->data % 16 == 0 && n <= 16;
     if ((variant == 4 || variant == 5) && split_ok) { /* 4: R = 4; 5: R = 2 (labs; the same bits) */
