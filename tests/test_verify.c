@@ -494,6 +494,100 @@ static void test_chain_distribution(void **state) {
 
 /* ---- edge cases ------------------------------------------------------------------- */
 
+/* ---- the transform against a plain reference --------------------------------------- */
+
+typedef struct { float z; int32_t id; } zid;
+static int zid_cmp(const void *a, const void *b) { /* larger z first, then lower id */
+    const zid *x = a, *y = b;
+    if (x->z != y->z) return x->z > y->z ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* sampling.h's transform written plainly: sort everything, cut, softmax in double, top-p, min-p. */
+static int32_t ref_transform(const float *logits, int32_t n, const tf_sampling_cfg *c, int32_t *ids, float *p) {
+    zid *all = malloc(sizeof *all * (size_t)n);
+    int32_t nf = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float z = isnan(logits[i]) ? -INFINITY : logits[i] / c->temp;
+        if (z != -INFINITY) all[nf++] = (zid){z, i};
+    }
+    if (nf == 0) {
+        free(all);
+        ids[0] = 0, p[0] = 1.0f;
+        return 1;
+    }
+    qsort(all, (size_t)nf, sizeof *all, zid_cmp);
+    const bool cut = c->top_k > 0 && c->top_k < n;
+    int32_t m = cut && c->top_k < nf ? c->top_k : nf;
+    double total = 0;
+    if (cut) /* the softmax over the kept set */
+        for (int32_t i = 0; i < m; i++) total += exp((double)all[i].z - all[0].z);
+    else /* over the vocabulary, in id order */
+        for (int32_t i = 0; i < n; i++)
+            if (!isnan(logits[i]) && logits[i] / c->temp != -INFINITY) total += exp((double)(logits[i] / c->temp) - all[0].z);
+    for (int32_t i = 0; i < m; i++) ids[i] = all[i].id, p[i] = (float)(exp((double)all[i].z - all[0].z) / total);
+    if (c->top_p < 1.0f) {
+        double cum = 0;
+        for (int32_t i = 0; i < m; i++)
+            if ((cum += p[i]) >= c->top_p) {
+                m = i + 1;
+                break;
+            }
+    }
+    if (c->min_p > 0.0f) {
+        int32_t keep = 1;
+        while (keep < m && p[keep] >= c->min_p * p[0]) keep++;
+        m = keep;
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < m; i++) sum += p[i];
+    for (int32_t i = 0; i < m; i++) p[i] = (float)(p[i] / sum);
+    free(all);
+    return m;
+}
+
+/* tf_sampling_dist (top-k through core/topk.c and tf_sampling_dist_top) equals the plain reference exactly, on
+ * random logits with ties, NaN and -inf, for top-k on and off, top-p, min-p and several temperatures. */
+static void test_transform_reference(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, 20261126);
+    const int32_t n = MAXV;
+    float logits[MAXV];
+    int32_t rid[MAXV];
+    float rp[MAXV];
+    static const tf_sampling_cfg cfgs[] = {
+        {.temp = 1.0f, .top_k = 8, .top_p = 1.0f}, {.temp = 0.6f, .top_k = 40, .top_p = 0.9f, .min_p = 0.05f},
+        {.temp = 0.7f, .top_k = 0, .top_p = 0.95f}, {.temp = 1.3f, .top_k = 0, .top_p = 1.0f, .min_p = 0.1f},
+        {.temp = 0.3f, .top_k = 1, .top_p = 1.0f}, {.temp = 3.0f, .top_k = 63, .top_p = 0.5f},
+    };
+    int checked = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        for (int32_t i = 0; i < n; i++) {
+            double u = tf_rng_uniform(&rng);
+            logits[i] = (float)(4.0 * (tf_rng_uniform(&rng) - 0.5));
+            if (u < 0.15) logits[i] = 1.25f;                  /* ties */
+            else if (u < 0.18) logits[i] = NAN;
+            else if (u < 0.21) logits[i] = -INFINITY;
+        }
+        if (trial % 50 == 0)
+            for (int32_t i = 0; i < n; i++) logits[i] = trial % 100 ? NAN : -INFINITY; /* nothing valid */
+        for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+            tf_sampling s;
+            tf_err err = {0};
+            assert_int_equal(tf_sampling_init(&s, &cfgs[c], n, &err), TF_OK);
+            tf_sampling_dist(&s, logits);
+            int32_t m = ref_transform(logits, n, &cfgs[c], rid, rp);
+            assert_int_equal(s.dist.n, m);
+            assert_memory_equal(s.dist.id, rid, sizeof(int32_t) * (size_t)m);
+            assert_memory_equal(s.dist.p, rp, sizeof(float) * (size_t)m);
+            tf_sampling_free(&s);
+            checked++;
+        }
+    }
+    print_message("transform == reference on %d rows x configurations\n", checked);
+}
+
 static void test_edge_cases(void **state) {
     (void)state;
     enum { V = 10 };
@@ -594,6 +688,7 @@ int main(void) {
         cmocka_unit_test(test_token_distribution),
         cmocka_unit_test(test_chain_distribution),
         cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_transform_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 #include "sampling/sampling.h"
 
 #include "core/mem.h"
+#include "core/topk.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,96 +51,9 @@ int32_t tf_argmax(const float *logits, int32_t n) {
     return best < 0 ? 0 : best;
 }
 
-/* Order: larger value first, then lower id (deterministic ties). */
-static bool before(float va, int32_t ia, float vb, int32_t ib) { return va > vb || (va == vb && ia < ib); }
-
-/* Keep the k best (value, id) pairs of vals in ids/out via a min-heap; sorted on return. */
-static int32_t top_k_select(const float *vals, int32_t n, int32_t k, int32_t *ids) {
-    int32_t m = 0;
-    for (int32_t i = 0; i < n; i++) {
-        float v = vals[i];
-        if (isnan(v) || v == -INFINITY) continue;
-        if (m < k) {
-            int32_t c = m++;
-            ids[c] = i;
-            while (c > 0) { /* sift up: heap root is the worst kept */
-                int32_t par = (c - 1) / 2;
-                if (before(vals[ids[par]], ids[par], vals[ids[c]], ids[c])) {
-                    int32_t t = ids[par]; ids[par] = ids[c]; ids[c] = t; c = par;
-                } else break;
-            }
-        } else if (before(v, i, vals[ids[0]], ids[0])) {
-            ids[0] = i;
-            int32_t c = 0;
-            for (;;) {
-                int32_t l = 2 * c + 1, r = l + 1, w = c;
-                if (l < m && before(vals[ids[w]], ids[w], vals[ids[l]], ids[l])) w = l;
-                if (r < m && before(vals[ids[w]], ids[w], vals[ids[r]], ids[r])) w = r;
-                if (w == c) break;
-                int32_t t = ids[w]; ids[w] = ids[c]; ids[c] = t; c = w;
-            }
-        }
-    }
-    /* heap sort: repeatedly move the worst to the end */
-    for (int32_t end = m - 1; end > 0; end--) {
-        int32_t t = ids[0]; ids[0] = ids[end]; ids[end] = t;
-        int32_t c = 0;
-        for (;;) {
-            int32_t l = 2 * c + 1, r = l + 1, w = c;
-            if (l < end && before(vals[ids[w]], ids[w], vals[ids[l]], ids[l])) w = l;
-            if (r < end && before(vals[ids[w]], ids[w], vals[ids[r]], ids[r])) w = r;
-            if (w == c) break;
-            int32_t t2 = ids[w]; ids[w] = ids[c]; ids[c] = t2; c = w;
-        }
-    }
-    return m;
-}
-
-void tf_sampling_dist(tf_sampling *s, const float *logits) {
-    const tf_sampling_cfg *c = &s->cfg;
-    tf_dist *d = &s->dist;
-    int32_t n = s->n_vocab;
-    if (c->temp <= 0.0f) {
-        d->n = 1;
-        d->id[0] = tf_argmax(logits, n);
-        d->p[0] = 1.0f;
-        return;
-    }
-    /* temperature-scaled logits, max for a stable softmax */
-    float *z = s->work;
-    float mx = -INFINITY;
-    for (int32_t i = 0; i < n; i++) {
-        z[i] = isnan(logits[i]) ? -INFINITY : logits[i] / c->temp;
-        if (z[i] > mx) mx = z[i];
-    }
-    if (mx == -INFINITY) { /* nothing valid: fall back to token 0 deterministically */
-        d->n = 1; d->id[0] = 0; d->p[0] = 1.0f;
-        return;
-    }
-    /* candidate set: top-k (or, for top-p alone, a growing top-K until its mass covers p) */
-    int32_t k = c->top_k > 0 && c->top_k < n ? c->top_k : n;
-    int32_t m;
-    double total = 0;
-    if (k == n) /* the softmax is over the whole vocabulary */
-        for (int32_t i = 0; i < n; i++) total += exp((double)z[i] - mx);
-    if (k == n && c->top_p < 1.0f) {
-        int32_t kk = 64;
-        for (;;) {
-            if (kk > n) kk = n;
-            m = top_k_select(z, n, kk, d->id);
-            double mass = 0;
-            for (int32_t i = 0; i < m; i++) mass += exp((double)z[d->id[i]] - mx);
-            if (mass / total >= c->top_p || kk == n) break;
-            kk *= 4;
-        }
-    } else {
-        m = top_k_select(z, n, k, d->id);
-        if (k < n) { /* softmax over the kept set only */
-            total = 0;
-            for (int32_t i = 0; i < m; i++) total += exp((double)z[d->id[i]] - mx);
-        }
-    }
-    for (int32_t i = 0; i < m; i++) d->p[i] = (float)(exp((double)z[d->id[i]] - mx) / total);
+/* top-p, min-p and renormalization of the first m entries of the dist
+ * (probabilities in decreasing order). */
+static void finish(tf_dist *d, const tf_sampling_cfg *c, int32_t m) {
     if (c->top_p < 1.0f) {
         double cum = 0;
         int32_t keep = m;
@@ -159,6 +73,72 @@ void tf_sampling_dist(tf_sampling *s, const float *logits) {
     for (int32_t i = 0; i < m; i++) sum += d->p[i];
     for (int32_t i = 0; i < m; i++) d->p[i] = (float)(d->p[i] / sum);
     d->n = m;
+}
+
+int32_t tf_sampling_top_k(const tf_sampling *s) {
+    return s->cfg.temp > 0.0f && s->cfg.top_k > 0 && s->cfg.top_k < s->n_vocab ? s->cfg.top_k : 0;
+}
+
+void tf_sampling_dist_top(tf_sampling *s, const int32_t *ids, const float *z, int32_t m) {
+    tf_dist *d = &s->dist;
+    if (m < 1) { /* nothing valid: fall back to token 0 deterministically */
+        d->n = 1; d->id[0] = 0; d->p[0] = 1.0f;
+        return;
+    }
+    /* the softmax over the kept set only; z[0] is the row's largest */
+    double total = 0;
+    for (int32_t i = 0; i < m; i++) total += exp((double)z[i] - z[0]);
+    for (int32_t i = 0; i < m; i++) {
+        d->id[i] = ids[i];
+        d->p[i] = (float)(exp((double)z[i] - z[0]) / total);
+    }
+    finish(d, &s->cfg, m);
+}
+
+void tf_sampling_dist(tf_sampling *s, const float *logits) {
+    const tf_sampling_cfg *c = &s->cfg;
+    tf_dist *d = &s->dist;
+    int32_t n = s->n_vocab;
+    if (c->temp <= 0.0f) {
+        d->n = 1;
+        d->id[0] = tf_argmax(logits, n);
+        d->p[0] = 1.0f;
+        return;
+    }
+    const int32_t top = tf_sampling_top_k(s);
+    if (top > 0) { /* the top-k candidates alone decide (what a backend's topk op hands over) */
+        int32_t m = tf_topk_scaled(logits, n, c->temp, top, d->id, s->work);
+        tf_sampling_dist_top(s, d->id, s->work, m);
+        return;
+    }
+    /* temperature-scaled logits, max for a stable softmax */
+    float *z = s->work;
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++) {
+        z[i] = isnan(logits[i]) ? -INFINITY : logits[i] / c->temp;
+        if (z[i] > mx) mx = z[i];
+    }
+    if (mx == -INFINITY) { /* nothing valid: fall back to token 0 deterministically */
+        d->n = 1; d->id[0] = 0; d->p[0] = 1.0f;
+        return;
+    }
+    /* the softmax is over the whole vocabulary; for top-p, a growing top-K until its mass covers p */
+    double total = 0;
+    for (int32_t i = 0; i < n; i++) total += exp((double)z[i] - mx);
+    int32_t m = n;
+    if (c->top_p < 1.0f) {
+        for (int32_t kk = 64;; kk *= 4) {
+            if (kk > n) kk = n;
+            m = tf_topk_scaled(logits, n, c->temp, kk, d->id, NULL);
+            double mass = 0;
+            for (int32_t i = 0; i < m; i++) mass += exp((double)z[d->id[i]] - mx);
+            if (mass / total >= c->top_p || kk == n) break;
+        }
+    } else {
+        m = tf_topk_scaled(logits, n, c->temp, n, d->id, NULL);
+    }
+    for (int32_t i = 0; i < m; i++) d->p[i] = (float)(exp((double)z[d->id[i]] - mx) / total);
+    finish(d, c, m);
 }
 
 int32_t tf_sampling_draw(tf_sampling *s) {

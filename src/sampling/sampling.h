@@ -49,6 +49,14 @@ int32_t tf_argmax(const float *logits, int32_t n);
 
 /* Compute the distribution for logits into s->dist (greedy: one token with p = 1). */
 void tf_sampling_dist(tf_sampling *s, const float *logits);
+/* k when the distribution depends on the k best scaled logits alone (temp > 0
+ * and 0 < top_k < n_vocab): then tf_sampling_dist_top on a row's
+ * tf_topk_scaled(logits, n_vocab, temp, k) (core/topk.h, or a backend's topk
+ * op) gives exactly tf_sampling_dist's result. 0 otherwise. */
+int32_t tf_sampling_top_k(const tf_sampling *s);
+/* The distribution from a row's m best candidates: ids and z = logit / temp
+ * in tf_topk_scaled's order (m = 0: none finite, token 0). */
+void tf_sampling_dist_top(tf_sampling *s, const int32_t *ids, const float *z, int32_t m);
 
 /* Draw from s->dist with the sampler's RNG. */
 int32_t tf_sampling_draw(tf_sampling *s);
