@@ -19,8 +19,8 @@
 #             random keys and values, each next to its bytes-read floor; a
 #             Llama-68M-shaped model's passes over a short cache (the bottom
 #             level's cost);
-#   ab7b      bench7b's passes and decode with the previous decode kernels
-#             (TF_CUDA_ATTN_DECODE=1 TF_CUDA_GEMV=1), for an A/B in one run;
+#   ab7b      bench7b's passes and decode with the warp-per-row GEMV
+#             (TF_CUDA_GEMV=1), for an A/B in one run;
 #   e2e7b     the same model with a Llama-68M-shaped draft, every mode end to end
 #             over a real prompt of E2E_LEN tokens (default 32768; a prefill, so
 #             minutes with the CUDA-core prefill attention);
@@ -178,14 +178,14 @@ s_bench7b() {
 }
 
 s_ab7b() {
-    step "A/B: the previous decode kernels (TF_CUDA_ATTN_DECODE=1 TF_CUDA_GEMV=1) at the same shapes"
+    step "A/B: the warp-per-row GEMV (TF_CUDA_GEMV=1) at the same shapes"
     T7=$TMP/llama2-7b-128k-f16.gguf
     [ -f "$T7" ] || limited "$(lim gen 300)" gen-model $TF gen-model "$T7" --preset llama2-7b-128k --type f16 ||
         echo "gen-model llama2-7b-128k failed"
-    export TF_CUDA_ATTN_DECODE=1 TF_CUDA_GEMV=1
-    tfbench "llama2-7b previous kernels" "$(lim ab7b 300)" -m "$T7" -p 0 -n "$N" -d "4096,$DEPTHS" \
+    export TF_CUDA_GEMV=1
+    tfbench "llama2-7b warp-per-row gemv" "$(lim ab7b 300)" -m "$T7" -p 0 -n "$N" -d "4096,$DEPTHS" \
         --rows 1,2,4,8,16 --fill random --mode ar -r 2
-    unset TF_CUDA_ATTN_DECODE TF_CUDA_GEMV
+    unset TF_CUDA_GEMV
 }
 
 s_e2e7b() {

@@ -262,8 +262,8 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
-    /* decode: each kernel variant (2, the default; 1; 0, a block per row) */
-    for (int var = prefill_kernel ? 0 : 2; var >= 0; var--) {
+    /* decode: each kernel variant (2, the default; 0, a block per row) */
+    for (int var = prefill_kernel ? 0 : 2; var >= 0; var -= 2) {
         if (prefill_kernel) tf_cuda_attn_prefill(g_cu, &da);
         else tf_cuda_attn_decode_variant(g_cu, &da, var);
         CHECK(tf_cuda_check(g_cu, "attention", &g_err));

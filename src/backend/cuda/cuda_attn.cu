@@ -125,146 +125,24 @@ k_attn_split(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, 
  * One block per (KV head, split, group of rows) scores its keys for the rows'
  * query heads of the group (up to QMAX query vectors), so a pass of k rows
  * reads each key and value once, not k times. A team of T = head_dim / 8
- * lanes takes one key: each lane 8 dimensions (one 16-byte load), its dot
- * products in dimension order, then a butterfly over the team; the values
- * likewise, each team summing its keys (j = team, team + n_team, ...) in
- * order, the teams' partial sums added in team order. What a row computes
- * depends on its own query, keys and length only (batch invariance). */
+ * lanes takes one key at a time per lane group: each lane 8 dimensions (one
+ * 16-byte load), its dot products in dimension order, then the team's sum;
+ * the values likewise, each team summing its keys (j = team, team + n_team,
+ * ...) in order, the teams' partial sums added in team order. What a row
+ * computes depends on its own query, keys and length only (batch
+ * invariance). */
 #define QMAX 16
-#define QC 4 /* query vectors per pass over the values */
 
-template <int T>
-__global__ void __launch_bounds__(DEC_THREADS)
-k_attn_split_rows(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
-                  int32_t n_head_kv, int32_t hd, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len,
-                  const int32_t *gap, float scale, float *o_part, float *ml_part, int32_t n_split) {
-    __shared__ __align__(16) float buf[QMAX * MAX_HD]; /* the query vectors, then the teams' value sums */
-    __shared__ float sc[QMAX][SPLIT];
-    __shared__ float mx[QMAX], sm[QMAX];
-    __shared__ int nks[QMAX];
-    constexpr int N_TEAM = DEC_THREADS / T;
-    const int h = blockIdx.x, s = blockIdx.y, r0 = blockIdx.z * rows_per_block;
-    const int g = n_head / n_head_kv, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = DEC_THREADS / 32;
-    const int nr = min(rows_per_block, n_q - r0), nqv = nr * g; /* query vector v: row r0 + v / g, head h * g + v % g */
-    const int2 gp = gap_of(gap);
-    const int32_t k0 = s * SPLIT;
-    int nk_max = 0;
-    for (int i = 0; i < nr; i++) nk_max = max(nk_max, min(SPLIT, vis_len(gp, kv_len[r0 + i]) - k0));
-    if (nk_max <= 0) return; /* no row of the group sees this split (the merge does not read it) */
-    if (threadIdx.x < nqv) nks[threadIdx.x] = max(0, min(SPLIT, vis_len(gp, kv_len[r0 + threadIdx.x / g]) - k0));
-    for (int e = threadIdx.x; e < nqv * hd; e += DEC_THREADS) {
-        const int v = e / hd, d = e % hd;
-        buf[e] = q[(int64_t)(r0 + v / g) * ldq + (int64_t)(h * g + v % g) * hd + d];
-    }
-    __syncthreads();
-    const int lk = threadIdx.x % T, team = threadIdx.x / T;
-    const uint16_t *Kh = K + (int64_t)h * n_slots * hd, *Vh = V + (int64_t)h * n_slots * hd;
-    /* scores: every warp runs the same number of iterations (the shuffles need whole warps) */
-    for (int jb = 0; jb < nk_max; jb += N_TEAM) {
-        const int j = jb + team;
-        float kf[8];
-        if (j < nk_max) {
-            const uint4 raw = *(const uint4 *)(Kh + vis_slot(gp, k0 + j) * hd + 8 * lk);
-            const __half2 *h2 = (const __half2 *)&raw;
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const float2 f = __half22float2(h2[u]);
-                kf[2 * u] = f.x, kf[2 * u + 1] = f.y;
-            }
-        } else {
-#pragma unroll
-            for (int u = 0; u < 8; u++) kf[u] = 0.0f;
-        }
-        for (int c = 0; c < nqv; c += 8) {
-            float dot[8];
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                dot[u] = 0.0f;
-                if (c + u < nqv) {
-                    const float4 *qp = (const float4 *)(buf + (c + u) * hd + 8 * lk);
-                    const float4 a = qp[0], b = qp[1];
-                    float t = 0.0f;
-                    t = __fmaf_rn(kf[0], a.x, t); t = __fmaf_rn(kf[1], a.y, t);
-                    t = __fmaf_rn(kf[2], a.z, t); t = __fmaf_rn(kf[3], a.w, t);
-                    t = __fmaf_rn(kf[4], b.x, t); t = __fmaf_rn(kf[5], b.y, t);
-                    t = __fmaf_rn(kf[6], b.z, t); t = __fmaf_rn(kf[7], b.w, t);
-                    dot[u] = t;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                if (c + u >= nqv) break; /* the same for the whole block */
-                float t = dot[u];
-#pragma unroll
-                for (int o = T / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-                if (lk == 0 && j < nk_max) sc[c + u][j] = t * scale;
-            }
-        }
-    }
-    __syncthreads();
-    /* softmax state of this split: a warp per query vector over its own keys */
-    for (int v = warp; v < nqv; v += nwarp)
-        if (nks[v] > 0) split_softmax(sc[v], nks[v], lane, &mx[v], &sm[v]);
-    __syncthreads();
-    /* weighted values, QC query vectors at a time */
-    for (int c = 0; c < nqv; c += QC) {
-        float acc[QC][8];
-#pragma unroll
-        for (int u = 0; u < QC; u++)
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-        for (int j = team; j < nk_max; j += N_TEAM) {
-            const uint4 raw = *(const uint4 *)(Vh + vis_slot(gp, k0 + j) * hd + 8 * lk);
-            const __half2 *h2 = (const __half2 *)&raw;
-            float vf[8];
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const float2 f = __half22float2(h2[u]);
-                vf[2 * u] = f.x, vf[2 * u + 1] = f.y;
-            }
-#pragma unroll
-            for (int u = 0; u < QC; u++)
-                if (c + u < nqv && j < nks[c + u]) {
-                    const float p = sc[c + u][j];
-#pragma unroll
-                    for (int e = 0; e < 8; e++) acc[u][e] = __fmaf_rn(p, vf[e], acc[u][e]);
-                }
-        }
-#pragma unroll
-        for (int u = 0; u < QC; u++)
-#pragma unroll
-            for (int e = 0; e < 8; e++) buf[(team * QC + u) * hd + 8 * lk + e] = acc[u][e];
-        __syncthreads();
-        for (int e = threadIdx.x; e < QC * hd; e += DEC_THREADS) {
-            const int u = e / hd, d = e % hd, v = c + u;
-            if (v < nqv && nks[v] > 0) {
-                float o = 0.0f;
-                for (int t = 0; t < N_TEAM; t++) o += buf[(t * QC + u) * hd + d];
-                const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
-                o_part[part * hd + d] = o;
-            }
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x < nqv && nks[threadIdx.x] > 0) {
-        const int v = threadIdx.x;
-        const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
-        ml_part[2 * part] = mx[v];
-        ml_part[2 * part + 1] = sm[v];
-    }
-}
-
-/* ---- decode: phase 1, version 2 (the default): the same blocks, more bytes in flight ----
- * What k_attn_split_rows computes, per key and query vector the same
- * operations in the same order (its scores and its values' sums are those
- * bits), with: U = min(4, T) keys per team loaded before any arithmetic, so a
- * thread has U 16-byte loads in flight instead of one; a query's 8 values
- * read from shared memory once for the U keys; the team's butterfly done as a
+/* U = min(4, T) keys per team are loaded before any arithmetic, so a thread
+ * has U 16-byte loads in flight; a query's 8 values are read from shared
+ * memory once for the U keys; the team's sum of each key's products is a
  * reduce-scatter (at each distance a lane keeps half of its items and sends
  * the other half, so U keys cost U - 1 + log2(T / U) shuffles, not
- * U log2(T)); the pairs added are the butterfly's pairs, so each score is
- * its bits; dynamic shared memory sized to the pass (QV query vectors per
- * pass over the values: 1 for a single vector, else 8). */
+ * U log2(T)) whose pairs are a butterfly's, so each score has the bits of
+ * `t += shfl_xor(t, o)`; shared memory is sized to the pass (QV query
+ * vectors per pass over the values: 1 for a single vector, 4 or 8). (An
+ * earlier version with one key in flight per team ran at 1.83 TB/s on the
+ * H100 against this one's 2.87: docs/CUDA.md.) */
 #define UK 4
 
 /* The team's sums of U items (U <= T, powers of two): returns the sum of
@@ -516,13 +394,14 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
     }
 }
 
-/* The decode kernels' variant: TF_CUDA_ATTN_DECODE (read once) = 0, 1 or 2;
- * default 2. For labs and A/B runs; every variant computes the same function. */
+/* The decode kernels' variant: TF_CUDA_ATTN_DECODE (read once) = 0 (a
+ * block per row) or 2 (the default); for labs and A/B runs, both compute
+ * the same function. */
 static int decode_variant(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("TF_CUDA_ATTN_DECODE");
-        v = e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : 2;
+        v = e && e[0] == '0' && !e[1] ? 0 : 2;
     }
     return v;
 }
@@ -555,7 +434,7 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
     const int pow2 = hd >= 8 && hd <= MAX_HD && (hd & (hd - 1)) == 0;
     int T = hd / 8;
     dim3 grid_rows(a->n_head_kv, ns, (a->n_q + rpb - 1) / rpb);
-    if (variant == 2 && pow2) {
+    if (variant != 0 && pow2) {
         const int nqv = (a->n_q < rpb ? a->n_q : rpb) * g, QV = nqv == 1 ? 1 : nqv <= 4 ? 4 : 8;
         const size_t smem = rows2_smem(T, QV, nqv, hd);
 #define ROWS2(TT, QQ)                                                                                              \
@@ -578,21 +457,6 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
         }
 #undef ROWS2_T
 #undef ROWS2
-    } else if (variant >= 1 && pow2) {
-        switch (T) {
-#define ROWS_KERNEL(TT)                                                                                           \
-    k_attn_split_rows<TT><<<grid_rows, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots,         \
-                                                                     a->n_head, a->n_head_kv, hd, a->n_q, rpb,     \
-                                                                     a->kv_len_d, a->gap_d, a->scale, o_part,      \
-                                                                     ml_part, ns)
-        case 1: ROWS_KERNEL(1); break;
-        case 2: ROWS_KERNEL(2); break;
-        case 4: ROWS_KERNEL(4); break;
-        case 8: ROWS_KERNEL(8); break;
-        case 16: ROWS_KERNEL(16); break;
-        default: ROWS_KERNEL(32); break;
-#undef ROWS_KERNEL
-        }
     } else { /* other head sizes (or variant 0): a block per row */
         dim3 grid1(a->n_head_kv, ns, a->n_q);
         k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
@@ -600,7 +464,7 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
                                                             a->scale, o_part, ml_part, ns);
     }
     dim3 grid2(a->n_head, a->n_q);
-    if (variant == 2 && hd % 4 == 0 && ns <= MERGE_MAX_SPLITS) {
+    if (variant != 0 && hd % 4 == 0 && ns <= MERGE_MAX_SPLITS) {
         k_attn_merge2<<<grid2, MERGE_THREADS, merge2_smem(ns, hd), cu->stream>>>(
             o_part, ml_part, a->kv_len_d, a->gap_d, a->n_head, hd, ns, a->out, a->ldo);
         return;

@@ -184,13 +184,13 @@ size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, i
  * for all of them; a second kernel merges the partial softmax states in a
  * fixed order. Any view (full, gathered C_r, the streaming cache with its
  * gap). Rows are independent (batch invariant). The variant is
- * TF_CUDA_ATTN_DECODE (0, 1, 2; default 2), read once. */
+ * TF_CUDA_ATTN_DECODE (0 or 2; default 2), read once. */
 void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a);
-/* The same with the variant chosen (labs, tests): 2, a block per (KV head,
- * split, group of rows) with 4 keys in flight per team and the splits merged
- * in parallel runs; 1, the same blocks with one key in flight and a serial
- * merge; 0, a block per (KV head, split, row). Head sizes that are not a
- * power of two from 8 to 256 take variant 0's blocks whatever is asked. */
+/* The same with the variant chosen (labs, tests): 2 (any value but 0), a
+ * block per (KV head, split, group of rows) with 4 keys in flight per team
+ * and the splits merged in parallel runs; 0, a block per (KV head, split,
+ * row) and a serial merge. Head sizes that are not a power of two from 8 to
+ * 256 take variant 0's blocks whatever is asked. */
 void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int variant);
 /* Flash-attention prefill: tiles of 16 query rows x 64 keys with an online
  * softmax; no scratch. Not batch-invariant (prefill needs no invariance). */
