@@ -20,6 +20,7 @@
 #include "backend/cpu/quant.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
+#include "core/topk.h"
 #include "kv/kv.h"
 #include "kv/retrieval.h"
 #include "kv/streaming.h"
@@ -370,6 +371,41 @@ static void check_argmax(tf_backend *be, const char *desc) {
     dfree(be, dl), dfree(be, dout), free(l);
 }
 
+/* Sampling's candidates: the op against tf_topk_scaled, every id, z and count
+ * equal, on rows with ties (equal logits), NaN, -inf, a row with fewer finite
+ * values than k and a row with none, for several k and temperatures. */
+static void check_topk(tf_backend *be, const char *desc) {
+    const int rows = 5, V = 3000;
+    float *l = rnd((size_t)rows * V, -6, 6);
+    for (int i = 0; i < V; i += 7) l[0 * V + i] = 2.5f;        /* many ties at the top */
+    for (int i = 0; i < V; i += 11) l[1 * V + i] = NAN;
+    for (int i = 0; i < V; i += 13) l[1 * V + i] = -INFINITY;
+    for (int i = 0; i < V; i++) l[2 * V + i] = i % 500 ? NAN : (float)(i % 3); /* 6 finite values */
+    for (int i = 0; i < V; i++) l[3 * V + i] = -INFINITY;       /* none */
+    float *dl = dbuf(be, l, sizeof(float) * rows * V);
+    static const struct { int k; float temp; } cases[] = {{1, 1.0f}, {4, 0.6f}, {40, 0.7f}, {64, 1.3f}, {17, 3.0f}};
+    int32_t *got = malloc(sizeof(int32_t) * rows * (2 * TF_TOPK_MAX + 1)), ids[TF_TOPK_MAX];
+    float z[TF_TOPK_MAX];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int k = cases[c].k;
+        int32_t *dout = dbuf(be, NULL, sizeof(int32_t) * rows * (2 * k + 1)); /* its guard right after the layout */
+        be->ops->topk(be, dout, dl, rows, V, k, cases[c].temp);
+        dget(be, got, dout, sizeof(int32_t) * rows * (2 * k + 1), "topk");
+        const float *gz = (const float *)(got + rows * k);
+        for (int r = 0; r < rows; r++) {
+            int32_t m = tf_topk_scaled(l + (size_t)r * V, V, cases[c].temp, k, ids, z);
+            if (got[2 * rows * k + r] != m || memcmp(got + r * k, ids, sizeof(int32_t) * m) ||
+                memcmp(gz + r * k, z, sizeof(float) * m)) {
+                print_error("%s, topk k=%d temp %g row %d: %d kept (expected %d), or the ids / z differ\n", desc, k,
+                            cases[c].temp, r, got[2 * rows * k + r], m);
+                fail();
+            }
+        }
+        dfree(be, dout);
+    }
+    dfree(be, dl), free(got), free(l);
+}
+
 /* Slot o of layer il, KV head h of a cache downloaded from be: through the
  * CPU's layout for host backends; a device keeps f16 keys row-major
  * ([slot][head_dim], kv_view.h), and values in both layouts. */
@@ -642,7 +678,8 @@ static void check_table(const tf_backend *be, const char *desc) {
         {TF_OP_MATMUL, (const void *)o->matmul},     {TF_OP_ADD_BIAS, (const void *)o->add_bias},
         {TF_OP_ADD, (const void *)o->add},           {TF_OP_SILU_MUL, (const void *)o->silu_mul},
         {TF_OP_KV_STORE, (const void *)o->kv_store}, {TF_OP_ATTN, (const void *)o->attn},
-        {TF_OP_ARGMAX, (const void *)o->argmax},     {TF_OP_GRAPH, (const void *)o->graph_begin},
+        {TF_OP_ARGMAX, (const void *)o->argmax},     {TF_OP_TOPK, (const void *)o->topk},
+        {TF_OP_GRAPH, (const void *)o->graph_begin},
         {TF_OP_RC_SUMS, (const void *)o->rc_sums},   {TF_OP_RC_SELECT, (const void *)o->rc_select},
         {TF_OP_RC_GATHER, (const void *)o->rc_gather},
     };
@@ -676,6 +713,7 @@ static void check_backend(tf_backend *be) {
     check_embed_matmul(be, desc);
     check_attention(be, desc);
     check_argmax(be, desc);
+    check_topk(be, desc);
     check_retrieval(be, desc);
     check_streaming(be, desc);
 }

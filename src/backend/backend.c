@@ -13,7 +13,7 @@ static const char *const k_op_names[TF_OP_COUNT] = {
     [TF_OP_EMBED] = "embed",       [TF_OP_RMSNORM] = "rmsnorm",   [TF_OP_ROPE] = "rope",
     [TF_OP_ROPE_NEOX] = "rope_neox", [TF_OP_MATMUL] = "matmul",   [TF_OP_ADD_BIAS] = "add_bias",
     [TF_OP_ADD] = "add",           [TF_OP_SILU_MUL] = "silu_mul", [TF_OP_KV_STORE] = "kv_store",
-    [TF_OP_ATTN] = "attn",         [TF_OP_ARGMAX] = "argmax",     [TF_OP_GRAPH] = "graph",
+    [TF_OP_ATTN] = "attn",         [TF_OP_ARGMAX] = "argmax",     [TF_OP_TOPK] = "topk",         [TF_OP_GRAPH] = "graph",
     [TF_OP_RC_SUMS] = "rc_sums",   [TF_OP_RC_SELECT] = "rc_select", [TF_OP_RC_GATHER] = "rc_gather",
 };
 

@@ -50,6 +50,7 @@ typedef enum tf_op {
     TF_OP_KV_STORE,  /* type: the cache's */
     TF_OP_ATTN,      /* type: the cache's */
     TF_OP_ARGMAX,
+    TF_OP_TOPK,      /* sampling's candidates (core/topk.h) */
     TF_OP_GRAPH,     /* capture and replay of a whole pass */
     TF_OP_RC_SUMS,   /* the retrieval cache's chunk key sums; type: the cache's */
     TF_OP_RC_SELECT, /* its choice of chunks by the newest query */
@@ -194,6 +195,13 @@ typedef struct tf_backend_ops {
     /* out[r] = argmax of row r of logits [n_rows][n_vocab] (out: a buffer);
      * NaN never wins, ties go to the lowest id. */
     void (*argmax)(tf_backend *be, int32_t *out, const float *logits, int32_t n_rows, int32_t n_vocab);
+    /* The k best candidates of each row of logits [n_rows][n_vocab] at
+     * temperature temp, as tf_topk_scaled selects them (1 <= k <= TF_TOPK_MAX,
+     * temp > 0), into one buffer out of n_rows * (2k + 1) words: the ids
+     * [n_rows][k], then their z [n_rows][k] (floats), then how many each row
+     * kept [n_rows] (entries past that count are unspecified). */
+    void (*topk)(tf_backend *be, int32_t *out, const float *logits, int32_t n_rows, int32_t n_vocab, int32_t k,
+                 float temp);
 
     /* ---- the retrieval cache (tf_rc_call) ---- */
     size_t (*rc_scratch)(const tf_backend *be, const tf_rc_call *c);

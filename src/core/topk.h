@@ -15,4 +15,7 @@
  * finite). temp > 0, k >= 1. */
 int32_t tf_topk_scaled(const float *logits, int32_t n, float temp, int32_t k, int32_t *ids, float *z);
 
+/* The most candidates per row a backend's topk op hands over (backend.h). */
+#define TF_TOPK_MAX 64
+
 #endif

@@ -15,6 +15,7 @@
 #include "decode/spec.h"
 
 #include "core/mem.h"
+#include "core/topk.h"
 #include "decode/lookup.h"
 
 #include <math.h>
@@ -129,6 +130,18 @@ static tf_status level_dists(tf_spec *s, spec_level *L, int64_t c, int32_t from,
         for (int32_t r = 0; r < rows; r++) {
             tf_dist *d = dist_at(s, L, c + from + r + 1);
             d->n = 1, d->id[0] = s->tok_h[r], d->p[0] = 1.0f;
+        }
+        return TF_OK;
+    }
+    /* with top-k on, the k candidates of each row are selected where the logits are and only they come back */
+    const int32_t k = tf_sampling_top_k(&s->samp);
+    if (k > 0 && k <= TF_TOPK_MAX) {
+        TF_TRY(tf_fwd_topk(&L->fwd, rows, k, s->cfg.sampling.temp, s->topk_h, &s->err));
+        const float *z = (const float *)(s->topk_h + (size_t)rows * k);
+        const int32_t *n_kept = s->topk_h + (size_t)2 * rows * k;
+        for (int32_t r = 0; r < rows; r++) {
+            tf_sampling_dist_top(&s->samp, s->topk_h + (size_t)r * k, z + (size_t)r * k, n_kept[r]);
+            dist_copy(dist_at(s, L, c + from + r + 1), &s->samp.dist);
         }
         return TF_OK;
     }
@@ -609,10 +622,16 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
                                 "the newest target query", err);
     }
     s->seq = tf_alloc(sizeof(int32_t) * (size_t)cfg->n_ctx);
+    const bool top = tf_sampling_top_k(&s->samp) > 0 && tf_sampling_top_k(&s->samp) <= TF_TOPK_MAX;
+    if (st == TF_OK && top) { /* what a sampled pass reads back: each row's candidates */
+        s->topk_h = tf_alloc(sizeof(int32_t) * (size_t)s->q_cap_rows * (2 * TF_TOPK_MAX + 1));
+        if (!s->topk_h) st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
+    }
     if (st == TF_OK && !s->be.ops->host_memory) { /* what a device's passes read back */
         s->tok_h = tf_alloc(sizeof(int32_t) * (size_t)s->q_cap_rows);
-        if (cfg->sampling.temp > 0.0f) s->logits_h = tf_alloc(sizeof(float) * (size_t)s->q_cap_rows * hp->n_vocab);
-        if (!s->tok_h || (cfg->sampling.temp > 0.0f && !s->logits_h))
+        if (cfg->sampling.temp > 0.0f && !top)
+            s->logits_h = tf_alloc(sizeof(float) * (size_t)s->q_cap_rows * hp->n_vocab);
+        if (!s->tok_h || (cfg->sampling.temp > 0.0f && !top && !s->logits_h))
             st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
     }
     if (st == TF_OK && !s->seq) st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");
@@ -634,6 +653,7 @@ void tf_spec_free(tf_spec *s) {
     tf_free(s->seq);
     tf_free(s->tok_h);
     tf_free(s->logits_h);
+    tf_free(s->topk_h);
     memset(s, 0, sizeof *s);
 }
 

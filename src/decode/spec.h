@@ -143,7 +143,8 @@ typedef struct tf_spec {
     int32_t q_cap_rows;
     float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p (a buffer on be) */
     int32_t *tok_h;           /* device: [rows] greedy tokens of a pass, read back */
-    float *logits_h;          /* device, sampled: [rows][n_vocab] logits of a pass, read back */
+    float *logits_h;          /* device, sampled without top-k: [rows][n_vocab] logits of a pass, read back */
+    int32_t *topk_h;          /* sampled with top-k: [rows] rows' candidates of a pass (tf_fwd_topk's layout) */
     int32_t passes_since_rebuild;
     tf_gamma_ctl gctl[2];     /* gamma2 0: the running choice, one per route (their drafts differ) */
     int route;                /* the current target pass's route: TF_ROUTE_MIDDLE or TF_ROUTE_SKIP */

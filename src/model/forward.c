@@ -11,6 +11,7 @@
 #include "model/forward.h"
 
 #include "backend/cpu/backend_cpu.h"
+#include "core/topk.h"
 
 #include <math.h>
 #include <string.h>
@@ -53,6 +54,7 @@ static tf_status reserve(tf_fwd *f, const tf_bweights *w, int32_t n_batch, int32
         {&f->attn_scratch, o->attn_scratch(be, n_batch, hp->n_head, hp->head_dim, n_kv_max)},
         {(void **)&f->logits, n_lg * hp->n_vocab * 4},
         {(void **)&f->argmax_d, n_lg * 4},
+        {(void **)&f->topk_d, n_lg * (2 * TF_TOPK_MAX + 1) * 4},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (!bufs[i].bytes) continue; /* e.g. no RoPE table on a device */
@@ -96,7 +98,7 @@ void tf_fwd_free(tf_fwd *f) {
         o->sync(be, "freeing the forward pass", NULL);
         for (int i = 0; i < f->n_graph; i++) o->graph_free(be, f->graph[i].g);
         void *ps[] = {f->x, f->xn, f->q, f->att, f->k, f->v, f->tmp, f->gate, f->up, f->rope_table,
-                      f->mm_scratch, f->attn_scratch, f->logits, f->argmax_d, f->args_d};
+                      f->mm_scratch, f->attn_scratch, f->logits, f->argmax_d, f->topk_d, f->args_d};
         for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
             if (ps[i]) o->free(be, ps[i]);
         if (f->args_h && f->args_h != f->args_d) o->host_free(be, f->args_h);
@@ -284,6 +286,18 @@ tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err) {
     be->ops->argmax(be, f->argmax_d, f->logits, n_rows, f->m->hp.n_vocab);
     TF_TRY(be->ops->check(be, "argmax", err));
     TF_TRY(be->ops->download(be, out, f->argmax_d, sizeof(int32_t) * (size_t)n_rows, err));
+    f->pending = false;
+    return TF_OK;
+}
+
+tf_status tf_fwd_topk(tf_fwd *f, int32_t n_rows, int32_t k, float temp, int32_t *out, tf_err *err) {
+    if (k < 1 || k > TF_TOPK_MAX || !(temp > 0.0f))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "top-k candidates: k = %d, temperature %g (expected 1..%d and > 0)",
+                       k, temp, TF_TOPK_MAX);
+    tf_backend *be = f->be;
+    be->ops->topk(be, f->topk_d, f->logits, n_rows, f->m->hp.n_vocab, k, temp);
+    TF_TRY(be->ops->check(be, "topk", err));
+    TF_TRY(be->ops->download(be, out, f->topk_d, sizeof(int32_t) * (size_t)n_rows * (2 * (size_t)k + 1), err));
     f->pending = false;
     return TF_OK;
 }

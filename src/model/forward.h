@@ -40,6 +40,7 @@ typedef struct tf_fwd {
     void *rope_table, *mm_scratch, *attn_scratch;
     float *logits;                /* [n_logits][n_vocab]; host memory on the CPU */
     int32_t *argmax_d;            /* [n_logits] */
+    int32_t *topk_d;              /* [n_logits * (2 TF_TOPK_MAX + 1)]: backend.h's topk layout */
     /* Per-call values in one buffer, uploaded from host staging (the same
      * memory on a host-memory backend): tokens[n_batch] pos[n_batch]
      * kv_len[n_batch] slot0[1]. */
@@ -94,6 +95,10 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
 
 /* Greedy tokens of the first n_rows logits rows of the last pass, to host out. */
 tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err);
+/* Sampling's k candidates (1 <= k <= TF_TOPK_MAX, temp > 0) of the first
+ * n_rows logits rows, to host out in the backend topk op's layout: ids
+ * [n_rows][k], z [n_rows][k] (floats), counts [n_rows] (backend.h). */
+tf_status tf_fwd_topk(tf_fwd *f, int32_t n_rows, int32_t k, float temp, int32_t *out, tf_err *err);
 /* The first n_rows logits rows, to host out [n_rows][n_vocab]. */
 tf_status tf_fwd_logits(tf_fwd *f, int32_t n_rows, float *out, tf_err *err);
 

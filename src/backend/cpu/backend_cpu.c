@@ -10,6 +10,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/cpu/retrieval_cpu.h"
 #include "core/mem.h"
+#include "core/topk.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -166,6 +167,15 @@ static void cpu_argmax(tf_backend *be, int32_t *out, const float *logits, int32_
     }
 }
 
+static void cpu_topk(tf_backend *be, int32_t *out, const float *logits, int32_t n_rows, int32_t n_vocab, int32_t k,
+                     float temp) {
+    (void)be;
+    float *z = (float *)(out + (size_t)n_rows * k);
+    int32_t *n = out + (size_t)2 * n_rows * k;
+    for (int32_t r = 0; r < n_rows; r++)
+        n[r] = tf_topk_scaled(logits + (size_t)r * n_vocab, n_vocab, temp, k, out + (size_t)r * k, z + (size_t)r * k);
+}
+
 static size_t cpu_rc_scratch(const tf_backend *be, const tf_rc_call *c) {
     return tf_cpu_rc_scratch(c, tf_pool_size(ctx_of(be)->pool));
 }
@@ -203,6 +213,7 @@ static const tf_backend_ops k_cpu_ops = {
     .attn_scratch = cpu_attn_scratch,
     .attn = cpu_attn,
     .argmax = cpu_argmax,
+    .topk = cpu_topk,
     .rc_scratch = cpu_rc_scratch,
     .rc_sums = cpu_rc_sums,
     .rc_select = cpu_rc_select,

@@ -158,6 +158,11 @@ static void cuda_argmax(tf_backend *be, int32_t *out, const float *logits, int32
     tf_cuda_argmax(cu_of(be), out, logits, n_rows, n_vocab);
 }
 
+static void cuda_topk(tf_backend *be, int32_t *out, const float *logits, int32_t n_rows, int32_t n_vocab, int32_t k,
+                      float temp) {
+    tf_cuda_topk(cu_of(be), out, logits, n_rows, n_vocab, k, temp);
+}
+
 static tf_status cuda_graph_begin(tf_backend *be, tf_err *err) { return tf_cuda_graph_begin(cu_of(be), err); }
 
 static tf_status cuda_graph_end(tf_backend *be, void **graph, tf_err *err) {
@@ -230,6 +235,7 @@ static const tf_backend_ops k_cuda_ops = {
     .attn_scratch = cuda_attn_scratch,
     .attn = cuda_attn,
     .argmax = cuda_argmax,
+    .topk = cuda_topk,
     .rc_scratch = cuda_rc_scratch,
     .rc_sums = cuda_rc_sums,
     .rc_select = cuda_rc_select,

@@ -229,6 +229,12 @@ void tf_cuda_gather(tf_cuda *cu, uint16_t *view_k, uint16_t *view_v, int32_t n_v
 /* out_d[r] = argmax of row r of logits [n_rows][n_vocab]; NaN never wins,
  * ties go to the lowest id (as tf_argmax). */
 void tf_cuda_argmax(tf_cuda *cu, int32_t *out_d, const float *logits, int32_t n_rows, int32_t n_vocab);
+/* The backend table's topk (backend.h): for each row the k <= TF_TOPK_MAX
+ * (64) best z = logit / temp (correctly rounded; NaN as -inf, -inf never
+ * kept), larger z first and then lower id, as tf_topk_scaled (core/topk.c):
+ * out_d = ids [n_rows][k] | z [n_rows][k] | counts [n_rows]. */
+void tf_cuda_topk(tf_cuda *cu, int32_t *out_d, const float *logits, int32_t n_rows, int32_t n_vocab, int32_t k,
+                  float temp);
 /* p[r] = softmax(logits[r] / temp) (temp > 0), rows of n_vocab. */
 void tf_cuda_softmax(tf_cuda *cu, float *p, const float *logits, int32_t n_rows, int32_t n_vocab, float temp);
 /* Draw one token per row from probability rows p [n_rows][n_vocab] by
