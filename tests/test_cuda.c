@@ -38,6 +38,7 @@ int main(void) {
 #include "backend/cpu/ops.h"
 #include "backend/cpu/quant.h"
 #include "backend/cuda/cuda_backend.h"
+#include "core/topk.h"
 #include "core/fp16.h"
 #include "core/mem.h"
 #include "kv/retrieval.h"
@@ -418,52 +419,21 @@ static void test_sampling(void **state) {
     get_d(tok, dtok, sizeof tok);
     for (int r = 0; r < rows; r++) assert_int_equal(tok[r], tf_argmax(lg + (size_t)r * V, V));
     assert_int_equal(tok[1], 5);
-    lg[2 * V + 3] = 0.0f; /* softmax rows must be finite */
-    assert_int_equal(tf_cuda_h2d(g_cu, dl, lg, sizeof(float) * rows * V, &g_err), TF_OK);
-    float *dp = dup_d(NULL, sizeof(float) * rows * V), *p = malloc(sizeof(float) * rows * V),
-          *ref = malloc(sizeof(float) * rows * V);
-    tf_cuda_softmax(g_cu, dp, dl, rows, V, 0.7f);
-    get_d(p, dp, sizeof(float) * rows * V);
+    /* sampling's candidates, as core/topk.c selects them (the decoder's path with top-k on) */
+    const int k = 40;
+    int32_t *dk = dup_d(NULL, sizeof(int32_t) * rows * (2 * k + 1)), *got = malloc(sizeof(int32_t) * rows * (2 * k + 1));
+    int32_t ids[40];
+    float z[40];
+    tf_cuda_topk(g_cu, dk, dl, rows, V, k, 0.7f);
+    get_d(got, dk, sizeof(int32_t) * rows * (2 * k + 1));
     for (int r = 0; r < rows; r++) {
-        double m = -INFINITY, s = 0;
-        for (int i = 0; i < V; i++) m = fmax(m, lg[(size_t)r * V + i] / 0.7);
-        for (int i = 0; i < V; i++) s += exp(lg[(size_t)r * V + i] / 0.7 - m);
-        for (int i = 0; i < V; i++) ref[(size_t)r * V + i] = (float)(exp(lg[(size_t)r * V + i] / 0.7 - m) / s);
+        int32_t m = tf_topk_scaled(lg + (size_t)r * V, V, 0.7f, k, ids, z);
+        assert_int_equal(got[2 * rows * k + r], m);
+        assert_memory_equal(got + r * k, ids, sizeof(int32_t) * m);
+        assert_memory_equal((const float *)(got + rows * k) + r * k, z, sizeof(float) * m);
     }
-    expect_close("softmax", p, ref, (size_t)rows * V, 1e-10);
-    /* inverse CDF: u just below a token's cumulative mass picks it */
-    float u[4] = {0.0f, 0.5f, 0.999f, 0.25f}, *du = dup_d(u, sizeof u);
-    tf_cuda_sample(g_cu, dtok, dp, du, rows, V);
-    get_d(tok, dtok, sizeof tok);
-    for (int r = 0; r < rows; r++) {
-        double cum = 0;
-        int32_t want = V - 1;
-        for (int i = 0; i < V; i++) {
-            cum += ref[(size_t)r * V + i];
-            if (cum > u[r]) {
-                want = i;
-                break;
-            }
-        }
-        assert_true(abs(tok[r] - want) <= 1); /* float vs double cumulative sums may straddle one boundary */
-    }
-    /* verify: a token the target likes more than the draft is accepted; one the
-     * target gives no mass is rejected and replaced from the residual */
-    float *pt = calloc(V, sizeof(float)), *qd = calloc(V, sizeof(float));
-    pt[10] = 0.7f, pt[11] = 0.3f, qd[10] = 0.2f, qd[12] = 0.8f;
-    float *dpt = dup_d(pt, sizeof(float) * V), *dqd = dup_d(qd, sizeof(float) * V);
-    float uv[2] = {0.99f, 0.5f};
-    assert_int_equal(tf_cuda_h2d(g_cu, du, uv, sizeof uv, &g_err), TF_OK);
-    int32_t res[2];
-    tf_cuda_verify(g_cu, dtok, dpt, dqd, 10, du, V);
-    get_d(res, dtok, sizeof res);
-    assert_int_equal(res[0], 10), assert_int_equal(res[1], 1);
-    tf_cuda_verify(g_cu, dtok, dpt, dqd, 12, du, V);
-    get_d(res, dtok, sizeof res);
-    assert_int_equal(res[1], 0);
-    assert_true(res[0] == 10 || res[0] == 11); /* residual: 0.5 on 10, 0.3 on 11 */
-    dfree(dl), dfree(dtok), dfree(dp), dfree(du), dfree(dpt), dfree(dqd);
-    free(lg), free(p), free(ref), free(pt), free(qd);
+    dfree(dl), dfree(dtok), dfree(dk);
+    free(lg), free(got);
 }
 
 /* ---- whole-model checks ----------------------------------------------------------------------------- */

@@ -235,19 +235,6 @@ void tf_cuda_argmax(tf_cuda *cu, int32_t *out_d, const float *logits, int32_t n_
  * out_d = ids [n_rows][k] | z [n_rows][k] | counts [n_rows]. */
 void tf_cuda_topk(tf_cuda *cu, int32_t *out_d, const float *logits, int32_t n_rows, int32_t n_vocab, int32_t k,
                   float temp);
-/* p[r] = softmax(logits[r] / temp) (temp > 0), rows of n_vocab. */
-void tf_cuda_softmax(tf_cuda *cu, float *p, const float *logits, int32_t n_rows, int32_t n_vocab, float temp);
-/* Draw one token per row from probability rows p [n_rows][n_vocab] by
- * inverting the cumulative sum at u_d[r] in [0, 1) (uniforms supplied by the
- * caller's RNG, so host and device draws are reproducible). */
-void tf_cuda_sample(tf_cuda *cu, int32_t *out_d, const float *p, const float *u_d, int32_t n_rows, int32_t n_vocab);
-/* Exact speculative verification of one drafted token x against dense
- * target p and draft q rows (n_vocab): accept with probability min(1, p[x]/q[x])
- * using u_d[0]; otherwise draw from normalize(max(p - q, 0)) with u_d[1]
- * (from p if the residual has no mass). out_d[0] = emitted token,
- * out_d[1] = 1 if x was accepted. */
-void tf_cuda_verify(tf_cuda *cu, int32_t *out_d, const float *p, const float *q, int32_t x, const float *u_d,
-                    int32_t n_vocab);
 
 #ifdef __cplusplus
 }
