@@ -829,6 +829,14 @@ static void test_loader_errors(void **state) {
     variant_kv(&v, "tokenizer.ggml.token_type")->arr_n = 100;
     expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.token_type", "100");
 
+    variant_make(&v, &g); /* a Metaspace scheme that is not one */
+    {
+        tf_gguf_kv *kv = variant_kv(&v, "general.name");
+        kv->key = (tf_gguf_str){"tokenizer.triforce.space_prefix", 31};
+        kv->val.s = (tf_gguf_str){"sometimes", 9};
+    }
+    expect_error(&v, TF_ERR_UNSUPPORTED, "tokenizer.triforce.space_prefix", "'sometimes'");
+
     variant_make(&v, &g); /* SPM without scores */
     variant_drop(&v, "tokenizer.ggml.scores");
     expect_error(&v, TF_ERR_FORMAT, "tokenizer.ggml.scores", NULL);
