@@ -421,11 +421,12 @@ static void test_sampling(void **state) {
     assert_int_equal(tok[1], 5);
     /* sampling's candidates, as core/topk.c selects them (the decoder's path with top-k on) */
     const int k = 40;
-    int32_t *dk = dup_d(NULL, sizeof(int32_t) * rows * (2 * k + 1)), *got = malloc(sizeof(int32_t) * rows * (2 * k + 1));
+    const size_t out_n = (size_t)rows * (2 * k + 1);
+    int32_t *dk = dup_d(NULL, sizeof(int32_t) * out_n), *got = malloc(sizeof(int32_t) * out_n);
     int32_t ids[40];
     float z[40];
     tf_cuda_topk(g_cu, dk, dl, rows, V, k, 0.7f);
-    get_d(got, dk, sizeof(int32_t) * rows * (2 * k + 1));
+    get_d(got, dk, sizeof(int32_t) * out_n);
     for (int r = 0; r < rows; r++) {
         int32_t m = tf_topk_scaled(lg + (size_t)r * V, V, 0.7f, k, ids, z);
         assert_int_equal(got[2 * rows * k + r], m);

@@ -524,7 +524,8 @@ static int32_t ref_transform(const float *logits, int32_t n, const tf_sampling_c
         for (int32_t i = 0; i < m; i++) total += exp((double)all[i].z - all[0].z);
     else /* over the vocabulary, in id order */
         for (int32_t i = 0; i < n; i++)
-            if (!isnan(logits[i]) && logits[i] / c->temp != -INFINITY) total += exp((double)(logits[i] / c->temp) - all[0].z);
+            if (!isnan(logits[i]) && logits[i] / c->temp != -INFINITY)
+                total += exp((double)(logits[i] / c->temp) - all[0].z);
     for (int32_t i = 0; i < m; i++) ids[i] = all[i].id, p[i] = (float)(exp((double)all[i].z - all[0].z) / total);
     if (c->top_p < 1.0f) {
         double cum = 0;

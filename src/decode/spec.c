@@ -622,7 +622,8 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
                                 "the newest target query", err);
     }
     s->seq = tf_alloc(sizeof(int32_t) * (size_t)cfg->n_ctx);
-    const bool top = tf_sampling_top_k(&s->samp) > 0 && tf_sampling_top_k(&s->samp) <= TF_TOPK_MAX;
+    const int32_t top_k = tf_sampling_top_k(&s->samp);
+    const bool top = top_k > 0 && top_k <= TF_TOPK_MAX;
     if (st == TF_OK && top) { /* what a sampled pass reads back: each row's candidates */
         s->topk_h = tf_alloc(sizeof(int32_t) * (size_t)s->q_cap_rows * (2 * TF_TOPK_MAX + 1));
         if (!s->topk_h) st = tf_errf(err, TF_ERR_NOMEM, "decoder: out of memory");

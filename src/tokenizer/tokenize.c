@@ -59,7 +59,8 @@ static tf_status encode_raw(const tf_tokenizer *tok, const char *s, size_t n, bo
         }
         free(norm);
     }
-    if (tok->kind == TF_TOK_SPM) return tf_spm_encode(tok, s, n, space_prefix(tok, s, n, at_start, after_special), o, err);
+    if (tok->kind == TF_TOK_SPM)
+        return tf_spm_encode(tok, s, n, space_prefix(tok, s, n, at_start, after_special), o, err);
     return tf_bpe_encode(tok, s, n, o, err);
 }
 

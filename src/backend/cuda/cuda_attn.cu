@@ -263,7 +263,8 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int j = jb + u * N_TEAM;
-                raw[u] = j < nk_max ? *(const uint4 *)(Vh + vis_slot(gp, k0 + j) * hd + 8 * lk) : make_uint4(0, 0, 0, 0);
+                raw[u] = j < nk_max ? *(const uint4 *)(Vh + vis_slot(gp, k0 + j) * hd + 8 * lk)
+                                    : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
