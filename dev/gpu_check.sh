@@ -19,8 +19,12 @@
 #             random keys and values, each next to its bytes-read floor; a
 #             Llama-68M-shaped model's passes over a short cache (the bottom
 #             level's cost);
-#   ab7b      bench7b's passes and decode with the warp-per-row GEMV
-#             (TF_CUDA_GEMV=1), for an A/B in one run;
+#   ab7b      bench7b's passes and decode with the kernel variants AB_ENV selects
+#             (default TF_CUDA_GEMV=1, the warp-per-row GEMV), for an A/B in one run;
+#   abcuda    tests/test_cuda with AB_ENV set (the variants' GPU == CPU tokens and
+#             every mode == GPU ar);
+#   abmemcheck  compute-sanitizer memcheck with AB_ENV set over one greedy and one
+#             sampled TriForce generation on a generated llama-68m shape (head size 64);
 #   e2e7b     the same model with a Llama-68M-shaped draft, every mode end to end
 #             over a real prompt of E2E_LEN tokens (default 32768; a prefill, so
 #             minutes with the CUDA-core prefill attention);
@@ -177,15 +181,43 @@ s_bench7b() {
         --rows 1,2,4,8,16 --fill random --mode ar -r 2
 }
 
+AB_ENV=${AB_ENV:-TF_CUDA_GEMV=1}
+ab_set() { local kv; for kv in $AB_ENV; do export "$kv"; done; }
+ab_unset() { local kv; for kv in $AB_ENV; do unset "${kv%%=*}"; done; }
+
 s_ab7b() {
-    step "A/B: the warp-per-row GEMV (TF_CUDA_GEMV=1) at the same shapes"
+    step "A/B: $AB_ENV at the same shapes"
     T7=$TMP/llama2-7b-128k-f16.gguf
     [ -f "$T7" ] || limited "$(lim gen 300)" gen-model $TF gen-model "$T7" --preset llama2-7b-128k --type f16 ||
         echo "gen-model llama2-7b-128k failed"
-    export TF_CUDA_GEMV=1
-    tfbench "llama2-7b warp-per-row gemv" "$(lim ab7b 300)" -m "$T7" -p 0 -n "$N" -d "4096,$DEPTHS" \
+    ab_set
+    tfbench "llama2-7b $AB_ENV" "$(lim ab7b 300)" -m "$T7" -p 0 -n "$N" -d "4096,$DEPTHS" \
         --rows 1,2,4,8,16 --fill random --mode ar -r 2
-    unset TF_CUDA_GEMV
+    ab_unset
+}
+
+s_abcuda() {
+    step "tests/test_cuda with $AB_ENV"
+    ab_set
+    limited "$(lim cuda 600)" test_cuda env BUILD=build-cuda ./build-cuda/tests/test_cuda ||
+        { echo "TEST_CUDA ($AB_ENV) FAILED"; fail=1; }
+    ab_unset
+}
+
+s_abmemcheck() {
+    step "compute-sanitizer memcheck with $AB_ENV: TriForce on a generated llama-68m shape"
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    D68=$TMP/llama-68m-f16.gguf
+    [ -f "$D68" ] || $TF gen-model "$D68" --preset llama-68m --type f16 >/dev/null || echo "gen-model llama-68m failed"
+    head -c 1500 "${TF_SHARED_DIR:-../shared}/text/pride_and_prejudice.txt" > "$TMP/novel1500.txt" # byte vocabulary
+    ab_set
+    for temp in 0 0.8; do
+        limited "$(lim memcheck 300)" memcheck "$CS" --tool memcheck --error-exitcode 3 --print-limit 20 \
+            $TF generate -m "$D68" -md "$D68" --device cuda --mode triforce --budget 256 --gamma1 2 --gamma2 4 \
+            -f "$TMP/novel1500.txt" -c 2048 -n 24 \
+            --temp $temp -s 7 --ignore-eos 2>&1 | tail -6 || { echo "MEMCHECK ($AB_ENV, temp $temp) FAILED"; fail=1; }
+    done
+    ab_unset
 }
 
 s_e2e7b() {

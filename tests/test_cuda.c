@@ -209,6 +209,43 @@ static void matmul_case(tf_dtype type, int rows, int cols, int n, bool force_gem
     free(wf), free(x), free(wq), free(wdq), free(refd), free(ref), free(got);
 }
 
+/* One GEMV variant (tf_cuda_gemv_variant) for F16/BF16: close to the
+ * double reference and each token alone bit for bit its batched result. */
+static void gemv_variant_case(tf_dtype type, int rows, int cols, int n, int variant) {
+    size_t row_b = tf_dtype_row_size(type, cols);
+    float *wf = rnd((size_t)rows * cols, -1, 1), *x = rnd((size_t)n * cols, -2, 2);
+    uint8_t *wq = malloc(row_b * rows);
+    float *wdq = malloc(sizeof(float) * cols), *ref = malloc(sizeof(float) * n * rows);
+    float *got = malloc(sizeof(float) * n * rows), *one = malloc(sizeof(float) * rows);
+    for (int r = 0; r < rows; r++) {
+        tf_ref_quantize_row(type, wf + (size_t)r * cols, wq + r * row_b, cols);
+        tf_ref_dequantize_row(type, wq + r * row_b, wdq, cols);
+        for (int t = 0; t < n; t++) {
+            double s = 0;
+            for (int c = 0; c < cols; c++) s += (double)wdq[c] * x[(size_t)t * cols + c];
+            ref[(size_t)t * rows + r] = (float)s;
+        }
+    }
+    void *dw = dup_d(wq, row_b * rows);
+    float *dx = dup_d(x, sizeof(float) * n * cols), *dy = dup_d(NULL, sizeof(float) * n * rows);
+    tf_cuda_mat m = {.data = dw, .type = type, .n_rows = rows, .n_cols = cols};
+    tf_cuda_gemv_variant(g_cu, &m, dx, n, dy, rows, variant);
+    get_d(got, dy, sizeof(float) * n * rows);
+    char what[96];
+    snprintf(what, sizeof what, "gemv variant %d %s %dx%d n=%d", variant, tf_dtype_name(type), rows, cols, n);
+    expect_close(what, got, ref, (size_t)n * rows, 1e-10);
+    for (int t = 0; t < n; t++) {
+        tf_cuda_gemv_variant(g_cu, &m, dx + (size_t)t * cols, 1, dy, rows, variant);
+        get_d(one, dy, sizeof(float) * rows);
+        if (memcmp(one, got + (size_t)t * rows, sizeof(float) * rows) != 0) {
+            print_error("%s: row %d differs when computed alone (batch invariance)\n", what, t);
+            fail();
+        }
+    }
+    dfree(dw), dfree(dx), dfree(dy);
+    free(wf), free(x), free(wq), free(wdq), free(ref), free(got), free(one);
+}
+
 static void test_matmul(void **state) {
     (void)state;
     REQUIRE_DEVICE();
@@ -229,6 +266,18 @@ static void test_matmul(void **state) {
         matmul_case(t, 1001, 512, 5, false);
         matmul_case(t, 7, 768, 13, false);
     }
+    /* every F16/BF16 GEMV variant by name, whatever TF_CUDA_GEMV selects: the
+     * column split (4) and the tensor cores (6, and 7 with 32 rows per block),
+     * rows and columns that leave partial tiles and chunks */
+    const int variants[] = {4, 6, 7};
+    for (int i = 0; i < 2; i++)
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            const tf_dtype t = i ? TF_DTYPE_BF16 : TF_DTYPE_F16;
+            gemv_variant_case(t, 1001, 576, 3, variants[v]);
+            gemv_variant_case(t, 40, 4096, 8, variants[v]);
+            gemv_variant_case(t, 257, 1536, 9, variants[v]);
+            gemv_variant_case(t, 16, 736, 16, variants[v]);
+        }
 }
 
 /* ---- attention ------------------------------------------------------------------------------- */
@@ -263,8 +312,11 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
-    /* decode: each kernel variant (2, the default; 0, a block per row) */
-    for (int var = prefill_kernel ? 0 : 2; var >= 0; var -= 2) {
+    /* decode: each kernel variant (2, the default; 3, the tensor cores, head sizes 64 / 128 / 256, others
+     * as 2; 0, a block per row) */
+    const int vars[] = {2, 3, 0};
+    for (int vi = prefill_kernel ? 2 : 0; vi < 3; vi++) {
+        const int var = vars[vi];
         if (prefill_kernel) tf_cuda_attn_prefill(g_cu, &da);
         else tf_cuda_attn_decode_variant(g_cu, &da, var);
         CHECK(tf_cuda_check(g_cu, "attention", &g_err));

@@ -7,7 +7,9 @@
  * (tf_cuda_gemm, F16/BF16: activations rounded to the weight type), variants 4
  * and 5 the library's default for F16/BF16 (rows split over the columns across
  * a block's warps, 4 or 2 rows per block, every token in one group;
- * tf_cuda_gemv_variant), which must equal each other bit for bit. All are
+ * tf_cuda_gemv_variant), which must equal each other bit for bit; variants 6
+ * and 7 the tensor-core GEMV (TF32 mma, activations as two TF32 terms; 16 or
+ * 32 rows per block, which must also agree bit for bit). All are
  * validated (output poisoned
  * with NaN first) before timing; GB/s counts the weight bytes (read once).
  */
@@ -55,10 +57,11 @@ int main(void) {
         char name[96];
         tf_err err = {};
         float *v4_out = (float *)malloc(sizeof(float) * s.n * s.rows);
-        for (int var = 1; var <= 5; var++) {
+        for (int var = 1; var <= 7; var++) {
             if (var == 3) continue;
             if (var == 2 && s.type == 8) continue; /* no cuBLAS path for Q8_0 */
-            if (var >= 4 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v4/v5: F16/BF16 */
+            if (var >= 4 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v4..v7: F16/BF16 */
+            if (var >= 6 && s.cols % 32) continue;                                  /* v6/v7: n_cols % 32 == 0 */
             auto run = [&] {
                 if (var == 2) tf_cuda_gemm(cu, &m, (const float *)dx, s.n, dy, s.rows, scr, &err);
                 else tf_cuda_gemv_variant(cu, &m, (const float *)dx, s.n, dy, s.rows, var);
@@ -69,12 +72,17 @@ int main(void) {
             LAB_CHECK(cudaStreamSynchronize(lab_stream));
             LAB_CHECK(cudaMemcpy(got, dy, sizeof(float) * s.n * s.rows, cudaMemcpyDeviceToHost));
             snprintf(name, sizeof name, "v%d %s %s %dx%d n=%d", var,
-                     var == 1 ? "gemv " : var == 2 ? "cublas" : var == 4 ? "split R4" : "split R2",
+                     var == 1   ? "gemv "
+                     : var == 2 ? "cublas"
+                     : var == 4 ? "split R4"
+                     : var == 5 ? "split R2"
+                     : var == 6 ? "tc R1"
+                                : "tc R2",
                      tf_dtype_name(s.type), s.rows, s.cols, s.n);
             lab_validate(name, got, ref, (size_t)s.n * s.rows, var != 2 ? 1e-10 : s.type == 30 ? 1e-4 : 1e-6);
-            if (var == 4) memcpy(v4_out, got, sizeof(float) * s.n * s.rows);
-            if (var == 5 && memcmp(v4_out, got, sizeof(float) * s.n * s.rows) != 0) {
-                printf("FAIL %s: not v4's results bit for bit\n", name);
+            if (var == 4 || var == 6) memcpy(v4_out, got, sizeof(float) * s.n * s.rows);
+            if ((var == 5 || var == 7) && memcmp(v4_out, got, sizeof(float) * s.n * s.rows) != 0) {
+                printf("FAIL %s: not v%d's results bit for bit\n", name, var - 1);
                 exit(1);
             }
             double ms = lab_time_ms(run, 50);

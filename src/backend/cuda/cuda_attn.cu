@@ -309,6 +309,205 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
     }
 }
 
+/* ---- decode: phase 1 on the tensor cores (head_dim 64, 128 or 256) -----------------
+ * The same blocks and outputs as k_attn_split_rows2 (KV head x split x group
+ * of rows, up to 16 query vectors), the two products as mma.sync m16n8k8
+ * with TF32 operands and f32 accumulators: the f16 keys and values are exact
+ * in TF32, the query vectors and the probabilities enter as two TF32 terms
+ * each (hi = the value rounded to TF32, lo = the rest rounded to TF32; about
+ * 22 bits, what an f32 fused multiply-add keeps).
+ * Scores S (16 vectors x 256 keys) = Q K^T: warp w takes keys 64 w .. 64 w +
+ * 63 in 8 tiles of 8 keys; the head dimension is permuted as in k_gemv_tc
+ * (lane (g, q) loads dimensions d0 + 8q .. d0 + 8q + 7 of key g of a tile in
+ * one 16-byte load, and instruction m takes d0 + 8q + 2m and d0 + 8q + 2m + 1).
+ * The softmax of each vector's split as k_attn_split_rows2's, then the
+ * probabilities past a vector's keys set to 0. Values O^T (head_dim x 16) =
+ * V^T P^T: warp w takes dimensions w * hd / 4 .., in MT = hd / 64 tiles of 16;
+ * lane (g, q) holds the 2 MT consecutive dimensions from w * hd / 4 + 2 MT g
+ * of keys q and q + 4 of each step of 8 keys (one load each), tile t's rows g
+ * and g + 8 being its dimensions 2t and 2t + 1. An output column of mma
+ * depends on its own B column only and a row of S on its own A row only, so
+ * a vector's result depends on its query, keys and length only (batch
+ * invariance; keys past its length enter as exact zero products). */
+#define TC_QV 16
+#define SC_STRIDE (SPLIT + 4) /* a row stride of 4 words mod 32: conflict-free B fragments */
+
+__device__ __forceinline__ uint32_t tf32_rna(float f) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return r;
+}
+/* hi and lo TF32 terms of x (an infinite hi carries the value alone) */
+__device__ __forceinline__ void tf32_split(float x, uint32_t *hi, uint32_t *lo) {
+    *hi = tf32_rna(x);
+    const float h = __uint_as_float(*hi);
+    *lo = tf32_rna(isfinite(h) ? x - h : 0.0f);
+}
+__device__ __forceinline__ void mma_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    __trap();
+#endif
+}
+__device__ __forceinline__ uint32_t h2tf32(uint16_t h) { return __float_as_uint(tfc_h2f(h)); }
+
+template <int N> struct tc_load; /* N f16 values in one load */
+template <> struct tc_load<2> { typedef uint32_t type; };
+template <> struct tc_load<4> { typedef uint2 type; };
+template <> struct tc_load<8> { typedef uint4 type; };
+
+template <int HD>
+__global__ void __launch_bounds__(DEC_THREADS)
+k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
+                int32_t n_head_kv, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len, const int32_t *gap,
+                float scale, float *o_part, float *ml_part, int32_t n_split) {
+    static_assert(HD % 64 == 0 && HD <= 256 && SPLIT == 256 && DEC_THREADS == 128, "4 warps of 64 keys, hd / 4 dims");
+    constexpr int MT = HD / 64, DW = HD / 4;
+    typedef typename tc_load<2 * MT>::type vload;
+    __shared__ float qs[TC_QV][HD + 1]; /* odd row stride: conflict-free A fragments */
+    __shared__ float sc[TC_QV][SC_STRIDE];
+    __shared__ float mx[TC_QV], sm[TC_QV];
+    __shared__ int nks[TC_QV];
+    const int h = blockIdx.x, s = blockIdx.y, r0 = blockIdx.z * rows_per_block;
+    const int gq = n_head / n_head_kv, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = DEC_THREADS / 32;
+    const int g = lane >> 2, qd = lane & 3;
+    const int nr = min(rows_per_block, n_q - r0), nqv = nr * gq;
+    const int2 gp = gap_of(gap);
+    const int32_t k0 = s * SPLIT;
+    int nk_max = 0;
+    for (int i = 0; i < nr; i++) nk_max = max(nk_max, min(SPLIT, vis_len(gp, kv_len[r0 + i]) - k0));
+    if (nk_max <= 0) return;
+    if (threadIdx.x < TC_QV)
+        nks[threadIdx.x] =
+            threadIdx.x < nqv ? max(0, min(SPLIT, vis_len(gp, kv_len[r0 + threadIdx.x / gq]) - k0)) : 0;
+    for (int e = threadIdx.x; e < TC_QV * HD; e += DEC_THREADS) {
+        const int v = e / HD, d = e % HD;
+        qs[v][d] = v < nqv ? q[(int64_t)(r0 + v / gq) * ldq + (int64_t)(h * gq + v % gq) * HD + d] : 0.0f;
+    }
+    __syncthreads();
+    const uint16_t *Kh = K + (int64_t)h * n_slots * HD, *Vh = V + (int64_t)h * n_slots * HD;
+    { /* scores */
+        const uint16_t *kp[8];
+        bool kin[8];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            const int j = 64 * warp + 8 * nt + g;
+            kin[nt] = j < nk_max;
+            kp[nt] = Kh + vis_slot(gp, k0 + (kin[nt] ? j : 0)) * HD + 8 * qd;
+        }
+        float acc[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[nt][e] = 0.0f;
+#pragma unroll 1
+        for (int d0 = 0; d0 < HD; d0 += 32) {
+            uint4 kr[8];
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++) kr[nt] = kin[nt] ? *(const uint4 *)(kp[nt] + d0) : make_uint4(0, 0, 0, 0);
+            uint32_t ah[4][4], al[4][4];
+#pragma unroll
+            for (int m = 0; m < 4; m++) {
+                const int d = d0 + 8 * qd + 2 * m;
+                tf32_split(qs[g][d], &ah[m][0], &al[m][0]);
+                tf32_split(qs[g + 8][d], &ah[m][1], &al[m][1]);
+                tf32_split(qs[g][d + 1], &ah[m][2], &al[m][2]);
+                tf32_split(qs[g + 8][d + 1], &ah[m][3], &al[m][3]);
+            }
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++) {
+                const uint16_t *kh = (const uint16_t *)&kr[nt];
+#pragma unroll
+                for (int m = 0; m < 4; m++) {
+                    const uint32_t b0 = h2tf32(kh[2 * m]), b1 = h2tf32(kh[2 * m + 1]);
+                    mma_tf32(acc[nt], ah[m][0], ah[m][1], ah[m][2], ah[m][3], b0, b1);
+                    mma_tf32(acc[nt], al[m][0], al[m][1], al[m][2], al[m][3], b0, b1);
+                }
+            }
+        }
+        /* accumulator e of tile nt: vector g + 8 (e / 2), key 64 w + 8 nt + 2 q + e % 2 */
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sc[g + 8 * (e >> 1)][64 * warp + 8 * nt + 2 * qd + (e & 1)] = acc[nt][e] * scale;
+    }
+    __syncthreads();
+    for (int v = warp; v < nqv; v += nwarp)
+        if (nks[v] > 0) split_softmax(sc[v], nks[v], lane, &mx[v], &sm[v]);
+    __syncthreads();
+    for (int e = threadIdx.x; e < TC_QV * SPLIT; e += DEC_THREADS) {
+        const int v = e / SPLIT, j = e % SPLIT;
+        if (j >= nks[v]) sc[v][j] = 0.0f;
+    }
+    __syncthreads();
+    /* values: warp w's dimensions dbase .. dbase + hd / 4 - 1 */
+    const int dbase = warp * DW, ntq = nqv > 8 ? 2 : 1;
+    float oacc[MT][2][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int jt = 0; jt < 2; jt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) oacc[t][jt][e] = 0.0f;
+#pragma unroll 1
+    for (int kb = 0; kb < nk_max; kb += 64) {
+        vload va[8][2];
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++)
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int j = kb + 8 * ks + qd + 4 * hh;
+                if (j < nk_max) va[ks][hh] = *(const vload *)(Vh + vis_slot(gp, k0 + j) * HD + dbase + 2 * MT * g);
+                else memset(&va[ks][hh], 0, sizeof(vload));
+            }
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++) {
+            uint32_t bh[2][2], bl[2][2];
+#pragma unroll
+            for (int jt = 0; jt < 2; jt++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++)
+                    tf32_split(jt < ntq ? sc[g + 8 * jt][kb + 8 * ks + qd + 4 * hh] : 0.0f, &bh[jt][hh], &bl[jt][hh]);
+            const uint16_t *e0 = (const uint16_t *)&va[ks][0], *e1 = (const uint16_t *)&va[ks][1];
+#pragma unroll
+            for (int t = 0; t < MT; t++) {
+                const uint32_t a0 = h2tf32(e0[2 * t]), a1 = h2tf32(e0[2 * t + 1]);
+                const uint32_t a2 = h2tf32(e1[2 * t]), a3 = h2tf32(e1[2 * t + 1]);
+#pragma unroll
+                for (int jt = 0; jt < 2; jt++)
+                    if (jt < ntq) {
+                        mma_tf32(oacc[t][jt], a0, a1, a2, a3, bh[jt][0], bh[jt][1]);
+                        mma_tf32(oacc[t][jt], a0, a1, a2, a3, bl[jt][0], bl[jt][1]);
+                    }
+            }
+        }
+    }
+    /* accumulator e of (t, jt): dimension dbase + 2 MT g + 2 t + e / 2, vector 8 jt + 2 q + e % 2 */
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int jt = 0; jt < 2; jt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int v = 8 * jt + 2 * qd + (e & 1), d = dbase + 2 * MT * g + 2 * t + (e >> 1);
+                if (v < nqv && nks[v] > 0) {
+                    const int64_t part = ((int64_t)(r0 + v / gq) * n_head + h * gq + v % gq) * n_split + s;
+                    o_part[part * HD + d] = oacc[t][jt][e];
+                }
+            }
+    if (threadIdx.x < nqv && nks[threadIdx.x] > 0) {
+        const int v = threadIdx.x;
+        const int64_t part = ((int64_t)(r0 + v / gq) * n_head + h * gq + v % gq) * n_split + s;
+        ml_part[2 * part] = mx[v];
+        ml_part[2 * part + 1] = sm[v];
+    }
+}
+
 /* ---- decode: phase 2, version 2: the splits of one (row, head) in NP runs ----------
  * The weights exp(m_s - M) computed once into shared memory; NP runs of
  * consecutive splits summed in parallel (each in split order, 4 dimensions
@@ -396,13 +595,14 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
 }
 
 /* The decode kernels' variant: TF_CUDA_ATTN_DECODE (read once) = 0 (a
- * block per row) or 2 (the default); for labs and A/B runs, both compute
- * the same function. */
+ * block per row), 2 (the default) or 3 (the tensor cores, head sizes 64 /
+ * 128 / 256 on sm_80 and later; other head sizes as 2); for labs and A/B
+ * runs, all compute the same function. */
 static int decode_variant(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("TF_CUDA_ATTN_DECODE");
-        v = e && e[0] == '0' && !e[1] ? 0 : 2;
+        v = e && (e[0] == '0' || e[0] == '3') && !e[1] ? e[0] - '0' : 2;
     }
     return v;
 }
@@ -435,7 +635,16 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
     const int pow2 = hd >= 8 && hd <= MAX_HD && (hd & (hd - 1)) == 0;
     int T = hd / 8;
     dim3 grid_rows(a->n_head_kv, ns, (a->n_q + rpb - 1) / rpb);
-    if (variant != 0 && pow2) {
+    if (variant == 3 && (hd == 64 || hd == 128 || hd == 256) && g <= TC_QV && cu->sm >= 80) {
+#define TC(HH)                                                                                                     \
+    k_attn_split_tc<HH><<<grid_rows, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head, \
+                                                                   a->n_head_kv, a->n_q, rpb, a->kv_len_d,         \
+                                                                   a->gap_d, a->scale, o_part, ml_part, ns)
+        if (hd == 64) TC(64);
+        else if (hd == 128) TC(128);
+        else TC(256);
+#undef TC
+    } else if (variant != 0 && pow2) {
         const int nqv = (a->n_q < rpb ? a->n_q : rpb) * g, QV = nqv == 1 ? 1 : nqv <= 4 ? 4 : 8;
         const size_t smem = rows2_smem(T, QV, nqv, hd);
 #define ROWS2(TT, QQ)                                                                                              \
