@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu_check.sh — everything that needs a GPU, in one run on a GPU machine.
 # Steps (STEPS: the steps to run, in the order given; default all, in this order):
-#   labs      the kernel labs of dev/cuda/ (LABS, default all three): each validates its variants against
+#   labs      the kernel labs of dev/cuda/ (LABS, default all four): each validates its variants against
 #             a CPU reference, then times them (GB/s next to the measured copy
 #             bandwidth, which every later bound uses);
 #   ops       tests/test_backend_ops on the CUDA table (every op against
@@ -19,11 +19,13 @@
 #             random keys and values, each next to its bytes-read floor; a
 #             Llama-68M-shaped model's passes over a short cache (the bottom
 #             level's cost);
-#   ab7b      bench7b's passes and decode with the kernel variants AB_ENV selects
-#             (default TF_CUDA_GEMV=1, the warp-per-row GEMV), for an A/B in one run;
-#   abcuda    tests/test_cuda with AB_ENV set (the variants' GPU == CPU tokens and
+#   ab7b      bench7b's passes and decode with the kernel variants AB_ENVS selects
+#             (configurations separated by ';', each a list of VAR=value; default
+#             TF_CUDA_GEMV=1, the warp-per-row GEMV), for an A/B in one run
+#             (P7_AB: prefill lengths, default none; AB_ROWS: pass rows);
+#   abcuda    tests/test_cuda with AB_ENVS's first configuration set (the variants' GPU == CPU tokens and
 #             every mode == GPU ar);
-#   abmemcheck  compute-sanitizer memcheck with AB_ENV set over one greedy and one
+#   abmemcheck  compute-sanitizer memcheck with that configuration over one greedy and one
 #             sampled TriForce generation on a generated llama-68m shape (head size 64);
 #   e2e7b     the same model with a Llama-68M-shaped draft, every mode end to end
 #             over a real prompt of E2E_LEN tokens (default 32768; a prefill, so
@@ -100,7 +102,7 @@ S260=${TF_SHARED_DIR:-../shared}/models/stories260K/stories260K.gguf
 PEAK="" BW=""
 s_labs() {
     step "kernel labs"
-    for lab in ${LABS:-elementwise gemv attn_decode}; do
+    for lab in ${LABS:-elementwise gemv attn_decode attn_prefill}; do
         echo "--- $lab"
         if ! limited "$(lim labs 120)" "lab $lab" ./build-cuda/dev/$lab | tee "$TMP/lab-$lab.txt"; then
             echo "LAB $lab FAILED"; fail=1
@@ -181,19 +183,26 @@ s_bench7b() {
         --rows 1,2,4,8,16 --fill random --mode ar -r 2
 }
 
-AB_ENV=${AB_ENV:-TF_CUDA_GEMV=1}
+AB_ENVS=${AB_ENVS:-${AB_ENV:-TF_CUDA_GEMV=1}} # configurations separated by ';' (ab7b runs each)
+AB_ENV=${AB_ENVS%%;*}                          # the first: abcuda, abmemcheck
 ab_set() { local kv; for kv in $AB_ENV; do export "$kv"; done; }
 ab_unset() { local kv; for kv in $AB_ENV; do unset "${kv%%=*}"; done; }
 
 s_ab7b() {
-    step "A/B: $AB_ENV at the same shapes"
+    local first=$AB_ENV rest="$AB_ENVS;"
     T7=$TMP/llama2-7b-128k-f16.gguf
     [ -f "$T7" ] || limited "$(lim gen 300)" gen-model $TF gen-model "$T7" --preset llama2-7b-128k --type f16 ||
         echo "gen-model llama2-7b-128k failed"
-    ab_set
-    tfbench "llama2-7b $AB_ENV" "$(lim ab7b 300)" -m "$T7" -p 0 -n "$N" -d "4096,$DEPTHS" \
-        --rows 1,2,4,8,16 --fill random --mode ar -r 2
-    ab_unset
+    while [ -n "$rest" ]; do
+        AB_ENV=${rest%%;*} rest=${rest#*;}
+        [ -n "$AB_ENV" ] || continue
+        step "A/B: $AB_ENV at the same shapes"
+        ab_set
+        tfbench "llama2-7b $AB_ENV" "$(lim ab7b 300)" -m "$T7" -p "${P7_AB:-0}" -b 4096 -n "$N" -d "4096,$DEPTHS" \
+            --rows "${AB_ROWS:-1,2,4,8,16}" --fill random --mode ar -r 2
+        ab_unset
+    done
+    AB_ENV=$first
 }
 
 s_abcuda() {

@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGE=${1:-.gpu}
 SHARED=${TF_SHARED_DIR:-../shared}
-BINS="triforce tests/test_cuda tests/test_backend_ops tests/test_spec_dist dev/elementwise dev/gemv dev/attn_decode"
+BINS="triforce tests/test_cuda tests/test_backend_ops tests/test_spec_dist dev/elementwise dev/gemv dev/attn_decode dev/attn_prefill"
 make CUDA=1 -j"$(nproc)" >/dev/null
 make CUDA=1 -j"$(nproc)" cuda-labs $(for b in $BINS; do case $b in tests/*) echo build-cuda/$b;; esac; done) >/dev/null
 rm -rf "$STAGE/bin" "$STAGE/lib" "$STAGE/shared" "$STAGE/bin.tar.xz"

@@ -267,14 +267,15 @@ static void test_matmul(void **state) {
         matmul_case(t, 7, 768, 13, false);
     }
     /* every F16/BF16 GEMV variant by name, whatever TF_CUDA_GEMV selects: the
-     * column split (4) and the tensor cores (6, and 7 with 32 rows per block),
-     * rows and columns that leave partial tiles and chunks */
-    const int variants[] = {4, 6, 7};
+     * column split (4) and the tensor cores (6; 7 with 32 rows per block; 8 and 9
+     * with 8 and 16 warps), rows and columns that leave partial tiles and chunks */
+    const int variants[] = {4, 6, 7, 8, 9};
     for (int i = 0; i < 2; i++)
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
             const tf_dtype t = i ? TF_DTYPE_BF16 : TF_DTYPE_F16;
             gemv_variant_case(t, 1001, 576, 3, variants[v]);
             gemv_variant_case(t, 40, 4096, 8, variants[v]);
+            gemv_variant_case(t, 64, 11008, 5, variants[v]);
             gemv_variant_case(t, 257, 1536, 9, variants[v]);
             gemv_variant_case(t, 16, 736, 16, variants[v]);
         }
@@ -312,20 +313,22 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
-    /* decode: each kernel variant (2, the default; 3, the tensor cores, head sizes 64 / 128 / 256, others
-     * as 2; 0, a block per row) */
-    const int vars[] = {2, 3, 0};
-    for (int vi = prefill_kernel ? 2 : 0; vi < 3; vi++) {
-        const int var = vars[vi];
-        if (prefill_kernel) tf_cuda_attn_prefill(g_cu, &da);
+    /* each kernel variant. Decode: 2, the default; 3 and 4, the tensor cores (head sizes 64 / 128 / 256,
+     * others as 2; 4 gives 3's bits); 0, a block per row. Prefill: 0, CUDA cores (the default); 1, the
+     * tensor cores (head sizes 64 and 128, f16 inputs; others as 0) */
+    const int dvars[] = {2, 3, 4, 0}, pvars[] = {0, 1};
+    for (int vi = 0; vi < (prefill_kernel ? 2 : 4); vi++) {
+        const int var = prefill_kernel ? pvars[vi] : dvars[vi];
+        if (prefill_kernel) tf_cuda_attn_prefill_variant(g_cu, &da, var);
         else tf_cuda_attn_decode_variant(g_cu, &da, var);
         CHECK(tf_cuda_check(g_cu, "attention", &g_err));
         get_d(got, dout, sizeof(float) * n_q * q_dim);
         char what[128], kind[24];
-        snprintf(kind, sizeof kind, prefill_kernel ? "prefill" : "decode v%d", var);
+        snprintf(kind, sizeof kind, prefill_kernel ? "prefill v%d" : "decode v%d", var);
         snprintf(what, sizeof what, "attention %s heads %d/%d hd %d slots %d rows %d", kind, n_head, n_head_kv, hd,
                  n_slots, n_q);
-        expect_close(what, got, ref, (size_t)n_q * q_dim, 1e-9);
+        const bool f16_inputs = prefill_kernel && var == 1 && (hd == 64 || hd == 128);
+        expect_close(what, got, ref, (size_t)n_q * q_dim, f16_inputs ? 1e-5 : 1e-9);
         if (!prefill_kernel && n_q > 1) { /* each row alone gives the same bits */
             float *one = malloc(sizeof(float) * q_dim);
             for (int i = 0; i < n_q; i++) {
@@ -364,6 +367,8 @@ static void test_attention(void **state) {
     attn_case(32, 8, 128, 1030, 70, true);
     attn_case(4, 4, 8, 64, 64, true);
     attn_case(8, 2, 256, 300, 33, true);
+    attn_case(12, 12, 64, 700, 300, true); /* prefill on the tensor cores: several blocks of 128 rows */
+    attn_case(32, 8, 128, 2000, 257, true);
 }
 
 /* ---- retrieval: sums, selection, gather ----------------------------------------------------------- */

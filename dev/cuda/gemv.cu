@@ -8,8 +8,9 @@
  * and 5 the library's default for F16/BF16 (rows split over the columns across
  * a block's warps, 4 or 2 rows per block, every token in one group;
  * tf_cuda_gemv_variant), which must equal each other bit for bit; variants 6
- * and 7 the tensor-core GEMV (TF32 mma, activations as two TF32 terms; 16 or
- * 32 rows per block, which must also agree bit for bit). All are
+ * to 9 the tensor-core GEMV (TF32 mma, activations as two TF32 terms): 6 and 7
+ * with 4 warps per block and 16 or 32 rows (which must agree bit for bit), 8
+ * and 9 with 8 and 16 warps splitting the columns. All are
  * validated (output poisoned
  * with NaN first) before timing; GB/s counts the weight bytes (read once).
  */
@@ -57,11 +58,11 @@ int main(void) {
         char name[96];
         tf_err err = {};
         float *v4_out = (float *)malloc(sizeof(float) * s.n * s.rows);
-        for (int var = 1; var <= 7; var++) {
+        for (int var = 1; var <= 9; var++) {
             if (var == 3) continue;
             if (var == 2 && s.type == 8) continue; /* no cuBLAS path for Q8_0 */
-            if (var >= 4 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v4..v7: F16/BF16 */
-            if (var >= 6 && s.cols % 32) continue;                                  /* v6/v7: n_cols % 32 == 0 */
+            if (var >= 4 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v4..v9: F16/BF16 */
+            if (var >= 6 && s.cols % 32) continue;                                  /* v6..v9: n_cols % 32 == 0 */
             auto run = [&] {
                 if (var == 2) tf_cuda_gemm(cu, &m, (const float *)dx, s.n, dy, s.rows, scr, &err);
                 else tf_cuda_gemv_variant(cu, &m, (const float *)dx, s.n, dy, s.rows, var);
@@ -76,8 +77,10 @@ int main(void) {
                      : var == 2 ? "cublas"
                      : var == 4 ? "split R4"
                      : var == 5 ? "split R2"
-                     : var == 6 ? "tc R1"
-                                : "tc R2",
+                     : var == 6 ? "tc R1 K4"
+                     : var == 7 ? "tc R2 K4"
+                     : var == 8 ? "tc R1 K8"
+                                : "tc R1 K16",
                      tf_dtype_name(s.type), s.rows, s.cols, s.n);
             lab_validate(name, got, ref, (size_t)s.n * s.rows, var != 2 ? 1e-10 : s.type == 30 ? 1e-4 : 1e-6);
             if (var == 4 || var == 6) memcpy(v4_out, got, sizeof(float) * s.n * s.rows);

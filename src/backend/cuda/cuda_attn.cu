@@ -1,32 +1,21 @@
 /*
  * cuda_attn.cu — attention over an f16 KV cache view (a prefix of slots per
- * row): split-K flash-decoding for decode / verification batches, and a
- * tiled flash-attention kernel for prefill. Mirrors tf_cpu_attn (reference:
+ * row): split-K flash-decoding for decode / verification batches (prefill:
+ * cuda_attn_prefill.cu). Mirrors tf_cpu_attn (reference:
  * tf_ref_attn): out[i][hq] = softmax(scale * q[i][hq] . K[h][s]) . V[h][s]
  * over s < kv_len[i] outside the gap [gap[0], gap[1]), h = hq / (n_head /
  * n_head_kv). The kernels count a row's visible slots in order (key j of the
  * row is slot j before the gap, j + its width after it), so a gap costs
  * nothing but the index arithmetic.
  */
-#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_attn.cuh"
+#include "backend/cuda/cuda_mma.cuh"
 
 #define SPLIT TF_CUDA_ATTN_SPLIT
 #define DEC_THREADS 128
 #define MAX_GROUP 8
-#define MAX_HD 256
 
 static int32_t n_splits(int32_t max_kv) { return (max_kv + SPLIT - 1) / SPLIT; }
-
-/* The gap's start and width (0, 0: none), from the staged pair. */
-__device__ __forceinline__ int2 gap_of(const int32_t *gap) {
-    if (!gap || gap[0] >= gap[1]) return make_int2(0, 0);
-    return make_int2(gap[0], gap[1] - gap[0]);
-}
-/* Visible keys of a row that sees slots below len, and the slot of its key j. */
-__device__ __forceinline__ int32_t vis_len(int2 g, int32_t len) {
-    return len <= g.x ? len : len - min(g.y, len - g.x);
-}
-__device__ __forceinline__ int64_t vis_slot(int2 g, int32_t j) { return j < g.x ? j : (int64_t)j + g.y; }
 
 extern "C" size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t max_kv) {
     size_t parts = (size_t)n_q_max * n_head * n_splits(max_kv);
@@ -332,36 +321,16 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
 #define TC_QV 16
 #define SC_STRIDE (SPLIT + 4) /* a row stride of 4 words mod 32: conflict-free B fragments */
 
-__device__ __forceinline__ uint32_t tf32_rna(float f) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-    return r;
-}
-/* hi and lo TF32 terms of x (an infinite hi carries the value alone) */
-__device__ __forceinline__ void tf32_split(float x, uint32_t *hi, uint32_t *lo) {
-    *hi = tf32_rna(x);
-    const float h = __uint_as_float(*hi);
-    *lo = tf32_rna(isfinite(h) ? x - h : 0.0f);
-}
-__device__ __forceinline__ void mma_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-    __trap();
-#endif
-}
-__device__ __forceinline__ uint32_t h2tf32(uint16_t h) { return __float_as_uint(tfc_h2f(h)); }
-
 template <int N> struct tc_load; /* N f16 values in one load */
 template <> struct tc_load<2> { typedef uint32_t type; };
 template <> struct tc_load<4> { typedef uint2 type; };
 template <> struct tc_load<8> { typedef uint4 type; };
 
-template <int HD>
+/* PIPE = 1 (variant 4, the same bits as 3): the next 64 keys' values are
+ * loaded while the current ones are multiplied (head sizes up to 128), the
+ * first 64 before the softmax, the keys two 32-dimension steps at a time, and
+ * only the probabilities a product reads are cleared. */
+template <int HD, int PIPE>
 __global__ void __launch_bounds__(DEC_THREADS)
 k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
                 int32_t n_head_kv, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len, const int32_t *gap,
@@ -405,29 +374,38 @@ k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[nt][e] = 0.0f;
+        constexpr int DU = PIPE && HD <= 128 ? 2 : 1; /* 32-dimension steps loaded at once */
 #pragma unroll 1
-        for (int d0 = 0; d0 < HD; d0 += 32) {
-            uint4 kr[8];
+        for (int d00 = 0; d00 < HD; d00 += 32 * DU) {
+            uint4 krr[DU][8];
 #pragma unroll
-            for (int nt = 0; nt < 8; nt++) kr[nt] = kin[nt] ? *(const uint4 *)(kp[nt] + d0) : make_uint4(0, 0, 0, 0);
+            for (int du = 0; du < DU; du++)
+#pragma unroll
+                for (int nt = 0; nt < 8; nt++)
+                    krr[du][nt] = kin[nt] ? *(const uint4 *)(kp[nt] + d00 + 32 * du) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+            for (int du = 0; du < DU; du++) {
+            const int d0 = d00 + 32 * du;
+            const uint4 *kr = krr[du];
             uint32_t ah[4][4], al[4][4];
 #pragma unroll
             for (int m = 0; m < 4; m++) {
                 const int d = d0 + 8 * qd + 2 * m;
-                tf32_split(qs[g][d], &ah[m][0], &al[m][0]);
-                tf32_split(qs[g + 8][d], &ah[m][1], &al[m][1]);
-                tf32_split(qs[g][d + 1], &ah[m][2], &al[m][2]);
-                tf32_split(qs[g + 8][d + 1], &ah[m][3], &al[m][3]);
+                tfc_tf32_split(qs[g][d], &ah[m][0], &al[m][0]);
+                tfc_tf32_split(qs[g + 8][d], &ah[m][1], &al[m][1]);
+                tfc_tf32_split(qs[g][d + 1], &ah[m][2], &al[m][2]);
+                tfc_tf32_split(qs[g + 8][d + 1], &ah[m][3], &al[m][3]);
             }
 #pragma unroll
             for (int nt = 0; nt < 8; nt++) {
                 const uint16_t *kh = (const uint16_t *)&kr[nt];
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
-                    const uint32_t b0 = h2tf32(kh[2 * m]), b1 = h2tf32(kh[2 * m + 1]);
-                    mma_tf32(acc[nt], ah[m][0], ah[m][1], ah[m][2], ah[m][3], b0, b1);
-                    mma_tf32(acc[nt], al[m][0], al[m][1], al[m][2], al[m][3], b0, b1);
+                    const uint32_t b0 = tfc_h2tf32(kh[2 * m]), b1 = tfc_h2tf32(kh[2 * m + 1]);
+                    tfc_mma_tf32(acc[nt], ah[m][0], ah[m][1], ah[m][2], ah[m][3], b0, b1);
+                    tfc_mma_tf32(acc[nt], al[m][0], al[m][1], al[m][2], al[m][3], b0, b1);
                 }
+            }
             }
         }
         /* accumulator e of tile nt: vector g + 8 (e / 2), key 64 w + 8 nt + 2 q + e % 2 */
@@ -436,27 +414,9 @@ k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *
 #pragma unroll
             for (int e = 0; e < 4; e++) sc[g + 8 * (e >> 1)][64 * warp + 8 * nt + 2 * qd + (e & 1)] = acc[nt][e] * scale;
     }
-    __syncthreads();
-    for (int v = warp; v < nqv; v += nwarp)
-        if (nks[v] > 0) split_softmax(sc[v], nks[v], lane, &mx[v], &sm[v]);
-    __syncthreads();
-    for (int e = threadIdx.x; e < TC_QV * SPLIT; e += DEC_THREADS) {
-        const int v = e / SPLIT, j = e % SPLIT;
-        if (j >= nks[v]) sc[v][j] = 0.0f;
-    }
-    __syncthreads();
-    /* values: warp w's dimensions dbase .. dbase + hd / 4 - 1 */
+    /* values: warp w's dimensions dbase .. dbase + hd / 4 - 1, 64 keys (8 steps) per load round */
     const int dbase = warp * DW, ntq = nqv > 8 ? 2 : 1;
-    float oacc[MT][2][4];
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-#pragma unroll
-        for (int jt = 0; jt < 2; jt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) oacc[t][jt][e] = 0.0f;
-#pragma unroll 1
-    for (int kb = 0; kb < nk_max; kb += 64) {
-        vload va[8][2];
+    auto load_v = [&](vload (&va)[8][2], int kb) {
 #pragma unroll
         for (int ks = 0; ks < 8; ks++)
 #pragma unroll
@@ -465,6 +425,39 @@ k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *
                 if (j < nk_max) va[ks][hh] = *(const vload *)(Vh + vis_slot(gp, k0 + j) * HD + dbase + 2 * MT * g);
                 else memset(&va[ks][hh], 0, sizeof(vload));
             }
+    };
+    vload va[8][2];
+    if (PIPE) load_v(va, 0); /* in flight during the softmax */
+    __syncthreads();
+    for (int v = warp; v < nqv; v += nwarp)
+        if (nks[v] > 0) split_softmax(sc[v], nks[v], lane, &mx[v], &sm[v]);
+    __syncthreads();
+    if (PIPE) { /* the products read keys below kend; vectors past nqv have scores of exactly 0 (zero queries) */
+        const int kend = (nk_max + 63) / 64 * 64;
+        for (int e = threadIdx.x; e < nqv * SPLIT; e += DEC_THREADS) {
+            const int v = e / SPLIT, j = e % SPLIT;
+            if (j >= nks[v] && j < kend) sc[v][j] = 0.0f;
+        }
+    } else {
+        for (int e = threadIdx.x; e < TC_QV * SPLIT; e += DEC_THREADS) {
+            const int v = e / SPLIT, j = e % SPLIT;
+            if (j >= nks[v]) sc[v][j] = 0.0f;
+        }
+    }
+    __syncthreads();
+    float oacc[MT][2][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int jt = 0; jt < 2; jt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) oacc[t][jt][e] = 0.0f;
+    constexpr bool DB = PIPE && HD <= 128; /* double-buffered values */
+#pragma unroll 1
+    for (int kb = 0; kb < nk_max; kb += 64) {
+        vload vn[8][2];
+        if (!PIPE) load_v(va, kb);
+        else if (DB && kb + 64 < nk_max) load_v(vn, kb + 64);
 #pragma unroll
         for (int ks = 0; ks < 8; ks++) {
             uint32_t bh[2][2], bl[2][2];
@@ -472,18 +465,26 @@ k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *
             for (int jt = 0; jt < 2; jt++)
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++)
-                    tf32_split(jt < ntq ? sc[g + 8 * jt][kb + 8 * ks + qd + 4 * hh] : 0.0f, &bh[jt][hh], &bl[jt][hh]);
+                    tfc_tf32_split(jt < ntq ? sc[g + 8 * jt][kb + 8 * ks + qd + 4 * hh] : 0.0f, &bh[jt][hh], &bl[jt][hh]);
             const uint16_t *e0 = (const uint16_t *)&va[ks][0], *e1 = (const uint16_t *)&va[ks][1];
 #pragma unroll
             for (int t = 0; t < MT; t++) {
-                const uint32_t a0 = h2tf32(e0[2 * t]), a1 = h2tf32(e0[2 * t + 1]);
-                const uint32_t a2 = h2tf32(e1[2 * t]), a3 = h2tf32(e1[2 * t + 1]);
+                const uint32_t a0 = tfc_h2tf32(e0[2 * t]), a1 = tfc_h2tf32(e0[2 * t + 1]);
+                const uint32_t a2 = tfc_h2tf32(e1[2 * t]), a3 = tfc_h2tf32(e1[2 * t + 1]);
 #pragma unroll
                 for (int jt = 0; jt < 2; jt++)
                     if (jt < ntq) {
-                        mma_tf32(oacc[t][jt], a0, a1, a2, a3, bh[jt][0], bh[jt][1]);
-                        mma_tf32(oacc[t][jt], a0, a1, a2, a3, bl[jt][0], bl[jt][1]);
+                        tfc_mma_tf32(oacc[t][jt], a0, a1, a2, a3, bh[jt][0], bh[jt][1]);
+                        tfc_mma_tf32(oacc[t][jt], a0, a1, a2, a3, bl[jt][0], bl[jt][1]);
                     }
+            }
+        }
+        if (PIPE && kb + 64 < nk_max) {
+            if (DB) {
+#pragma unroll
+                for (int ks = 0; ks < 8; ks++) va[ks][0] = vn[ks][0], va[ks][1] = vn[ks][1];
+            } else {
+                load_v(va, kb + 64);
             }
         }
     }
@@ -595,14 +596,14 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
 }
 
 /* The decode kernels' variant: TF_CUDA_ATTN_DECODE (read once) = 0 (a
- * block per row), 2 (the default) or 3 (the tensor cores, head sizes 64 /
- * 128 / 256 on sm_80 and later; other head sizes as 2); for labs and A/B
- * runs, all compute the same function. */
+ * block per row), 2 (the default), 3 or 4 (the tensor cores, head sizes 64 /
+ * 128 / 256 on sm_80 and later, other head sizes as 2; 4 pipelines its loads
+ * and gives 3's bits); for labs and A/B runs, all compute the same function. */
 static int decode_variant(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("TF_CUDA_ATTN_DECODE");
-        v = e && (e[0] == '0' || e[0] == '3') && !e[1] ? e[0] - '0' : 2;
+        v = e && (e[0] == '0' || e[0] == '3' || e[0] == '4') && !e[1] ? e[0] - '0' : 2;
     }
     return v;
 }
@@ -635,14 +636,20 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
     const int pow2 = hd >= 8 && hd <= MAX_HD && (hd & (hd - 1)) == 0;
     int T = hd / 8;
     dim3 grid_rows(a->n_head_kv, ns, (a->n_q + rpb - 1) / rpb);
-    if (variant == 3 && (hd == 64 || hd == 128 || hd == 256) && g <= TC_QV && cu->sm >= 80) {
-#define TC(HH)                                                                                                     \
-    k_attn_split_tc<HH><<<grid_rows, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head, \
-                                                                   a->n_head_kv, a->n_q, rpb, a->kv_len_d,         \
-                                                                   a->gap_d, a->scale, o_part, ml_part, ns)
-        if (hd == 64) TC(64);
-        else if (hd == 128) TC(128);
-        else TC(256);
+    if ((variant == 3 || variant == 4) && (hd == 64 || hd == 128 || hd == 256) && g <= TC_QV && cu->sm >= 80) {
+#define TC(HH, PP)                                                                                                 \
+    k_attn_split_tc<HH, PP><<<grid_rows, DEC_THREADS, 0, cu->stream>>>(                                           \
+        a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head, a->n_head_kv, a->n_q, rpb, a->kv_len_d, a->gap_d,        \
+        a->scale, o_part, ml_part, ns)
+        if (variant == 3) {
+            if (hd == 64) TC(64, 0);
+            else if (hd == 128) TC(128, 0);
+            else TC(256, 0);
+        } else {
+            if (hd == 64) TC(64, 1);
+            else if (hd == 128) TC(128, 1);
+            else TC(256, 1);
+        }
 #undef TC
     } else if (variant != 0 && pow2) {
         const int nqv = (a->n_q < rpb ? a->n_q : rpb) * g, QV = nqv == 1 ? 1 : nqv <= 4 ? 4 : 8;
@@ -682,130 +689,4 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
     int threads = a->head_dim >= 128 ? 128 : (a->head_dim + 31) / 32 * 32;
     k_attn_merge<<<grid2, threads, 0, cu->stream>>>(o_part, ml_part, a->kv_len_d, a->gap_d, a->n_head, a->head_dim,
                                                     ns, a->out, a->ldo);
-}
-
-/* ---- prefill: tiles of BQ rows x BK keys, online softmax -------------------------- */
-
-#define BQ 16
-#define BK 64
-#define PRE_THREADS 128
-
-/* dynamic shared: Qs[BQ][hd] f32 | S[BQ][BK] f32 | row m, l, corr [BQ] | Ks, Vs [BK][hd + 2] f16 */
-static size_t prefill_smem(int hd) {
-    return sizeof(float) * ((size_t)BQ * hd + BQ * BK + 3 * BQ + 1) + 2 * sizeof(uint16_t) * (size_t)BK * (hd + 2);
-}
-
-__global__ void __launch_bounds__(PRE_THREADS)
-k_attn_prefill(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_q,
-               int32_t n_head, int32_t n_head_kv, int32_t hd, const int32_t *kv_len, const int32_t *gap, float scale,
-               float *out, int64_t ldo) {
-    extern __shared__ float smem[];
-    float *Qs = smem;
-    float *S = Qs + BQ * hd;
-    float *rm = S + BQ * BK, *rl = rm + BQ, *rc = rl + BQ;
-    int *kmax_s = (int *)(rc + BQ);
-    const int kstride = hd + 2; /* odd word stride: conflict-free column reads */
-    uint16_t *Ks = (uint16_t *)(kmax_s + 1);
-    uint16_t *Vs = Ks + BK * kstride;
-    const int r0 = blockIdx.x * BQ, hq = blockIdx.y, h = hq / (n_head / n_head_kv);
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int2 gp = gap_of(gap); /* keys counted as visible ones (vis_len / vis_slot) */
-    for (int e = tid; e < BQ * hd; e += PRE_THREADS) {
-        const int r = e / hd, d = e % hd;
-        Qs[e] = r0 + r < n_q ? q[(int64_t)(r0 + r) * ldq + (int64_t)hq * hd + d] : 0.0f;
-    }
-    if (tid < BQ) {
-        rm[tid] = -INFINITY;
-        rl[tid] = 0.0f;
-    }
-    if (tid == 0) {
-        int km = 0;
-        for (int r = 0; r < BQ && r0 + r < n_q; r++) km = max(km, vis_len(gp, kv_len[r0 + r]));
-        *kmax_s = km;
-    }
-    float acc[2][BQ];
-#pragma unroll
-    for (int u = 0; u < 2; u++)
-#pragma unroll
-        for (int r = 0; r < BQ; r++) acc[u][r] = 0.0f;
-    __syncthreads();
-    const int kmax = *kmax_s;
-    const uint16_t *Kh = K + (int64_t)h * n_slots * hd, *Vh = V + (int64_t)h * n_slots * hd;
-    for (int kt = 0; kt < kmax; kt += BK) {
-        for (int e = tid; e < BK * hd; e += PRE_THREADS) {
-            const int j = e / hd, d = e % hd;
-            const bool in = kt + j < kmax;
-            Ks[j * kstride + d] = in ? Kh[vis_slot(gp, kt + j) * hd + d] : (uint16_t)0;
-            Vs[j * kstride + d] = in ? Vh[vis_slot(gp, kt + j) * hd + d] : (uint16_t)0;
-        }
-        __syncthreads();
-        for (int e = tid; e < BQ * BK; e += PRE_THREADS) {
-            const int r = e / BK, j = e % BK;
-            const int len = r0 + r < n_q ? vis_len(gp, kv_len[r0 + r]) : 0;
-            float dot = 0.0f;
-            if (kt + j < len) {
-                for (int d = 0; d < hd; d++) dot = __fmaf_rn(Qs[r * hd + d], tfc_h2f(Ks[j * kstride + d]), dot);
-                S[e] = dot * scale;
-            } else {
-                S[e] = -INFINITY;
-            }
-        }
-        __syncthreads();
-        for (int r = warp; r < BQ; r += PRE_THREADS / 32) {
-            float m = fmaxf(S[r * BK + lane], S[r * BK + lane + 32]);
-            m = tfc_warp_max(m);
-            const float m_old = rm[r], m_new = fmaxf(m_old, m);
-            float p0 = 0.0f, p1 = 0.0f, corr = 1.0f;
-            if (m_new != -INFINITY) {
-                p0 = __expf(S[r * BK + lane] - m_new);
-                p1 = __expf(S[r * BK + lane + 32] - m_new);
-                corr = m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);
-            }
-            S[r * BK + lane] = p0;
-            S[r * BK + lane + 32] = p1;
-            const float ps = tfc_warp_sum(p0 + p1);
-            if (lane == 0) {
-                rl[r] = rl[r] * corr + ps;
-                rm[r] = m_new;
-                rc[r] = corr;
-            }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            const int d = tid + u * PRE_THREADS;
-            if (d < hd) {
-#pragma unroll
-                for (int r = 0; r < BQ; r++) acc[u][r] *= rc[r];
-                for (int j = 0; j < BK; j++) {
-                    const float vv = tfc_h2f(Vs[j * kstride + d]);
-#pragma unroll
-                    for (int r = 0; r < BQ; r++) acc[u][r] = __fmaf_rn(S[r * BK + j], vv, acc[u][r]);
-                }
-            }
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int u = 0; u < 2; u++) {
-        const int d = tid + u * PRE_THREADS;
-        if (d < hd)
-#pragma unroll
-            for (int r = 0; r < BQ; r++)
-                if (r0 + r < n_q) out[(int64_t)(r0 + r) * ldo + (int64_t)hq * hd + d] = acc[u][r] / rl[r];
-    }
-}
-
-extern "C" void tf_cuda_attn_prefill(tf_cuda *cu, const tf_cuda_attn *a) {
-    const size_t smem = prefill_smem(a->head_dim);
-    static int attr_set; /* the attribute is per function and device; setting it again is harmless */
-    if (!attr_set) {
-        cudaFuncSetAttribute(k_attn_prefill, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prefill_smem(MAX_HD));
-        attr_set = 1;
-    }
-    dim3 grid((a->n_q + BQ - 1) / BQ, a->n_head);
-    k_attn_prefill<<<grid, PRE_THREADS, smem, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_q, a->n_head,
-                                                            a->n_head_kv, a->head_dim, a->kv_len_d, a->gap_d,
-                                                            a->scale,
-                                                            a->out, a->ldo);
 }

@@ -192,9 +192,13 @@ void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a);
  * row) and a serial merge. Head sizes that are not a power of two from 8 to
  * 256 take variant 0's blocks whatever is asked. */
 void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int variant);
-/* Flash-attention prefill: tiles of 16 query rows x 64 keys with an online
- * softmax; no scratch. Not batch-invariant (prefill needs no invariance). */
+/* Flash-attention prefill with an online softmax; no scratch. Not
+ * batch-invariant (prefill needs no invariance). tf_cuda_attn_prefill reads
+ * TF_CUDA_ATTN_PREFILL once: variant 0 (the default), CUDA cores, tiles of
+ * 16 query rows x 64 keys; 1, the tensor cores for head sizes 64 and 128
+ * (f16 inputs, f32 accumulation; 128 rows x 64 keys), other head sizes as 0. */
 void tf_cuda_attn_prefill(tf_cuda *cu, const tf_cuda_attn *a);
+void tf_cuda_attn_prefill_variant(tf_cuda *cu, const tf_cuda_attn *a, int variant);
 
 /* ---- retrieval cache C_r ------------------------------------------------- */
 

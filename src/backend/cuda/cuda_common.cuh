@@ -44,8 +44,10 @@ tf_status tfc_cuda_err(tf_err *err, cudaError_t e, const char *what);
 /* Record a cuBLAS failure with the status name. */
 tf_status tfc_blas_err(tf_err *err, cublasStatus_t s, const char *what);
 
-/* Kernel attributes of the attention kernels (cuda_attn.cu), set by tf_cuda_open. */
+/* Kernel attributes of the attention kernels (cuda_attn.cu, cuda_attn_prefill.cu),
+ * set by tf_cuda_open (never during a graph capture). */
 void tfc_attn_init(void);
+void tfc_attn_prefill_init(void);
 
 static inline unsigned tfc_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 

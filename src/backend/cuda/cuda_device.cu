@@ -86,6 +86,7 @@ extern "C" tf_status tf_cuda_open(tf_cuda **out, int device, tf_err *err) {
         return st;
     }
     tfc_attn_init();
+    tfc_attn_prefill_init();
     *out = cu;
     return TF_OK;
 }
