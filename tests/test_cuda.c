@@ -314,8 +314,8 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
     /* each kernel variant. Decode: 2, the default; 3 and 4, the tensor cores (head sizes 64 / 128 / 256,
-     * others as 2; 4 gives 3's bits); 0, a block per row. Prefill: 0, CUDA cores (the default); 1, the
-     * tensor cores (head sizes 64 and 128, f16 inputs; others as 0) */
+     * others as 2; 4 gives 3's bits); 0, a block per row. Prefill: 0, CUDA cores; 1, the
+     * tensor cores (head sizes 64 and 128, f16 inputs, the default; others as 0) */
     const int dvars[] = {2, 3, 4, 0}, pvars[] = {0, 1};
     for (int vi = 0; vi < (prefill_kernel ? 2 : 4); vi++) {
         const int var = prefill_kernel ? pvars[vi] : dvars[vi];

@@ -3,11 +3,12 @@
  * decode kernels take) over an f16 KV cache view, as tf_ref_attn: each row
  * i sees its first kv_len[i] visible slots (causal bottom-right for a
  * prompt). Not batch invariant (prefill needs no invariance). Two kernels:
- *   k_attn_prefill     CUDA cores, every head size: 16 rows x 64 keys (the
- *                      default);
  *   k_attn_prefill_tc  the tensor cores (head sizes 64 and 128, sm_80 and
- *                      later; TF_CUDA_ATTN_PREFILL=1): FlashAttention-2's
- *                      scheme, 128 rows x 64-key tiles.
+ *                      later; the default where it applies): FlashAttention-2's
+ *                      scheme, 128 rows x 64-key tiles; 254 TFLOP/s on the H100
+ *                      (docs/CUDA.md);
+ *   k_attn_prefill     CUDA cores, every head size (TF_CUDA_ATTN_PREFILL=0 for
+ *                      all): 16 rows x 64 keys, 6-7 TFLOP/s.
  */
 #include "backend/cuda/cuda_attn.cuh"
 #include "backend/cuda/cuda_mma.cuh"
@@ -277,13 +278,13 @@ k_attn_prefill_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t
     }
 }
 
-/* The prefill kernel: TF_CUDA_ATTN_PREFILL (read once) = 0 (the default:
- * CUDA cores for every head size) or 1 (the tensor cores where they apply). */
+/* The prefill kernel: TF_CUDA_ATTN_PREFILL (read once) = 1 (the default:
+ * the tensor cores where they apply) or 0 (CUDA cores for every head size). */
 static int prefill_variant(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("TF_CUDA_ATTN_PREFILL");
-        v = e && e[0] == '1' && !e[1] ? 1 : 0;
+        v = e && e[0] == '0' && !e[1] ? 0 : 1;
     }
     return v;
 }

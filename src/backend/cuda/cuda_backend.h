@@ -147,11 +147,14 @@ tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int3
 /* The two paths explicitly (tests, labs). gemm: F16/BF16/F32 only. */
 void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy);
 /* The GEMV with its variant chosen (labs, tests; tf_cuda_gemv reads
- * TF_CUDA_GEMV once: 1 or 4, default 4): 1, a warp per weight row and groups
- * of 8 tokens, every weight type; 4 (and 5, the same bits with 2 rows per
- * block instead of 4), F16/BF16 rows with n_cols % 8 == 0 split over the
+ * TF_CUDA_GEMV once: 1, 4 or 6..9, default 4): 1, a warp per weight row and
+ * groups of 8 tokens, every weight type; 4 (and 5, the same bits with 2 rows
+ * per block instead of 4), F16/BF16 rows with n_cols % 8 == 0 split over the
  * columns across a block's 4 warps, up to 16 tokens in one group (other
- * weights as 1). Each is batch-invariant; 1 and 4 differ in the last bits. */
+ * weights as 1); 6..9, F16/BF16 with n_cols % 32 == 0 on the tensor cores
+ * (sm_80+; 16 rows x up to 16 tokens per block; 6: 4 warps, 7: 4 warps and 32
+ * rows, the same bits as 6, 8: 8 warps, 9: 16 warps; other shapes as 4). Each
+ * is batch-invariant; they differ from each other in the last bits. */
 void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
                           int variant);
 tf_status tf_cuda_gemm(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
@@ -186,17 +189,21 @@ size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, i
  * gap). Rows are independent (batch invariant). The variant is
  * TF_CUDA_ATTN_DECODE (0 or 2; default 2), read once. */
 void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a);
-/* The same with the variant chosen (labs, tests): 2 (any value but 0), a
- * block per (KV head, split, group of rows) with 4 keys in flight per team
- * and the splits merged in parallel runs; 0, a block per (KV head, split,
- * row) and a serial merge. Head sizes that are not a power of two from 8 to
- * 256 take variant 0's blocks whatever is asked. */
+/* The same with the variant chosen (labs, tests; tf_cuda_attn_decode reads
+ * TF_CUDA_ATTN_DECODE once: 0, 2, 3 or 4, default 2): 2 (any value but 0, 3
+ * and 4), a block per (KV head, split, group of rows) with 4 keys in flight
+ * per team and the splits merged in parallel runs; 3 and 4, the same blocks
+ * on the tensor cores for head sizes 64, 128 and 256 on sm_80+ (4 pipelines
+ * its loads and gives 3's bits; other head sizes as 2); 0, a block per (KV
+ * head, split, row) and a serial merge. Head sizes that are not a power of
+ * two from 8 to 256 take variant 0's blocks whatever is asked. */
 void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, int variant);
 /* Flash-attention prefill with an online softmax; no scratch. Not
  * batch-invariant (prefill needs no invariance). tf_cuda_attn_prefill reads
- * TF_CUDA_ATTN_PREFILL once: variant 0 (the default), CUDA cores, tiles of
- * 16 query rows x 64 keys; 1, the tensor cores for head sizes 64 and 128
- * (f16 inputs, f32 accumulation; 128 rows x 64 keys), other head sizes as 0. */
+ * TF_CUDA_ATTN_PREFILL once: variant 1 (the default), the tensor cores for
+ * head sizes 64 and 128 (f16 inputs as the prefill's cuBLAS products, f32
+ * accumulation; 128 rows x 64 keys), other head sizes as 0; 0, CUDA cores,
+ * tiles of 16 query rows x 64 keys, f32. */
 void tf_cuda_attn_prefill(tf_cuda *cu, const tf_cuda_attn *a);
 void tf_cuda_attn_prefill_variant(tf_cuda *cu, const tf_cuda_attn *a, int variant);
 
