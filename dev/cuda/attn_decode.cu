@@ -17,32 +17,6 @@
 
 struct shape { int n_head, n_head_kv, hd, n_kv, n_q; bool validate; };
 
-static void cpu_ref(const float *q, const float *k, const float *v, const shape &s, double *out) {
-    int g = s.n_head / s.n_head_kv;
-    double *sc = (double *)malloc(sizeof(double) * s.n_kv);
-    for (int i = 0; i < s.n_q; i++) {
-        int len = s.n_kv - s.n_q + 1 + i; /* causal bottom-right */
-        for (int hq = 0; hq < s.n_head; hq++) {
-            int h = hq / g;
-            const float *qi = q + ((size_t)i * s.n_head + hq) * s.hd;
-            double m = -INFINITY, l = 0;
-            for (int j = 0; j < len; j++) {
-                double d = 0;
-                for (int e = 0; e < s.hd; e++) d += (double)qi[e] * k[((size_t)h * s.n_kv + j) * s.hd + e];
-                sc[j] = d / sqrt((double)s.hd);
-                m = fmax(m, sc[j]);
-            }
-            for (int j = 0; j < len; j++) l += sc[j] = exp(sc[j] - m);
-            for (int e = 0; e < s.hd; e++) {
-                double acc = 0;
-                for (int j = 0; j < len; j++) acc += sc[j] * v[((size_t)h * s.n_kv + j) * s.hd + e];
-                out[((size_t)i * s.n_head + hq) * s.hd + e] = acc / l;
-            }
-        }
-    }
-    free(sc);
-}
-
 int main(void) {
     tf_cuda *cu = lab_open();
     const shape shapes[] = {
@@ -95,7 +69,7 @@ int main(void) {
                 float *got = (float *)malloc(sizeof(float) * qn);
                 double *ref = (double *)malloc(sizeof(double) * qn);
                 LAB_CHECK(cudaMemcpy(got, dout, sizeof(float) * qn, cudaMemcpyDeviceToHost));
-                cpu_ref(q, k, v, s, ref);
+                lab_attn_ref(q, k, v, s.n_head, s.n_head_kv, s.hd, s.n_kv, s.n_q, ref);
                 lab_validate(name, got, ref, qn, 1e-9);
                 if (var != 2) { /* v2 ran first: how far from this one (the order of sums differs) */
                     float *g2 = (float *)malloc(sizeof(float) * qn);

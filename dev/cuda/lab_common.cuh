@@ -67,6 +67,37 @@ static void *lab_dev_rand_half(size_t n, float lo, float hi) {
     return d;
 }
 
+/* The attention reference in double: n_q query rows of n_head heads over
+ * n_kv keys of n_head_kv heads ([head][key][hd], already rounded as the
+ * kernel reads them), row i seeing the first n_kv - n_q + 1 + i keys
+ * (causal, bottom-right), scale 1/sqrt(hd); out [n_q][n_head][hd]. */
+static void lab_attn_ref(const float *q, const float *k, const float *v, int n_head, int n_head_kv, int hd, int n_kv,
+                         int n_q, double *out) {
+    int g = n_head / n_head_kv;
+    double *sc = (double *)malloc(sizeof(double) * n_kv);
+    for (int i = 0; i < n_q; i++) {
+        int len = n_kv - n_q + 1 + i;
+        for (int hq = 0; hq < n_head; hq++) {
+            int h = hq / g;
+            const float *qi = q + ((size_t)i * n_head + hq) * hd;
+            double m = -INFINITY, l = 0;
+            for (int j = 0; j < len; j++) {
+                double d = 0;
+                for (int e = 0; e < hd; e++) d += (double)qi[e] * k[((size_t)h * n_kv + j) * hd + e];
+                sc[j] = d / sqrt((double)hd);
+                m = fmax(m, sc[j]);
+            }
+            for (int j = 0; j < len; j++) l += sc[j] = exp(sc[j] - m);
+            for (int e = 0; e < hd; e++) {
+                double acc = 0;
+                for (int j = 0; j < len; j++) acc += sc[j] * v[((size_t)h * n_kv + j) * hd + e];
+                out[((size_t)i * n_head + hq) * hd + e] = acc / l;
+            }
+        }
+    }
+    free(sc);
+}
+
 /* NMSE of got against ref, failing (exit 1) above tol or on NaN/Inf. */
 static void lab_validate(const char *what, const float *got, const double *ref, size_t n, double tol) {
     double num = 0, den = 0;

@@ -17,6 +17,24 @@
 
 static int32_t n_splits(int32_t max_kv) { return (max_kv + SPLIT - 1) / SPLIT; }
 
+/* The partial result's index of query vector v of a block of rows from r0
+ * (g query heads per KV head h: vector v is row r0 + v / g, head h g + v % g)
+ * for split s. */
+__device__ __forceinline__ int64_t vec_part(int r0, int v, int g, int32_t n_head, int h, int32_t n_split, int s) {
+    return ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
+}
+/* A block's softmax states (max, sum of exponentials) of its vectors that
+ * see keys of split s, by the first nqv threads. */
+__device__ __forceinline__ void store_ml(float *ml_part, const float *mx, const float *sm, const int *nks, int nqv,
+                                         int r0, int g, int32_t n_head, int h, int32_t n_split, int s) {
+    const int v = threadIdx.x;
+    if (v < nqv && nks[v] > 0) {
+        const int64_t part = vec_part(r0, v, g, n_head, h, n_split, s);
+        ml_part[2 * part] = mx[v];
+        ml_part[2 * part + 1] = sm[v];
+    }
+}
+
 extern "C" size_t tf_cuda_attn_scratch(int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t max_kv) {
     size_t parts = (size_t)n_q_max * n_head * n_splits(max_kv);
     return parts * ((size_t)head_dim + 2) * sizeof(float);
@@ -285,17 +303,11 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
             if (v < nqv && nks[v] > 0) {
                 float o = 0.0f;
                 for (int t = 0; t < N_TEAM; t++) o += buf[(t * QV + w) * hd + d];
-                const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
-                o_part[part * hd + d] = o;
+                o_part[vec_part(r0, v, g, n_head, h, n_split, s) * hd + d] = o;
             }
         }
     }
-    if (threadIdx.x < nqv && nks[threadIdx.x] > 0) {
-        const int v = threadIdx.x;
-        const int64_t part = ((int64_t)(r0 + v / g) * n_head + h * g + v % g) * n_split + s;
-        ml_part[2 * part] = mx[v];
-        ml_part[2 * part + 1] = sm[v];
-    }
+    store_ml(ml_part, mx, sm, nks, nqv, r0, g, n_head, h, n_split, s);
 }
 
 /* ---- decode: phase 1 on the tensor cores (head_dim 64, 128 or 256) -----------------
@@ -496,17 +508,9 @@ k_attn_split_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int v = 8 * jt + 2 * qd + (e & 1), d = dbase + 2 * MT * g + 2 * t + (e >> 1);
-                if (v < nqv && nks[v] > 0) {
-                    const int64_t part = ((int64_t)(r0 + v / gq) * n_head + h * gq + v % gq) * n_split + s;
-                    o_part[part * HD + d] = oacc[t][jt][e];
-                }
+                if (v < nqv && nks[v] > 0) o_part[vec_part(r0, v, gq, n_head, h, n_split, s) * HD + d] = oacc[t][jt][e];
             }
-    if (threadIdx.x < nqv && nks[threadIdx.x] > 0) {
-        const int v = threadIdx.x;
-        const int64_t part = ((int64_t)(r0 + v / gq) * n_head + h * gq + v % gq) * n_split + s;
-        ml_part[2 * part] = mx[v];
-        ml_part[2 * part + 1] = sm[v];
-    }
+    store_ml(ml_part, mx, sm, nks, nqv, r0, gq, n_head, h, n_split, s);
 }
 
 /* ---- decode: phase 2, version 2: the splits of one (row, head) in NP runs ----------
