@@ -605,10 +605,7 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
  * and gives 3's bits); for labs and A/B runs, all compute the same function. */
 static int decode_variant(void) {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("TF_CUDA_ATTN_DECODE");
-        v = e && (e[0] == '0' || e[0] == '3' || e[0] == '4') && !e[1] ? e[0] - '0' : 2;
-    }
+    if (v < 0) v = tfc_env_variant("TF_CUDA_ATTN_DECODE", "0234", 2);
     return v;
 }
 

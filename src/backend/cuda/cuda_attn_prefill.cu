@@ -282,10 +282,7 @@ k_attn_prefill_tc(const float *q, int64_t ldq, const uint16_t *K, const uint16_t
  * the tensor cores where they apply) or 0 (CUDA cores for every head size). */
 static int prefill_variant(void) {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("TF_CUDA_ATTN_PREFILL");
-        v = e && e[0] == '0' && !e[1] ? 0 : 1;
-    }
+    if (v < 0) v = tfc_env_variant("TF_CUDA_ATTN_PREFILL", "01", 1);
     return v;
 }
 

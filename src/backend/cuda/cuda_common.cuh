@@ -51,6 +51,11 @@ void tfc_attn_prefill_init(void);
 
 static inline unsigned tfc_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
+/* A kernel variant chosen by the environment (labs and A/B runs): the value
+ * of `name` when it is one of the single digits in `allowed`, else dflt.
+ * Callers read it once. */
+int tfc_env_variant(const char *name, const char *allowed, int dflt);
+
 __device__ __forceinline__ float tfc_warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -215,3 +215,8 @@ extern "C" void tf_cuda_graph_free(tf_cuda_graph *g) {
     cudaGraphExecDestroy(g->exec);
     free(g);
 }
+
+int tfc_env_variant(const char *name, const char *allowed, int dflt) {
+    const char *e = getenv(name);
+    return e && e[0] && !e[1] && strchr(allowed, e[0]) ? e[0] - '0' : dflt;
+}

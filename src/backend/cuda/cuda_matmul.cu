@@ -492,10 +492,7 @@ static void gemv_tc_r(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t
  * For labs and A/B runs. */
 static int gemv_variant(void) {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("TF_CUDA_GEMV");
-        v = e && (e[0] == '1' || (e[0] >= '6' && e[0] <= '9')) && !e[1] ? e[0] - '0' : 4;
-    }
+    if (v < 0) v = tfc_env_variant("TF_CUDA_GEMV", "146789", 4);
     return v;
 }
 
