@@ -34,6 +34,9 @@
 #             GPU == CPU greedy tokens, then every mode at 2K / 8K tokens of a
 #             novel with the speedup over ar and whether the output equals ar's;
 #             SMOL_LONG=16384,32000 adds those depths with YaRN x4;
+#   ncu       Nsight Compute on the one-row and eight-row GEMV (4096x4096 F16) and decode attention
+#             (122,880 keys x 32 heads): the default kernels against the tensor-core variants
+#             (speed of light, occupancy, warp stalls, memory), for the one-row gap;
 #   peer      bench/peer_torch.py: PyTorch (HF transformers LlamaForCausalLM,
 #             static cache, CUDA graph) decoding at the same shapes and depths
 #             (PEER: presets, PEER_ROWS, PEER_REPS; PEER_CHECK= skips --check).
@@ -54,7 +57,7 @@ TMP=bench/results/tmp
 mkdir -p "$RESULTS" "$TMP"
 LOG=$RESULTS/cuda-$STAMP.txt
 JSONL=$RESULTS/cuda-$STAMP.jsonl
-STEPS=${STEPS:-"labs ops cuda dist memcheck smoke bench7b ab7b e2e7b smollm2 peer"}
+STEPS=${STEPS:-"labs ops cuda dist memcheck smoke bench7b ab7b e2e7b smollm2 peer"} # ncu, abcuda, abmemcheck on request
 DEPTHS=${DEPTHS:-32768,65536,122880}
 N=${N:-64}
 JOBS=${JOBS:-$(nproc)}
@@ -264,6 +267,23 @@ s_smollm2() {
             -d "$SMOL_LONG" --rope-scaling yarn --rope-factor 4 --mode ar,retrieval,draft,triforce --draft-lookup 4 \
             --budget 512 --gamma1 4 --gamma2 10 -r 1
     fi
+}
+
+s_ncu() {
+    step "ncu: one-row and eight-row GEMV and decode attention, default against tensor cores"
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    local sec="--section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats"
+    # lab shape index, lab, mangled kernel-name prefix (the variant the lab runs: split R4 / tc 8 warps; rows2 / tc pipelined)
+    local runs="0:gemv:_Z12k_gemv_splitILi1ELi4ELi1E 0:gemv:_Z9k_gemv_tcILi1ELi1ELi8ELi1E
+                4:gemv:_Z12k_gemv_splitILi8ELi4ELi1E 4:gemv:_Z9k_gemv_tcILi1ELi1ELi8ELi1E
+                5:attn_decode:_Z18k_attn_split_rows2ILi16ELi1E 5:attn_decode:_Z15k_attn_split_tcILi128ELi1E
+                6:attn_decode:_Z18k_attn_split_rows2ILi16ELi8E 6:attn_decode:_Z15k_attn_split_tcILi128ELi1E"
+    for r in $runs; do
+        local only=${r%%:*} rest=${r#*:}; local lab=${rest%%:*} k=${rest#*:}
+        echo "--- $lab shape $only, $k"
+        LAB_ONLY=$only limited "$(lim ncu 180)" "ncu $k" "$NCU" --kernel-name-base mangled -k "regex:^$k" -s 2 -c 1 \
+            $sec ./build-cuda/dev/$lab 2>&1 | grep -vE "^==PROF==" | tail -90
+    done
 }
 
 s_peer() {

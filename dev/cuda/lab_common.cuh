@@ -98,6 +98,13 @@ static void lab_attn_ref(const float *q, const float *k, const float *v, int n_h
     free(sc);
 }
 
+/* LAB_ONLY=i runs the lab's shape i alone (0-based; for profilers such as
+ * ncu, which then see only that shape's launches). */
+static bool lab_skip(size_t i) {
+    const char *e = getenv("LAB_ONLY");
+    return e && *e && strtoul(e, NULL, 10) != i;
+}
+
 /* NMSE of got against ref, failing (exit 1) above tol or on NaN/Inf. */
 static void lab_validate(const char *what, const float *got, const double *ref, size_t n, double tol) {
     double num = 0, den = 0;
