@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 3
+#define TF_VERSION_MINOR 4
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "2.3.0"
+#define TF_VERSION_STRING "2.4.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -392,6 +392,11 @@ typedef enum tf_middle {
 TF_API const char *tf_middle_name(tf_middle m); /* "always", "auto", "never" */
 TF_API bool tf_middle_from_name(const char *name, tf_middle *out);
 
+/* Prefill batch a decoder uses when its n_batch is 0 (since 2.4.0): a
+ * GPU's kernels need many rows per pass to fill the device. */
+#define TF_BATCH_CPU 256
+#define TF_BATCH_CUDA 2048
+
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
     int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
@@ -414,7 +419,8 @@ typedef struct tf_decoder_params {
     int32_t bypass_probe;
     int32_t sinks, window;  /* StreamingLLM cache: attention sinks + recent window */
     int32_t n_ctx;          /* context (prompt + generation) */
-    int32_t n_batch;        /* prefill batch */
+    int32_t n_batch;        /* prefill batch; 0 (the default): the device's,
+                             * TF_BATCH_CPU on the CPU, TF_BATCH_CUDA on a GPU */
     int32_t n_threads;      /* 0: all CPUs */
     tf_kv_type kv_type;
     int isa;                /* as in tf_context_params */

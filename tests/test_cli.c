@@ -148,6 +148,32 @@ static void test_help_states_defaults(void **state) {
     }
 }
 
+/* The prefill batch's default is the device's (since 2.4.0): 0 in the
+ * parameters, accepted by the check, and -b 0 on the command line; out of
+ * range values are refused by name. */
+static void test_batch_default(void **state) {
+    (void)state;
+    tf_decoder_params p = tf_decoder_default_params();
+    assert_int_equal(p.n_batch, 0);
+    char err[256] = "";
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_OK);
+    p.n_batch = -1;
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "batch size -1: expected 0 (the device's default) or 1..65536"));
+    p.n_batch = 65537;
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_ERR_INVALID_ARG);
+    p.n_batch = TF_BATCH_CPU;
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_OK);
+    assert_int_equal(TF_BATCH_CPU, 256);
+    assert_int_equal(TF_BATCH_CUDA, 2048);
+    TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
+    char args[1024];
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8 -b 0", path_s);
+    EXPECT(args, 0, "Once upon a time");
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8 -b -3", path_s);
+    EXPECT(args, 2, "--batch-size '-3': expected an integer in [0, 65536]");
+}
+
 static void test_with_stories(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
@@ -441,6 +467,7 @@ int main(void) {
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_help_states_defaults),
+        cmocka_unit_test(test_batch_default),
         cmocka_unit_test(test_with_stories),
         cmocka_unit_test(test_hf_dir),
         cmocka_unit_test(test_perplexity_matches_reference),

@@ -41,7 +41,7 @@ tf_decoder_params tf_decoder_default_params(void) {
     const tf_rcache_params rp = tf_rcache_default_params(); /* the retrieval cache's own defaults */
     return (tf_decoder_params){
         .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = rp.budget, .chunk = rp.chunk, .recent = rp.recent,
-        .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 256,
+        .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 0,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
         .lookup = 0, .middle = TF_MIDDLE_AUTO,
     };
@@ -100,8 +100,9 @@ tf_spec_cfg tf_api_spec_cfg(const tf_decoder_params *p, tf_device dev) {
 /* The checks that need no model; n_ctx 0 (the model's trained context) and
  * n_threads 0 (all CPUs) stand for values known only later. */
 static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
-    if (p->n_batch < 1 || p->n_batch > 65536)
-        return tf_errf(err, TF_ERR_INVALID_ARG, "batch size %d: expected 1..65536", p->n_batch);
+    if (p->n_batch < 0 || p->n_batch > 65536)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "batch size %d: expected 0 (the device's default) or 1..65536",
+                       p->n_batch);
     if (p->n_ctx != 0 && (p->n_ctx < 2 || p->n_ctx > (1 << 28)))
         return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected 2..%d", p->n_ctx, 1 << 28);
     if (p->n_threads < 0 || p->n_threads > TF_MAX_THREADS)
@@ -113,6 +114,7 @@ static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
     TF_TRY(tf_api_check_device(p->device, err));
     tf_spec_cfg c = tf_api_spec_cfg(p, TF_DEVICE_CPU);
     if (c.n_ctx == 0) c.n_ctx = 2;
+    if (c.n_batch == 0) c.n_batch = TF_BATCH_CPU;
     return tf_spec_check_cfg(&c, err);
 }
 
@@ -141,7 +143,9 @@ tf_status tf_decoder_init(tf_decoder **out, const tf_model *target, const tf_mod
         st = tf_pool_create(&d->pool, p.n_threads, &err);
     }
     if (st == TF_OK) {
-        tf_spec_cfg c = tf_api_spec_cfg(&p, tf_api_resolve_device(p.device, p.kv_type, target, draft));
+        const tf_device dev = tf_api_resolve_device(p.device, p.kv_type, target, draft);
+        if (p.n_batch == 0) p.n_batch = dev == TF_DEVICE_CUDA ? TF_BATCH_CUDA : TF_BATCH_CPU;
+        tf_spec_cfg c = tf_api_spec_cfg(&p, dev);
         st = tf_spec_init(&d->s, target, draft, &c, d->pool, &err);
     }
     if (st != TF_OK) {

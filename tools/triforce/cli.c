@@ -44,7 +44,7 @@ static const opt_def k_opts[] = {
     {"-c", "--ctx-size", OPT_INT, O(n_ctx), "N",
      "context size in tokens (generate default: prompt + n; perplexity default 512; serve: the trained context)", ALL_RUN, 1, 1 << 28},
     {"-t", "--threads", OPT_INT, O(n_threads), "N", "threads (default: all CPUs)", ALL_RUN | CMD_GEN_MODEL | CMD_CONVERT | CMD_BENCH | CMD_EVAL, 1, 1024},
-    {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch (default 256)", ALL_RUN | CMD_BENCH | CMD_EVAL, 1, 65536},
+    {"-b", "--batch-size", OPT_INT, O(n_batch), "N", "tokens per prefill batch; 0: 256 on the CPU, 2048 on a GPU (default 0)", ALL_RUN | CMD_BENCH | CMD_EVAL, 0, 65536},
     {"-s", "--seed", OPT_I64, O(seed), "N", "RNG seed (default: from the clock; printed; bench 1)", CMD_GENERATE | CMD_EVAL | CMD_BENCH, -1,
      9.2e18},
     {NULL, "--temp", OPT_FLOAT, O(temp), "T", "temperature, 0 = greedy (default 0.8; eval and bench 0)", CMD_GENERATE | CMD_EVAL | CMD_SERVE | CMD_BENCH, 0, 1e4},
@@ -532,6 +532,10 @@ tf_kv_type cli_kv_type(const cli_opts *o) {
     tf_kv_type t = TF_KV_F16;
     tf_kv_type_parse(o->kv_type, &t);
     return t;
+}
+
+int32_t cli_batch(const cli_opts *o, tf_device dev) {
+    return o->n_batch > 0 ? o->n_batch : dev == TF_DEVICE_CUDA ? TF_BATCH_CUDA : TF_BATCH_CPU;
 }
 
 bool cli_has_draft(const cli_opts *o) { return o->draft || o->draft_layers || o->draft_lookup; }

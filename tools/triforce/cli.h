@@ -160,6 +160,9 @@ bool cli_has_draft(const cli_opts *o);
 const char *cli_draft_name(const cli_opts *o);
 /* The --kv-type value (checked by cli_parse). */
 tf_kv_type cli_kv_type(const cli_opts *o);
+/* The -b value for a context on dev: 0 (the default) gives the device's
+ * batch, as decoders take it (TF_BATCH_CPU / TF_BATCH_CUDA). */
+int32_t cli_batch(const cli_opts *o, tf_device dev);
 /* Whether mode needs a bottom level; when it does and none was given, prints
  * what to add and returns false. */
 bool cli_mode_has_draft(const char *cmd, const cli_opts *o, tf_decode_mode mode);

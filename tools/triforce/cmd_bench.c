@@ -77,10 +77,10 @@ static bool show_prefill(void *ud, uint64_t done, uint64_t total) {
     return true;
 }
 
-static tf_context_params context_params(const cli_opts *o) {
+static tf_context_params context_params(const cli_opts *o, tf_device dev) {
     tf_context_params cp = tf_context_default_params();
     cp.n_threads = o->n_threads;
-    cp.n_batch = o->n_batch;
+    cp.n_batch = cli_batch(o, dev);
     cp.kv_type = cli_kv_type(o);
     cp.isa = o->isa;
     return cp;
@@ -95,7 +95,7 @@ static int run_prefill(const cli_opts *o, const bench_model *bm, const bench_tok
         snprintf(label, sizeof label, "bench: pp%d", p);
         fprintf(stderr, "%s\n", label);
         prefill_progress pp = {.reps = o->reps};
-        tf_context_params cp = context_params(o);
+        tf_context_params cp = context_params(o, bm->device);
         cp.n_ctx = p;
         cp.progress = show_prefill;
         cp.progress_user_data = &pp;
@@ -119,7 +119,7 @@ static int run_prefill(const cli_opts *o, const bench_model *bm, const bench_tok
             }
             tps[r] = p / (cli_now() - pp.t0);
         }
-        const int n_batch = o->n_batch < p ? o->n_batch : p;
+        const int n_batch = cli_batch(o, bm->device) < p ? cli_batch(o, bm->device) : p;
         /* FLOPs: matrix products of every layer, the logits of the last token, causal attention (QK and PV) */
         double layer_params = (double)in->n_embd * in->head_dim * (2.0 * in->n_head + 2.0 * in->n_head_kv) +
                               3.0 * in->n_embd * in->n_ff;
@@ -151,7 +151,7 @@ static int run_passes(const cli_opts *o, const bench_model *bm, const bench_toke
     for (int i = 0; i < o->depths.n; i++) max_depth = o->depths.v[i] > max_depth ? o->depths.v[i] : max_depth;
     if (max_rows == 0) return 0;
     char err[1024];
-    tf_context_params cp = context_params(o);
+    tf_context_params cp = context_params(o, bm->device);
     cp.n_ctx = max_depth + max_rows;
     cp.n_batch = max_rows;
     cp.logits_all = true; /* a verification pass computes the logits of every row */
@@ -392,7 +392,7 @@ static int run_decode_random(const cli_opts *o, const bench_model *bm, const ben
     int max_depth = 16; /* the warm-up's */
     for (int i = 0; i < o->depths.n; i++) max_depth = o->depths.v[i] > max_depth ? o->depths.v[i] : max_depth;
     char err[1024];
-    tf_context_params cp = context_params(o);
+    tf_context_params cp = context_params(o, bm->device);
     cp.n_ctx = max_depth + n_gen;
     tf_context *ctx;
     if (tf_context_init_on(&ctx, bm->m, &cp, bm->device, err, sizeof err) != TF_OK) {

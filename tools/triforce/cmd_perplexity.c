@@ -68,7 +68,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
     tf_context_params cp = tf_context_default_params();
     cp.n_ctx = n_ctx;
-    cp.n_batch = o.n_batch < n_ctx ? o.n_batch : n_ctx;
+    cp.n_batch = cli_batch(&o, device) < n_ctx ? cli_batch(&o, device) : n_ctx;
     cp.n_threads = o.n_threads;
     cp.kv_type = cli_kv_type(&o);
     cp.logits_all = true;
