@@ -29,19 +29,7 @@ int main(void) {
         size_t kvn = (size_t)s.n_head_kv * s.n_kv * s.hd, qn = (size_t)s.n_q * s.n_head * s.hd;
         float *q = lab_rand(qn, -1.5f, 1.5f), *k = NULL, *v = NULL;
         void *dk, *dv;
-        if (s.validate) {
-            k = lab_rand(kvn, -2, 2), v = lab_rand(kvn, -1, 1);
-            uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
-            for (size_t i = 0; i < kvn; i++) {
-                __half a = __float2half(k[i]), b = __float2half(v[i]);
-                k[i] = __half2float(a), v[i] = __half2float(b);
-                memcpy(kh + i, &a, 2), memcpy(vh + i, &b, 2);
-            }
-            dk = lab_dev(kh, 2 * kvn), dv = lab_dev(vh, 2 * kvn);
-            free(kh), free(vh);
-        } else {
-            dk = lab_dev_rand_half(kvn, -2, 2), dv = lab_dev_rand_half(kvn, -1, 1);
-        }
+        lab_kv(kvn, s.validate, &k, &v, &dk, &dv);
         int32_t *len = (int32_t *)malloc(sizeof(int32_t) * s.n_q);
         double pairs = 0; /* (query, key) pairs: the work */
         for (int i = 0; i < s.n_q; i++) pairs += len[i] = s.n_kv - s.n_q + 1 + i;

@@ -98,6 +98,26 @@ static void lab_attn_ref(const float *q, const float *k, const float *v, int n_h
     free(sc);
 }
 
+/* n keys and n values in f16 on the device, uniform in [-2, 2) and [-1, 1):
+ * with host copies rounded to f16 (what the kernels read) when the shape is
+ * validated (*k, *v; free them), drawn on the device otherwise (NULL). */
+static void lab_kv(size_t n, bool validate, float **k, float **v, void **dk, void **dv) {
+    if (!validate) {
+        *k = *v = NULL;
+        *dk = lab_dev_rand_half(n, -2, 2), *dv = lab_dev_rand_half(n, -1, 1);
+        return;
+    }
+    *k = lab_rand(n, -2, 2), *v = lab_rand(n, -1, 1);
+    uint16_t *kh = (uint16_t *)malloc(2 * n), *vh = (uint16_t *)malloc(2 * n);
+    for (size_t i = 0; i < n; i++) {
+        __half a = __float2half((*k)[i]), b = __float2half((*v)[i]);
+        (*k)[i] = __half2float(a), (*v)[i] = __half2float(b);
+        memcpy(kh + i, &a, 2), memcpy(vh + i, &b, 2);
+    }
+    *dk = lab_dev(kh, 2 * n), *dv = lab_dev(vh, 2 * n);
+    free(kh), free(vh);
+}
+
 /* LAB_ONLY=i runs the lab's shape i alone (0-based; for profilers such as
  * ncu, which then see only that shape's launches). */
 static bool lab_skip(size_t i) {
