@@ -119,7 +119,7 @@ static int run_prefill(const cli_opts *o, const bench_model *bm, const bench_tok
             }
             tps[r] = p / (cli_now() - pp.t0);
         }
-        const int n_batch = cli_batch(o, bm->device) < p ? cli_batch(o, bm->device) : p;
+        const int nb = cli_batch(o, bm->device), n_batch = nb < p ? nb : p;
         /* FLOPs: matrix products of every layer, the logits of the last token, causal attention (QK and PV) */
         double layer_params = (double)in->n_embd * in->head_dim * (2.0 * in->n_head + 2.0 * in->n_head_kv) +
                               3.0 * in->n_embd * in->n_ff;

@@ -68,7 +68,8 @@ int cmd_perplexity(int argc, char **argv) {
     }
     tf_context_params cp = tf_context_default_params();
     cp.n_ctx = n_ctx;
-    cp.n_batch = cli_batch(&o, device) < n_ctx ? cli_batch(&o, device) : n_ctx;
+    const int32_t nb = cli_batch(&o, device);
+    cp.n_batch = nb < n_ctx ? nb : n_ctx;
     cp.n_threads = o.n_threads;
     cp.kv_type = cli_kv_type(&o);
     cp.logits_all = true;
