@@ -8,6 +8,8 @@
  *
  *   attnbw [-t THREADS] [--heads 32] [--kv-heads 32] [--head-dim 128]
  *          [--type f16|f32|q8_0|q4_0] [--slots 65536] [--rows 1,7] [--reps 7]
+ *          [--kernel best|generic|avx2|avx512|avx512_bf16|amx_bf16[,...]]
+ * Several kernels are timed in turn for each (L, rows), interleaved.
  */
 #include "bench_util.h"
 #include "backend/cpu/attn.h"
@@ -47,7 +49,7 @@ static void read_task(void *arg, int ith, int nth) {
 
 int main(int argc, char **argv) {
     int threads = 2, n_head = 32, n_kv = 32, hd = 128, reps = 7;
-    const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7";
+    const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7", *kern_s = "best";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--heads")) n_head = atoi(argv[i + 1]);
@@ -57,6 +59,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--slots")) slots_s = argv[i + 1];
         else if (!strcmp(argv[i], "--rows")) rows_s = argv[i + 1];
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kernel")) kern_s = argv[i + 1];
         else {
             fprintf(stderr, "attnbw: unknown option %s\n", argv[i]);
             return 2;
@@ -72,6 +75,22 @@ int main(int argc, char **argv) {
         n_rows < 1 || (strcmp(type_s, "f16") && strcmp(type_s, "f32") && strcmp(type_s, "q8_0") && strcmp(type_s, "q4_0"))) {
         fprintf(stderr, "attnbw: invalid arguments (see the comment at the top of bench/attnbw.c)\n");
         return 2;
+    }
+    /* the kernels: -1 is tf_cpu_attn's own choice */
+    int kerns[8], n_kerns = 0;
+    for (const char *p = kern_s; *p && n_kerns < 8;) {
+        size_t len = strcspn(p, ",");
+        int k = -2;
+        if (len == 4 && !strncmp(p, "best", 4)) k = -1;
+        for (int j = 0; j < TF_ATTN_KERNEL_COUNT && k == -2; j++)
+            if (strlen(tf_attn_kernel_name(j)) == len && !strncmp(p, tf_attn_kernel_name(j), len)) k = j;
+        if (k == -2 || (k >= 0 && !tf_attn_kernel_supported(k))) {
+            fprintf(stderr, "attnbw: --kernel %.*s is not a kernel this CPU runs (best, generic, avx2, avx512, "
+                            "avx512_bf16, amx_bf16)\n", (int)len, p);
+            return 2;
+        }
+        kerns[n_kerns++] = k;
+        p += len + (p[len] == ',');
     }
     int max_slots = 0, max_rows = 0;
     for (int i = 0; i < n_slots; i++) max_slots = slots[i] > max_slots ? slots[i] : max_slots;
@@ -151,20 +170,33 @@ int main(int argc, char **argv) {
             tf_attn_args a = {.q = q, .ldq = (int64_t)n_head * hd, .kv = tf_kv_layer_view(&kv, 0), .n_q = n,
                               .kv_len = kv_len, .n_head = n_head, .scale = 1.0f / sqrtf((float)hd),
                               .out = out, .ldo = (int64_t)n_head * hd};
-            tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch); /* warm-up */
-            for (int r = 0; r < reps; r++) {
-                double t0 = bench_now();
-                tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
-                t[r] = bench_now() - t0;
+            /* the kernels in turn, rep by rep, so that drift hits them alike */
+            double *tk = malloc(sizeof(double) * (size_t)reps * (size_t)n_kerns);
+            if (!tk) {
+                fprintf(stderr, "attnbw: out of memory\n");
+                return 1;
             }
-            double sec = bench_median(t, reps), bytes = 2.0 * per_head * n_kv;
-            int finite = 1;
-            for (size_t i = 0; i < (size_t)n * n_head * hd; i++) finite &= isfinite(out[i]);
-            printf("{\"slots\": %d, \"rows\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, "
-                   "\"head_dim\": %d, \"threads\": %d, \"ms\": %.3f, \"bytes\": %.0f, \"gbs\": %.2f, "
-                   "\"read_gbs\": %.2f, \"of_read\": %.2f, \"finite\": %s}\n",
-                   L, n, type_s, n_head, n_kv, hd, threads, sec * 1e3, bytes, bytes / sec / 1e9, read_gbs,
-                   bytes / sec / 1e9 / read_gbs, finite ? "true" : "false");
+            for (int r = -1; r < reps; r++) /* r = -1: warm-up */
+                for (int ki = 0; ki < n_kerns; ki++) {
+                    double t0 = bench_now();
+                    if (kerns[ki] < 0) tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
+                    else tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch);
+                    if (r >= 0) tk[(size_t)ki * reps + r] = bench_now() - t0;
+                }
+            for (int ki = 0; ki < n_kerns; ki++) {
+                if (kerns[ki] < 0) tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
+                else tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch);
+                double sec = bench_median(tk + (size_t)ki * reps, reps), bytes = 2.0 * per_head * n_kv;
+                int finite = 1;
+                for (size_t i = 0; i < (size_t)n * n_head * hd; i++) finite &= isfinite(out[i]);
+                printf("{\"slots\": %d, \"rows\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, "
+                       "\"head_dim\": %d, \"threads\": %d, \"kernel\": \"%s\", \"ms\": %.3f, \"bytes\": %.0f, "
+                       "\"gbs\": %.2f, \"read_gbs\": %.2f, \"of_read\": %.2f, \"finite\": %s}\n",
+                       L, n, type_s, n_head, n_kv, hd, threads, kerns[ki] < 0 ? "best" : tf_attn_kernel_name(kerns[ki]),
+                       sec * 1e3, bytes, bytes / sec / 1e9, read_gbs, bytes / sec / 1e9 / read_gbs,
+                       finite ? "true" : "false");
+            }
+            free(tk);
             fflush(stdout);
         }
     }

@@ -294,7 +294,7 @@ typedef struct tf_context_params {
     int32_t n_threads;  /* 0: all online CPUs */
     tf_kv_type kv_type; /* default f16 */
     bool logits_all;    /* keep logits of every evaluated token (perplexity) */
-    int isa;            /* 0: best available; 1 scalar, 2 avx2, 3 avx512 (testing) */
+    int isa;            /* 0: best available; 1 scalar, 2 avx2, 3 avx512, 4 avx512 + AMX (testing) */
     tf_progress_fn progress; /* prefill progress (tokens done / total); may cancel */
     void *progress_user_data;
 } tf_context_params;

@@ -720,7 +720,7 @@ static void check_backend(tf_backend *be) {
 
 static void test_cpu_tables(void **state) {
     (void)state;
-    const tf_isa isas[] = {TF_ISA_SCALAR, TF_ISA_AVX2, TF_ISA_AVX512};
+    const tf_isa isas[] = {TF_ISA_SCALAR, TF_ISA_AVX2, TF_ISA_AVX512, TF_ISA_AMX};
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         if (isas[i] > tf_cpu_best_isa()) {
             print_message("cpu: instruction set %d not on this machine, not checked\n", (int)isas[i]);

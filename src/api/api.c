@@ -205,8 +205,8 @@ tf_status tf_context_init_on(tf_context **out, const tf_model *m, const tf_conte
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "thread count %d: expected 1..1024", p->n_threads);
     else if (!tf_kv_type_valid(p->kv_type))
         st = tf_errf(&err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
-    else if (p->isa < 0 || p->isa > 3)
-        st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
+    else if (p->isa < 0 || p->isa > 4)
+        st = tf_errf(&err, TF_ERR_INVALID_ARG, "isa %d: expected 0..4", p->isa);
     else
         st = tf_api_check_device(device, &err);
     if (st == TF_OK && p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;

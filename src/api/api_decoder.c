@@ -108,7 +108,7 @@ static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
     if (p->n_threads < 0 || p->n_threads > TF_MAX_THREADS)
         return tf_errf(err, TF_ERR_INVALID_ARG, "threads %d: expected 0 (all CPUs) or 1..%d", p->n_threads,
                        TF_MAX_THREADS);
-    if (p->isa < 0 || p->isa > 3) return tf_errf(err, TF_ERR_INVALID_ARG, "isa %d: expected 0..3", p->isa);
+    if (p->isa < 0 || p->isa > 4) return tf_errf(err, TF_ERR_INVALID_ARG, "isa %d: expected 0..4", p->isa);
     if (!tf_kv_type_valid(p->kv_type))
         return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
     TF_TRY(tf_api_check_device(p->device, err));

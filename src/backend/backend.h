@@ -148,7 +148,7 @@ typedef struct tf_backend_ops {
     int32_t graph_rows; /* passes of up to this many rows may be captured (0: no graphs) */
 
     bool (*supports)(const tf_backend *be, tf_op op, uint32_t type);
-    /* "cpu (avx512, 2 threads)", "NVIDIA H100 ... (sm_90, 79.1 GiB)" */
+    /* "cpu (avx512_vnni, attention amx_bf16, 2 threads)", "NVIDIA H100 ... (sm_90, 79.1 GiB)" */
     const char *(*describe)(const tf_backend *be);
     void (*destroy)(tf_backend *be);
     /* Optional: TF_ERR_UNSUPPORTED naming the limit when attention cannot run

@@ -109,8 +109,8 @@ static const opt_def k_opts[] = {
      CMD_GENERATE, 0, 0},
     {NULL, "--compare", OPT_FLAG, O(compare), NULL,
      "also run ar on the same input; print the speedup and whether the outputs are identical", CMD_GENERATE, 0, 0},
-    {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512", ALL_RUN | CMD_BENCH | CMD_EVAL, 0,
-     3},
+    {NULL, "--isa", OPT_INT, O(isa), "N", "kernel ISA for testing: 0 best, 1 scalar, 2 avx2, 3 avx512, 4 avx512 + AMX tiles", ALL_RUN | CMD_BENCH | CMD_EVAL, 0,
+     4},
     {"-v", "--verbose", OPT_FLAG, O(verbose), NULL, "more log output", ALL_RUN | CMD_BENCH | CMD_EVAL | CMD_INFO | CMD_QUANTIZE | CMD_CONVERT, 0, 0},
     /* bench (flags that mean something else there than in generate have their own entries) */
     {"-p", "--n-prompt", OPT_INTS, O(bench_prompt), "N,..", "prefill tests: prompt sizes in tokens, 0 = none (default 512)",

@@ -30,9 +30,14 @@ typedef struct plan {
     atomic_long next;
 } plan;
 
+/* Floats before the AMX scratch in a thread's scratch (rounded up to 64 bytes). */
+static size_t amx_offset(int32_t n_head, int32_t hd) {
+    return ((size_t)QTILE * n_head * hd + 128u * hd + (size_t)QTILE * n_head * 16 + 15) & ~(size_t)15;
+}
+
 static size_t thread_scratch_bytes(int32_t n_head, int32_t hd) {
-    /* qbuf [QTILE*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] + lvec [QTILE*g][16] */
-    return sizeof(float) * ((size_t)QTILE * n_head * hd + 2u * 64u * hd + (size_t)QTILE * n_head * 16) + 256;
+    /* qbuf [QTILE*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] + lvec [QTILE*g][16], then the AMX scratch */
+    return sizeof(float) * (amx_offset(n_head, hd) + TF_ATTN_AMX_SCRATCH((size_t)hd)) + 256;
 }
 
 /* Key range [*lo, *hi) of split i (segments in order, each cut at multiples of split_len). */
@@ -100,6 +105,7 @@ static void run_items(void *arg, int ith, int nth) {
             .kt_buf = ts + (size_t)QTILE * a->n_head * hd,
             .v_buf = ts + (size_t)QTILE * a->n_head * hd + 64u * hd,
             .lvec = ts + (size_t)QTILE * a->n_head * hd + 128u * hd,
+            .amx = ts + amx_offset(a->n_head, hd),
         };
         p->item_fn(&item);
     }
@@ -152,6 +158,7 @@ static const struct {
     [TF_ATTN_AVX512] = {"avx512", tf_attn_item_avx512, tf_attn_bf16_dot_avx512, tf_attn_bf16_pack2_avx512},
     [TF_ATTN_AVX512_BF16] = {"avx512_bf16", tf_attn_item_bf16_avx512, tf_attn_bf16_dot_bf16_avx512,
                              tf_attn_bf16_pack2_bf16_avx512},
+    [TF_ATTN_AMX] = {"amx_bf16", tf_attn_item_amx_avx512, tf_attn_bf16_dot_amx_avx512, tf_attn_bf16_pack2_amx_avx512},
 };
 _Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "one entry per tf_attn_kernel");
 
@@ -170,8 +177,13 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
     case TF_ATTN_AVX2: return tf_cpu_best_isa() >= TF_ISA_AVX2;
     case TF_ATTN_AVX512: return tf_cpu_best_isa() >= TF_ISA_AVX512;
     case TF_ATTN_AVX512_BF16: return cpu_has_avx512_bf16();
+    case TF_ATTN_AMX: return tf_cpu_best_isa() >= TF_ISA_AMX;
     default: return 0;
     }
+}
+
+int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
+    return k == TF_ATTN_AMX && type != TF_DTYPE_F32 && head_dim % 32 == 0;
 }
 
 const char *tf_attn_kernel_name(tf_attn_kernel k) {
@@ -188,13 +200,17 @@ void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], 
     variants[k].pack2(out, lo, hi);
 }
 
-void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {
+tf_attn_kernel tf_attn_kernel_for(tf_isa isa) {
     tf_isa best = tf_cpu_best_isa();
     if (isa > best) isa = best;
-    tf_attn_kernel k = isa == TF_ISA_AVX512 ? (cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512)
-                       : isa == TF_ISA_AVX2 ? TF_ATTN_AVX2
-                                            : TF_ATTN_GENERIC;
-    tf_cpu_attn_kernel(pool, k, a, scratch);
+    return isa == TF_ISA_AMX      ? TF_ATTN_AMX
+           : isa == TF_ISA_AVX512 ? (cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512)
+           : isa == TF_ISA_AVX2   ? TF_ATTN_AVX2
+                                  : TF_ATTN_GENERIC;
+}
+
+void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {
+    tf_cpu_attn_kernel(pool, tf_attn_kernel_for(isa), a, scratch);
 }
 
 void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, void *scratch) {

@@ -20,6 +20,15 @@
  * row alone, on any thread count and with every kernel variant (the bf16
  * instructions where the CPU has them, an exact emulation elsewhere) —
  * greedy speculative decoding relies on it.
+ *
+ * The AMX variant (TF_ATTN_AMX, chosen at TF_ISA_AMX) computes the same bf16
+ * products on the tile unit for head_dim a multiple of 32: each 64-key tile's
+ * scores and P V are tile products of up to 16 query rows, and a row's
+ * accumulator becomes acc * corr + (P V of the tile). A tile product's output
+ * row depends on its own input row only, so the variant is batch invariant
+ * too, but its summation order is the unit's, not VDPBF16PS's: its bits are
+ * its own (the same on every machine with AMX), not the other variants'.
+ * Other head sizes and f32 caches take the AVX-512 BF16 variant's code.
  */
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
@@ -47,21 +56,30 @@ typedef struct tf_attn_args {
 size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max);
 
 /* Fast path on the pool with the given ISA (capped to the CPU's); AVX-512 uses
- * the BF16 instructions when the CPU has them. */
+ * the BF16 instructions when the CPU has them, TF_ISA_AMX the tile unit. */
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch);
 
-/* The kernel variants, for tests and benchmarks; all give the same bits. */
+/* The kernel variants, for tests and benchmarks; all give the same bits but
+ * TF_ATTN_AMX (tf_attn_kernel_own_bits). */
 typedef enum tf_attn_kernel {
     TF_ATTN_GENERIC = 0,     /* any x86-64 */
     TF_ATTN_AVX2 = 1,        /* AVX2 + FMA + F16C */
     TF_ATTN_AVX512 = 2,      /* AVX-512 F/BW/VL/DQ, bf16 emulated */
     TF_ATTN_AVX512_BF16 = 3, /* ... with AVX512_BF16 (VDPBF16PS) */
+    TF_ATTN_AMX = 4,         /* ... and the AMX-BF16 tile products (its own bits, see above) */
     TF_ATTN_KERNEL_COUNT
 } tf_attn_kernel;
+
+/* The variant tf_cpu_attn runs for isa (capped to the CPU's). */
+tf_attn_kernel tf_attn_kernel_for(tf_isa isa);
 
 /* Whether this CPU can run kernel variant k; its name ("avx512_bf16", ...). */
 int tf_attn_kernel_supported(tf_attn_kernel k);
 const char *tf_attn_kernel_name(tf_attn_kernel k);
+
+/* Whether variant k gives bits of its own (not the generic variant's) for
+ * caches of type with heads of head_dim: TF_ATTN_AMX on its tile path. */
+int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim);
 
 /* tf_cpu_attn with variant k (which must be supported). */
 void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, void *scratch);

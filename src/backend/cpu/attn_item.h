@@ -23,7 +23,12 @@ typedef struct attn_item {
     float *qbuf;            /* scratch [n_qpos*g][hd] floats (bf16 path: [n_qpos*g][hd/2] pairs) */
     float *kt_buf, *v_buf;  /* scratch [64][hd] floats each (bf16 path: half of it, pairs) */
     float *lvec;            /* scratch [n_qpos*g][16]: bf16 path, the softmax sum l per lane */
+    float *amx;             /* scratch of the AMX variant (TF_ATTN_AMX_SCRATCH floats, 64-byte aligned) */
 } attn_item;
+
+/* Floats of the AMX variant's scratch: scores [16][64], weights [16][64] bf16,
+ * P V [16][head_dim]. */
+#define TF_ATTN_AMX_SCRATCH(hd) (16 * 64 + 16 * 32 + 16 * (hd))
 
 /* One variant per ISA (attn_kernel.inc compiled by attn_<isa>.c). Besides the
  * item kernel each exports its bf16 primitives on 16 lanes, for the test that
@@ -35,6 +40,7 @@ typedef struct attn_item {
     void tf_attn_item_##isa(const attn_item *it);                                                     \
     void tf_attn_bf16_dot_##isa(float acc[16], const uint32_t a[16], const uint32_t b[16]);           \
     void tf_attn_bf16_pack2_##isa(uint32_t out[16], const float lo[16], const float hi[16]);
+TF_ATTN_VARIANT(amx_avx512)
 TF_ATTN_VARIANT(bf16_avx512)
 TF_ATTN_VARIANT(avx512)
 TF_ATTN_VARIANT(avx2)

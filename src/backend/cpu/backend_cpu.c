@@ -227,7 +227,8 @@ tf_status tf_backend_cpu_init(tf_backend *be, tf_pool *pool, tf_isa isa, tf_err 
     c->pool = pool;
     c->isa = isa;
     c->kern = tf_cpu_kernels_get(isa);
-    snprintf(c->desc, sizeof c->desc, "cpu (%s, %d threads)", c->kern->isa, tf_pool_size(pool));
+    snprintf(c->desc, sizeof c->desc, "cpu (%s, attention %s, %d threads)", c->kern->isa,
+             tf_attn_kernel_name(tf_attn_kernel_for(isa)), tf_pool_size(pool));
     be->ops = &k_cpu_ops;
     be->ctx = c;
     return TF_OK;

@@ -151,13 +151,18 @@ typedef struct tf_cpu_kernels {
 /* Most tokens of one packed_tile call. */
 #define TF_PACK_TOKS_MAX 16
 
-typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_BEST = 99 } tf_isa;
+/* TF_ISA_AMX: AVX-512 plus the AMX tile unit with its BF16 products (Sapphire
+ * Rapids and later, with the OS's permission for the tile state): attention runs
+ * its dot products on the tiles (attn.h); the matrix products are AVX-512's. */
+typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_AMX = 3, TF_ISA_BEST = 99 } tf_isa;
 
 /* Kernels for the given ISA, capped to what this CPU supports (TF_ISA_BEST:
  * the best available). TF_ISA_AVX512 gives the AVX512-VNNI variant of the
- * integer kernels where the CPU has VNNI. Static tables; never NULL. */
+ * integer kernels where the CPU has VNNI; TF_ISA_AMX the same table. Static
+ * tables; never NULL. */
 const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa);
-/* Best ISA the running CPU supports. */
+/* Best ISA the running CPU supports (TF_ISA_AMX only once the OS has granted
+ * the tile state, which the first call requests). */
 tf_isa tf_cpu_best_isa(void);
 /* Every kernel table this CPU can run, slowest first (scalar, avx2, avx512
  * without VNNI, avx512 with VNNI: for tests and benchmarks). Writes up to

@@ -10,7 +10,12 @@
  */
 #include "backend/cpu/quant_impl.h"
 
+#include <stdatomic.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 void tf_cpu_copy_f32(const float *x, void *y, int64_t n) { memcpy(y, x, (size_t)n * sizeof(float)); }
 void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n) { memcpy(y, x, (size_t)n * sizeof(float)); }
@@ -150,7 +155,29 @@ static int cpu_has_avx512_vnni(void) {
 #endif
 }
 
+/* AMX-BF16 with the OS's permission to use the tile data state (Linux asks
+ * processes to request it once: arch_prctl ARCH_REQ_XCOMP_PERM for
+ * XFEATURE_XTILEDATA); asked on the first call, the answer kept. */
+static int cpu_has_amx(void) {
+#if defined(__x86_64__) && defined(__linux__)
+    static atomic_int state; /* 0 unknown, 1 usable, 2 not */
+    int s = atomic_load_explicit(&state, memory_order_acquire);
+    if (s == 0) {
+        s = 2;
+        if (cpu_has_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("amx-tile") &&
+            __builtin_cpu_supports("amx-bf16") && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                                                           18 /* XFEATURE_XTILEDATA */) == 0)
+            s = 1;
+        atomic_store_explicit(&state, s, memory_order_release);
+    }
+    return s == 1;
+#else
+    return 0;
+#endif
+}
+
 tf_isa tf_cpu_best_isa(void) {
+    if (cpu_has_amx()) return TF_ISA_AMX;
     if (cpu_has_avx512()) return TF_ISA_AVX512;
     if (cpu_has_avx2()) return TF_ISA_AVX2;
     return TF_ISA_SCALAR;
@@ -160,6 +187,7 @@ const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa) {
     tf_isa best = tf_cpu_best_isa();
     if (isa > best) isa = best;
     switch (isa) {
+    case TF_ISA_AMX:
     case TF_ISA_AVX512: return cpu_has_avx512_vnni() ? &k_avx512_vnni : &k_avx512;
     case TF_ISA_AVX2: return &k_avx2;
     default: return &k_scalar;

@@ -1,0 +1,137 @@
+/* attn_amx_avx512.c — attention work item with the AMX tile unit (TF_ATTN_AMX:
+ * Sapphire Rapids and later, chosen at TF_ISA_AMX). attn_kernel.inc with the
+ * AVX-512 BF16 instructions, whose bf16 tile path (head_dim a multiple of 32)
+ * is replaced by amx_tile below; other head sizes and f32 caches run that
+ * file's code unchanged.
+ *
+ * A 64-key tile, for the item's rows in chunks of up to 16:
+ *   1. K and V of the tile rounded to bf16 pairs in scratch (load_tile_bf16;
+ *      its layouts are the tile unit's B operands: a K block is [hd/2 pairs]
+ *      x [16 keys], V is [key pairs] x [hd]);
+ *   2. scores S = Q K^T: tiles 0-3 (one per block of 16 keys) accumulate
+ *      TDPBF16PS over the head dimension in segments of 32 (tile 4: the
+ *      queries' bf16 pairs, tile 6: the K block), stored to [16][64] f32;
+ *   3. the online softmax of each row (softmax_tile_bf16, the other variants'
+ *      code): new max, weights rounded to bf16 into [16][64];
+ *   4. O = P V per 16 dimensions (tiles 0-3; tile 7: the weights of 32 keys,
+ *      tile 6: V), from zero, stored to [16][hd];
+ *   5. acc = acc * corr + O, in f32 vectors.
+ * Rows of a tile product are independent: a row's bits do not depend on the
+ * other rows of its chunk, nor on how many there are (the unused rows of a
+ * tile hold stale scratch and are never read back). Key pairs past the tile's
+ * end are zero in V and their weights are zero, so they add exact zeros to an
+ * accumulator that starts at +0 (which such terms cannot turn into -0). */
+#pragma GCC target("avx512bf16,amx-tile,amx-bf16")
+#include "backend/cpu/attn_bf16_isa.h"
+#define ATTN_AMX 1
+#define ATTN_ISA(name) ATTN_CAT_(name, _amx_avx512)
+#include "backend/cpu/attn_kernel.inc"
+
+/* The tile configuration (palette 1): tiles 0-7 all 16 rows of 64 bytes. */
+typedef struct amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_cfg;
+_Static_assert(sizeof(amx_cfg) == 64, "LDTILECFG reads 64 bytes");
+
+static void amx_begin(void) {
+    static const amx_cfg cfg = {
+        .palette = 1,
+        .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+        .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+    };
+    _tile_loadconfig(&cfg);
+}
+
+static void amx_end(void) { _tile_release(); }
+
+/* Tile numbers are immediates: run OP(i) for a run-time i in 0..3. */
+#define ON_TILE(i, OP)                                                                                                 \
+    do {                                                                                                               \
+        switch (i) {                                                                                                   \
+        case 0: OP(0); break;                                                                                          \
+        case 1: OP(1); break;                                                                                          \
+        case 2: OP(2); break;                                                                                          \
+        default: OP(3); break;                                                                                         \
+        }                                                                                                              \
+    } while (0)
+
+#define ROWS 16 /* rows per tile product */
+
+static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int n_rows, int32_t s0) {
+    const int hd = it->hd, hp = hd / 2, nk = t->nk;
+    const int nlo = it->klo > s0 ? it->klo - s0 : 0; /* masked slots at the front of the item's first tile */
+    float *sbuf = it->amx;                               /* [16][64] scores */
+    uint16_t *pbuf = (uint16_t *)(it->amx + 16 * 64);    /* [16][64] bf16 weights */
+    float *obuf = it->amx + 16 * 64 + 16 * 32;           /* [16][hd] P V */
+    /* 1. the tile's pairs; V pairs past the tile's end zero up to the 16-pair operand */
+    if (kt == KT_Q8_0) load_tile_bf16(t, KT_Q8_0, nb);
+    else if (kt == KT_Q4_0) load_tile_bf16(t, KT_Q4_0, nb);
+    else load_tile_bf16(t, KT_F16, nb);
+    const int nkp = (nk + 1) / 2, nkk = (nkp + 15) / 16;
+    memset(t->vb + (size_t)nkp * hd, 0, sizeof(uint32_t) * (size_t)(nkk * 16 - nkp) * hd);
+    for (int r0 = 0; r0 < n_rows; r0 += ROWS) {
+        const int mr = n_rows - r0 < ROWS ? n_rows - r0 : ROWS;
+        int nvalid[ROWS], any = 0;
+        for (int m = 0; m < mr; m++) {
+            int32_t kvl = it->kv_len[(r0 + m) / it->g];
+            nvalid[m] = kvl <= s0 + nlo ? 0 : kvl - s0 < nk ? kvl - s0 : nk;
+            any |= nvalid[m] > 0;
+        }
+        if (!any) continue;
+        /* 2. scores */
+        const uint32_t *q = (const uint32_t *)it->qbuf + (size_t)r0 * hp;
+#define ZERO(i) _tile_zero(i)
+#define QK(i) _tile_dpbf16ps(i, 4, 6)
+#define STORE_S(i) _tile_stored(i, sbuf + (i) * 16, 64 * sizeof(float))
+        for (int b = 0; b < nb; b++) ON_TILE(b, ZERO);
+        for (int ks = 0; ks < hp / 16; ks++) {
+            _tile_loadd(4, q + ks * 16, hp * sizeof(uint32_t));
+            for (int b = 0; b < nb; b++) {
+                _tile_loadd(6, t->kb + ((size_t)b * hp + (size_t)ks * 16) * 16, 64);
+                ON_TILE(b, QK);
+            }
+        }
+        for (int b = 0; b < nb; b++) ON_TILE(b, STORE_S);
+        /* 3. softmax per row */
+        float corr[ROWS];
+        for (int m = 0; m < mr; m++) {
+            if (nvalid[m] == 0) continue;
+            v16f s[TILE / 16];
+            const int nbr = (nvalid[m] + TF_KV_BLK - 1) / TF_KV_BLK;
+            for (int b = 0; b < nbr; b++) s[b] = vload(sbuf + m * 64 + b * 16);
+            corr[m] = softmax_tile_bf16(it, r0 + m, s, nbr, nlo, nvalid[m], pbuf + m * 64);
+        }
+        /* 4.-5. P V, four 16-dimension slices at a time, into acc */
+#define PV(i) _tile_dpbf16ps(i, 7, 6)
+#define STORE_O(i) _tile_stored(i, obuf + (c0 + (i)) * 16, hd * sizeof(float))
+        for (int c0 = 0; c0 < hd / 16; c0 += 4) {
+            const int nc = hd / 16 - c0 < 4 ? hd / 16 - c0 : 4;
+            for (int c = 0; c < nc; c++) ON_TILE(c, ZERO);
+            for (int kk = 0; kk < nkk; kk++) {
+                _tile_loadd(7, pbuf + kk * 32, 64 * sizeof(uint16_t));
+                for (int c = 0; c < nc; c++) {
+                    _tile_loadd(6, t->vb + (size_t)kk * 16 * hd + (size_t)(c0 + c) * 16, hd * sizeof(uint32_t));
+                    ON_TILE(c, PV);
+                }
+            }
+            for (int c = 0; c < nc; c++) ON_TILE(c, STORE_O);
+        }
+        for (int m = 0; m < mr; m++) {
+            if (nvalid[m] == 0) continue;
+            float *acc = it->acc + (size_t)(r0 + m) * hd;
+            const float *o = obuf + (size_t)m * hd;
+            for (int d = 0; d < hd; d += 16) {
+                v16f A = vload(acc + d);
+                if (corr[m] != 1.0f) A *= vsplat(corr[m]); /* x * 1 is x */
+                vstore(acc + d, A + vload(o + d));
+            }
+        }
+#undef ZERO
+#undef QK
+#undef STORE_S
+#undef PV
+#undef STORE_O
+    }
+}
