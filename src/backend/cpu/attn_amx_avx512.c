@@ -9,12 +9,12 @@
  *      its layouts are the tile unit's B operands: a K block is [hd/2 pairs]
  *      x [16 keys], V is [key pairs] x [hd]);
  *   2. scores S = Q K^T: tiles 0-3 (one per block of 16 keys) accumulate
- *      TDPBF16PS over the head dimension in segments of 32 (tile 4: the
- *      queries' bf16 pairs, tile 6: the K block), stored to [16][64] f32;
+ *      TDPBF16PS over the head dimension in segments of 32 (tiles 4 / 7: the
+ *      queries' bf16 pairs, tiles 5 / 6: the K block), stored to [16][64] f32;
  *   3. the online softmax of each row (softmax_tile_bf16, the other variants'
  *      code): new max, weights rounded to bf16 into [16][64];
- *   4. O = P V per 16 dimensions (tiles 0-3; tile 7: the weights of 32 keys,
- *      tile 6: V), from zero, stored to [16][hd];
+ *   4. O = P V per 16 dimensions (tiles 0-3; tiles 4 / 7: the weights of 32
+ *      keys, tiles 5 / 6: V), from zero, stored to [16][hd];
  *   5. acc = acc * corr + O, in f32 vectors.
  * Rows of a tile product are independent: a row's bits do not depend on the
  * other rows of its chunk, nor on how many there are (the unused rows of a
@@ -83,15 +83,27 @@ static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int
         /* 2. scores */
         const uint32_t *q = (const uint32_t *)it->qbuf + (size_t)r0 * hp;
 #define ZERO(i) _tile_zero(i)
-#define QK(i) _tile_dpbf16ps(i, 4, 6)
 #define STORE_S(i) _tile_stored(i, sbuf + (i) * 16, 64 * sizeof(float))
+/* block b's K pairs of segment ks into tile B, then C_b += A . B */
+#define QK_B(b, A, B)                                                                                                  \
+    do {                                                                                                               \
+        _tile_loadd(B, t->kb + ((size_t)(b) * hp + (size_t)ks * 16) * 16, 64);                                         \
+        _tile_dpbf16ps(b, A, B);                                                                                       \
+    } while (0)
+#define QK_SEG(A)                                                                                                      \
+    do {                                                                                                               \
+        _tile_loadd(A, q + ks * 16, hp * sizeof(uint32_t));                                                            \
+        QK_B(0, A, 5);                                                                                                 \
+        if (nb > 1) QK_B(1, A, 6);                                                                                     \
+        if (nb > 2) QK_B(2, A, 5);                                                                                     \
+        if (nb > 3) QK_B(3, A, 6);                                                                                     \
+    } while (0)
         for (int b = 0; b < nb; b++) ON_TILE(b, ZERO);
+        /* operands alternate between two tiles each (A: 4 and 7, B: 5 and 6):
+         * a load into a tile waits for the product still reading it */
         for (int ks = 0; ks < hp / 16; ks++) {
-            _tile_loadd(4, q + ks * 16, hp * sizeof(uint32_t));
-            for (int b = 0; b < nb; b++) {
-                _tile_loadd(6, t->kb + ((size_t)b * hp + (size_t)ks * 16) * 16, 64);
-                ON_TILE(b, QK);
-            }
+            if (ks & 1) QK_SEG(7);
+            else QK_SEG(4);
         }
         for (int b = 0; b < nb; b++) ON_TILE(b, STORE_S);
         /* 3. softmax per row */
@@ -104,17 +116,27 @@ static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int
             corr[m] = softmax_tile_bf16(it, r0 + m, s, nbr, nlo, nvalid[m], pbuf + m * 64);
         }
         /* 4.-5. P V, four 16-dimension slices at a time, into acc */
-#define PV(i) _tile_dpbf16ps(i, 7, 6)
 #define STORE_O(i) _tile_stored(i, obuf + (c0 + (i)) * 16, hd * sizeof(float))
+/* V pairs of key segment kk, dimensions of slice c0 + c, into tile B, then C_c += A . B */
+#define PV_C(c, A, B)                                                                                                  \
+    do {                                                                                                               \
+        _tile_loadd(B, t->vb + (size_t)kk * 16 * hd + (size_t)(c0 + (c)) * 16, hd * sizeof(uint32_t));                \
+        _tile_dpbf16ps(c, A, B);                                                                                       \
+    } while (0)
+#define PV_SEG(A)                                                                                                      \
+    do {                                                                                                               \
+        _tile_loadd(A, pbuf + kk * 32, 64 * sizeof(uint16_t));                                                         \
+        PV_C(0, A, 5);                                                                                                 \
+        if (nc > 1) PV_C(1, A, 6);                                                                                     \
+        if (nc > 2) PV_C(2, A, 5);                                                                                     \
+        if (nc > 3) PV_C(3, A, 6);                                                                                     \
+    } while (0)
         for (int c0 = 0; c0 < hd / 16; c0 += 4) {
             const int nc = hd / 16 - c0 < 4 ? hd / 16 - c0 : 4;
             for (int c = 0; c < nc; c++) ON_TILE(c, ZERO);
             for (int kk = 0; kk < nkk; kk++) {
-                _tile_loadd(7, pbuf + kk * 32, 64 * sizeof(uint16_t));
-                for (int c = 0; c < nc; c++) {
-                    _tile_loadd(6, t->vb + (size_t)kk * 16 * hd + (size_t)(c0 + c) * 16, hd * sizeof(uint32_t));
-                    ON_TILE(c, PV);
-                }
+                if (kk & 1) PV_SEG(7);
+                else PV_SEG(4);
             }
             for (int c = 0; c < nc; c++) ON_TILE(c, STORE_O);
         }
@@ -129,9 +151,11 @@ static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int
             }
         }
 #undef ZERO
-#undef QK
 #undef STORE_S
-#undef PV
+#undef QK_B
+#undef QK_SEG
 #undef STORE_O
+#undef PV_C
+#undef PV_SEG
     }
 }
