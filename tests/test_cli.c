@@ -174,6 +174,24 @@ static void test_batch_default(void **state) {
     EXPECT(args, 2, "--batch-size '-3': expected an integer in [0, 65536]");
 }
 
+/* --isa: 0..4 (4: AVX-512 with the AMX tiles, capped to what the CPU has); others refused. */
+static void test_isa_range(void **state) {
+    (void)state;
+    tf_decoder_params p = tf_decoder_default_params();
+    char err[256] = "";
+    p.isa = 4;
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_OK);
+    p.isa = 5;
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "isa 5: expected 0..4"));
+    TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
+    char args[1024];
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8 --isa 4", path_s);
+    EXPECT(args, 0, "Once upon a time");
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8 --isa 5", path_s);
+    EXPECT(args, 2, "--isa '5': expected an integer in [0, 4]");
+}
+
 static void test_with_stories(void **state) {
     (void)state;
     TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
@@ -468,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_help_states_defaults),
         cmocka_unit_test(test_batch_default),
+        cmocka_unit_test(test_isa_range),
         cmocka_unit_test(test_with_stories),
         cmocka_unit_test(test_hf_dir),
         cmocka_unit_test(test_perplexity_matches_reference),
