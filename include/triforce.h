@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 4
+#define TF_VERSION_MINOR 5
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "2.4.0"
+#define TF_VERSION_STRING "2.5.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -294,7 +294,7 @@ typedef struct tf_context_params {
     int32_t n_threads;  /* 0: all online CPUs */
     tf_kv_type kv_type; /* default f16 */
     bool logits_all;    /* keep logits of every evaluated token (perplexity) */
-    int isa;            /* 0: best available; 1 scalar, 2 avx2, 3 avx512, 4 avx512 + AMX (testing) */
+    int isa;            /* 0: best available; 1 scalar, 2 avx2, 3 avx512, 4 avx512 + AMX (testing; 4 since 2.5.0) */
     tf_progress_fn progress; /* prefill progress (tokens done / total); may cancel */
     void *progress_user_data;
 } tf_context_params;

@@ -7,6 +7,8 @@
  */
 #include "testutil.h"
 
+#include "backend/cpu/attn.h"
+
 #include "hf_export.h"
 #include "hf_tokjson.h"
 #include "model/model.h"
@@ -88,16 +90,26 @@ static void test_bad_input(void **state) {
 }
 
 /* The version: the header's macros agree, tf_version() is TF_VERSION_STRING,
- * `triforce --version` prints it and `--help` names the flag. */
+ * `triforce --version` prints it (then the CPU kernels: attention on the AMX
+ * tiles where this CPU has them, never with TF_NO_AMX=1) and `--help` names
+ * the flag. */
 static void test_version(void **state) {
     (void)state;
     char v[64], line[96];
     snprintf(v, sizeof v, "%d.%d.%d", TF_VERSION_MAJOR, TF_VERSION_MINOR, TF_VERSION_PATCH);
     assert_string_equal(v, TF_VERSION_STRING);
     assert_string_equal(tf_version(), TF_VERSION_STRING);
-    snprintf(line, sizeof line, "triforce %s\n", TF_VERSION_STRING);
+    snprintf(line, sizeof line, "triforce %s\ncpu: matrix kernels ", TF_VERSION_STRING);
     assert_int_equal(tf_run("--version"), 0);
-    assert_string_equal(g_out, line);
+    assert_memory_equal(g_out, line, strlen(line));
+    const int amx = tf_attn_kernel_supported(TF_ATTN_AMX);
+    assert_true((strstr(g_out, ", attention amx_bf16\n") != NULL) == amx);
+    print_message("this CPU: %s", g_out + strlen(line) - strlen("cpu: matrix kernels "));
+    assert_int_equal(setenv("TF_NO_AMX", "1", 1), 0);
+    assert_int_equal(tf_run("--version"), 0);
+    assert_int_equal(unsetenv("TF_NO_AMX"), 0);
+    assert_non_null(strstr(g_out, ", attention "));
+    assert_null(strstr(g_out, "amx"));
     EXPECT("--help", 0, "triforce --version");
 }
 

@@ -1,6 +1,9 @@
 /* main.c — the `triforce` command: dispatches to subcommands. */
 #include "cli.h"
 
+#include "backend/cpu/attn.h"
+#include "backend/cpu/quant.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +29,7 @@ static const command k_commands[] = {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: triforce <command> [options]   (triforce <command> --help for its options)\n"
-               "       triforce --version               (the library's version)\n\ncommands:\n");
+               "       triforce --version               (the library's version and the CPU kernels it runs)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(f, "  %-12s %s\n", k_commands[i].name, k_commands[i].summary);
 }
@@ -56,6 +59,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("triforce %s\n", tf_version());
+        /* what this CPU runs (TF_NO_AMX=1 keeps AMX off: docs/LIBRARY.md) */
+        printf("cpu: matrix kernels %s, attention %s\n", tf_cpu_kernels_get(TF_ISA_BEST)->isa,
+               tf_attn_kernel_name(tf_attn_kernel_for(TF_ISA_BEST)));
         return finish("--version", 0);
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)

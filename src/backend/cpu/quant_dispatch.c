@@ -11,6 +11,7 @@
 #include "backend/cpu/quant_impl.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -157,14 +158,17 @@ static int cpu_has_avx512_vnni(void) {
 
 /* AMX-BF16 with the OS's permission to use the tile data state (Linux asks
  * processes to request it once: arch_prctl ARCH_REQ_XCOMP_PERM for
- * XFEATURE_XTILEDATA); asked on the first call, the answer kept. */
+ * XFEATURE_XTILEDATA, which also enlarges the process's signal frames); asked
+ * on the first call, the answer kept. TF_NO_AMX set to anything but "0" in
+ * the environment: not asked, not used. */
 static int cpu_has_amx(void) {
 #if defined(__x86_64__) && defined(__linux__)
     static atomic_int state; /* 0 unknown, 1 usable, 2 not */
     int s = atomic_load_explicit(&state, memory_order_acquire);
     if (s == 0) {
         s = 2;
-        if (cpu_has_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("amx-tile") &&
+        const char *off = getenv("TF_NO_AMX");
+        if ((!off || strcmp(off, "0") == 0) && cpu_has_avx512() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("amx-tile") &&
             __builtin_cpu_supports("amx-bf16") && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
                                                            18 /* XFEATURE_XTILEDATA */) == 0)
             s = 1;
