@@ -76,15 +76,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "attnbw: invalid arguments (see the comment at the top of bench/attnbw.c)\n");
         return 2;
     }
-    /* the kernels: -1 is tf_cpu_attn's own choice */
+    /* the kernels ("best": the one tf_cpu_attn runs here) */
     int kerns[8], n_kerns = 0;
     for (const char *p = kern_s; *p && n_kerns < 8;) {
         size_t len = strcspn(p, ",");
         int k = -2;
-        if (len == 4 && !strncmp(p, "best", 4)) k = -1;
+        if (len == 4 && !strncmp(p, "best", 4)) k = (int)tf_attn_kernel_for(TF_ISA_BEST);
         for (int j = 0; j < TF_ATTN_KERNEL_COUNT && k == -2; j++)
             if (strlen(tf_attn_kernel_name(j)) == len && !strncmp(p, tf_attn_kernel_name(j), len)) k = j;
-        if (k == -2 || (k >= 0 && !tf_attn_kernel_supported(k))) {
+        if (k == -2 || !tf_attn_kernel_supported(k)) {
             fprintf(stderr, "attnbw: --kernel %.*s is not a kernel this CPU runs (best, generic, avx2, avx512, "
                             "avx512_bf16, amx_bf16)\n", (int)len, p);
             return 2;
@@ -179,20 +179,18 @@ int main(int argc, char **argv) {
             for (int r = -1; r < reps; r++) /* r = -1: warm-up */
                 for (int ki = 0; ki < n_kerns; ki++) {
                     double t0 = bench_now();
-                    if (kerns[ki] < 0) tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
-                    else tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch);
+                    tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch);
                     if (r >= 0) tk[(size_t)ki * reps + r] = bench_now() - t0;
                 }
             for (int ki = 0; ki < n_kerns; ki++) {
-                if (kerns[ki] < 0) tf_cpu_attn(pool, TF_ISA_BEST, &a, scratch);
-                else tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch);
+                tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch); /* its output, checked below */
                 double sec = bench_median(tk + (size_t)ki * reps, reps), bytes = 2.0 * per_head * n_kv;
                 int finite = 1;
                 for (size_t i = 0; i < (size_t)n * n_head * hd; i++) finite &= isfinite(out[i]);
                 printf("{\"slots\": %d, \"rows\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, "
                        "\"head_dim\": %d, \"threads\": %d, \"kernel\": \"%s\", \"ms\": %.3f, \"bytes\": %.0f, "
                        "\"gbs\": %.2f, \"read_gbs\": %.2f, \"of_read\": %.2f, \"finite\": %s}\n",
-                       L, n, type_s, n_head, n_kv, hd, threads, kerns[ki] < 0 ? "best" : tf_attn_kernel_name(kerns[ki]),
+                       L, n, type_s, n_head, n_kv, hd, threads, tf_attn_kernel_name(kerns[ki]),
                        sec * 1e3, bytes, bytes / sec / 1e9, read_gbs, bytes / sec / 1e9 / read_gbs,
                        finite ? "true" : "false");
             }

@@ -66,17 +66,14 @@ static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int
     uint16_t *pbuf = (uint16_t *)(it->amx + 16 * 64);    /* [16][64] bf16 weights */
     float *obuf = it->amx + 16 * 64 + 16 * 32;           /* [16][hd] P V */
     /* 1. the tile's pairs; V pairs past the tile's end zero up to the 16-pair operand */
-    if (kt == KT_Q8_0) load_tile_bf16(t, KT_Q8_0, nb);
-    else if (kt == KT_Q4_0) load_tile_bf16(t, KT_Q4_0, nb);
-    else load_tile_bf16(t, KT_F16, nb);
+    load_tile_bf16_kt(t, kt, nb);
     const int nkp = (nk + 1) / 2, nkk = (nkp + 15) / 16;
     memset(t->vb + (size_t)nkp * hd, 0, sizeof(uint32_t) * (size_t)(nkk * 16 - nkp) * hd);
     for (int r0 = 0; r0 < n_rows; r0 += ROWS) {
         const int mr = n_rows - r0 < ROWS ? n_rows - r0 : ROWS;
         int nvalid[ROWS], any = 0;
         for (int m = 0; m < mr; m++) {
-            int32_t kvl = it->kv_len[(r0 + m) / it->g];
-            nvalid[m] = kvl <= s0 + nlo ? 0 : kvl - s0 < nk ? kvl - s0 : nk;
+            nvalid[m] = tile_nvalid(it, r0 + m, s0, nlo, nk);
             any |= nvalid[m] > 0;
         }
         if (!any) continue;
