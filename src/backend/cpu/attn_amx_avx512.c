@@ -59,6 +59,61 @@ static void amx_end(void) { _tile_release(); }
 
 #define ROWS 16 /* rows per tile product */
 
+/* e^x for the softmax weights as vexp_p computes it (x <= 0, lanes below
+ * P_LOG_MIN discarded by the caller), with the instructions this variant
+ * has: the polynomial in fused steps, the rounding and the scaling by 2^n
+ * one instruction each. Its own bits (as the tile products are). */
+static inline __m512 exp_amx(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(P_LOG_MIN - 1.0f));
+    const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(t, n); /* exact, in [-1/2, 1/2] */
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.3333558146428443e-3f), f, _mm512_set1_ps(9.6181291076284772e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* softmax_tile_bf16 for one row of the score tile (srow: its 64 scores), in
+ * mask registers and with VCVTNEPS2BF16 for the rounding (the weights are 0
+ * or in [e^-40, 1]: no NaN, no subnormal): the same steps, fewer
+ * instructions. */
+static inline float softmax_amx(const attn_item *it, int r, const float *srow, int nbr, int nlo, int nvalid,
+                                uint16_t *pb) {
+    __m512 s[TILE / 16];
+    __mmask16 valid[TILE / 16];
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int b = 0; b < nbr; b++) {
+        const int lo = nlo - 16 * b, hi = nvalid - 16 * b; /* the visible lanes: [lo, hi) */
+        const uint32_t below_hi = hi >= 16 ? 0xFFFFu : (1u << hi) - 1u, below_lo = lo <= 0 ? 0u : lo >= 16 ? 0xFFFFu : (1u << lo) - 1u;
+        valid[b] = (__mmask16)(below_hi & ~below_lo);
+        s[b] = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), valid[b], srow + 16 * b);
+        mx = _mm512_max_ps(s[b], mx); /* as vmax: a NaN score leaves mx */
+    }
+    float m_old = it->m[r], m_new = m_old, corr = 1.0f;
+    if (_mm512_cmp_ps_mask(mx, _mm512_set1_ps(m_old), _CMP_GT_OQ)) {
+        m_new = _mm512_reduce_max_ps(mx);
+        corr = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+    }
+    if (nbr < TILE / 16) memset(pb + nbr * 16, 0, sizeof(uint16_t) * (TILE - nbr * 16));
+    __m512 psum = _mm512_setzero_ps();
+    const __m512 mv = _mm512_set1_ps(m_new);
+    for (int b = 0; b < nbr; b++) {
+        const __m512 x = _mm512_sub_ps(s[b], mv);
+        const __mmask16 keep = valid[b] & _mm512_cmp_ps_mask(x, _mm512_set1_ps(P_LOG_MIN), _CMP_GE_OQ);
+        const __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_mov_ps(keep, exp_amx(x)));
+        _mm256_storeu_si256((__m256i *)(pb + 16 * b), h);
+        psum = _mm512_add_ps(psum, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    }
+    it->m[r] = m_new;
+    __m512 lv = _mm512_loadu_ps(it->lvec + (size_t)r * 16);
+    if (corr != 1.0f) lv = _mm512_mul_ps(lv, _mm512_set1_ps(corr));
+    _mm512_storeu_ps(it->lvec + (size_t)r * 16, _mm512_add_ps(lv, psum));
+    return corr;
+}
+
 static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int n_rows, int32_t s0) {
     const int hd = it->hd, hp = hd / 2, nk = t->nk;
     const int nlo = it->klo > s0 ? it->klo - s0 : 0; /* masked slots at the front of the item's first tile */
@@ -107,10 +162,8 @@ static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int
         float corr[ROWS];
         for (int m = 0; m < mr; m++) {
             if (nvalid[m] == 0) continue;
-            v16f s[TILE / 16];
             const int nbr = (nvalid[m] + TF_KV_BLK - 1) / TF_KV_BLK;
-            for (int b = 0; b < nbr; b++) s[b] = vload(sbuf + m * 64 + b * 16);
-            corr[m] = softmax_tile_bf16(it, r0 + m, s, nbr, nlo, nvalid[m], pbuf + m * 64);
+            corr[m] = softmax_amx(it, r0 + m, sbuf + m * 64, nbr, nlo, nvalid[m], pbuf + m * 64);
         }
         /* 4.-5. P V, four 16-dimension slices at a time, into acc */
 #define STORE_O(i) _tile_stored(i, obuf + (c0 + (i)) * 16, hd * sizeof(float))

@@ -49,6 +49,34 @@
 
 #define TF_AI static inline __attribute__((always_inline))
 
+/* The sum of a's 16 lanes in the order of the packed path's reference
+ * (reduce16 in quant_pack.c): halves of 8, then of 4, then (0 + 2) + (1 + 3).
+ * Spelled out rather than left to _mm512_reduce_add_ps, whose order is the
+ * compiler's: a row's bits must not depend on how many share its tile. */
+TF_AI float hsum_tree(__m512 a) {
+    __m256 s8 = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+    __m128 s4 = _mm_add_ps(_mm256_extractf128_ps(s8, 1), _mm256_castps256_ps128(s8));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+/* hsum_tree of a[0..3] (the same additions, four at a time in the lanes of
+ * one vector) into out[0], out[ldo], out[2 ldo], out[3 ldo]. */
+TF_AI void hsum_tree4(const __m512 *a, float *out, int64_t ldo) {
+    const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)),
+                                     _mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)));
+    const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)),
+                                     _mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)));
+    /* 128-bit lane k: the four sums of halves of a[k] */
+    const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)),
+                                    _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)));
+    const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
+    float t[16];
+    _mm512_storeu_ps(t, s1);
+    for (int k = 0; k < 4; k++) out[k * ldo] = t[4 * k];
+}
+
 /* vpdpbusd (acc += u8 x s8, 4 products per int32 lane), emitted through asm so
  * that this file needs no VNNI compiler flag; only reached from the
  * avx512vnni functions, which the dispatcher hands out only on VNNI CPUs. */
@@ -69,7 +97,7 @@ TF_AI __m512i dpbusd_plain(__m512i u, __m512i s) {
     return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
 }
 
-static float f16(uint16_t h) { return tf_f16_to_f32(h); }
+static float f16(uint16_t h) { return _cvtsh_ss(h); } /* exact, as tf_f16_to_f32 */
 
 /* [sum(a), sum(b), sum(c), sum(d)]: four horizontal sums in 14 operations
  * (fold 512 -> 128 bits across the four vectors, then within 128 bits). */
@@ -91,7 +119,7 @@ TF_AI void store_sums(int R, int T, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MA
             continue;
         }
 #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) out[t * ldo + r] = _mm512_reduce_add_ps(acc[r][t]);
+        for (int r = 0; r < R; r++) out[t * ldo + r] = hsum_tree(acc[r][t]);
     }
 }
 
@@ -160,7 +188,7 @@ TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         acc[1] = _mm512_fmadd_ps(load_w16(kind, w, i, m, 1), _mm512_maskz_loadu_ps(m, a + i), acc[1]);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    return hsum_tree(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
 /* ---- Q8_0 / Q4_x / Q5_x / IQ4 weights against Q8_0 / Q8_1 activations ------ */
@@ -626,8 +654,11 @@ TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char
 #pragma GCC unroll 16
         for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 1, chains, &wg, ap + t * as, acc[t]);
     }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; t++) out[t * ldo] = _mm512_reduce_add_ps(acc[t]);
+    int t = 0;
+#pragma GCC unroll 4
+    for (; t + 4 <= T; t += 4) hsum_tree4(acc + t, out + t * ldo, ldo);
+#pragma GCC unroll 3
+    for (; t < T; t++) out[t * ldo] = hsum_tree(acc[t]);
 }
 
 TF_AI void pk_tile(int kind, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as, int nt,
