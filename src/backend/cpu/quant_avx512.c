@@ -72,9 +72,10 @@ TF_AI void hsum_tree4(const __m512 *a, float *out, int64_t ldo) {
                                     _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)));
     const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, _MM_SHUFFLE(1, 0, 3, 2)));
     const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
-    float t[16];
-    _mm512_storeu_ps(t, s1);
-    for (int k = 0; k < 4; k++) out[k * ldo] = t[4 * k];
+    _mm_store_ss(out, _mm512_castps512_ps128(s1));
+    _mm_store_ss(out + ldo, _mm512_extractf32x4_ps(s1, 1));
+    _mm_store_ss(out + 2 * ldo, _mm512_extractf32x4_ps(s1, 2));
+    _mm_store_ss(out + 3 * ldo, _mm512_extractf32x4_ps(s1, 3));
 }
 
 /* vpdpbusd (acc += u8 x s8, 4 products per int32 lane), emitted through asm so
