@@ -87,7 +87,8 @@ static inline float softmax_amx(const attn_item *it, int r, const float *srow, i
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int b = 0; b < nbr; b++) {
         const int lo = nlo - 16 * b, hi = nvalid - 16 * b; /* the visible lanes: [lo, hi) */
-        const uint32_t below_hi = hi >= 16 ? 0xFFFFu : (1u << hi) - 1u, below_lo = lo <= 0 ? 0u : lo >= 16 ? 0xFFFFu : (1u << lo) - 1u;
+        const uint32_t below_hi = hi >= 16 ? 0xFFFFu : (1u << hi) - 1u;
+        const uint32_t below_lo = lo <= 0 ? 0u : lo >= 16 ? 0xFFFFu : (1u << lo) - 1u;
         valid[b] = (__mmask16)(below_hi & ~below_lo);
         s[b] = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), valid[b], srow + 16 * b);
         mx = _mm512_max_ps(s[b], mx); /* as vmax: a NaN score leaves mx */

@@ -60,23 +60,6 @@ TF_AI float hsum_tree(__m512 a) {
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-/* hsum_tree of a[0..3] (the same additions, four at a time in the lanes of
- * one vector) into out[0], out[ldo], out[2 ldo], out[3 ldo]. */
-TF_AI void hsum_tree4(const __m512 *a, float *out, int64_t ldo) {
-    const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)),
-                                     _mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)));
-    const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)),
-                                     _mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)));
-    /* 128-bit lane k: the four sums of halves of a[k] */
-    const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)),
-                                    _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)));
-    const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-    const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
-    _mm_store_ss(out, _mm512_castps512_ps128(s1));
-    _mm_store_ss(out + ldo, _mm512_extractf32x4_ps(s1, 1));
-    _mm_store_ss(out + 2 * ldo, _mm512_extractf32x4_ps(s1, 2));
-    _mm_store_ss(out + 3 * ldo, _mm512_extractf32x4_ps(s1, 3));
-}
 
 /* vpdpbusd (acc += u8 x s8, 4 products per int32 lane), emitted through asm so
  * that this file needs no VNNI compiler flag; only reached from the
@@ -101,13 +84,14 @@ TF_AI __m512i dpbusd_plain(__m512i u, __m512i s) {
 static float f16(uint16_t h) { return _cvtsh_ss(h); } /* exact, as tf_f16_to_f32 */
 
 /* [sum(a), sum(b), sum(c), sum(d)]: four horizontal sums in 14 operations
- * (fold 512 -> 128 bits across the four vectors, then within 128 bits). */
+ * (fold 512 -> 128 bits across the four vectors, then within 128 bits), each
+ * with hsum_tree's additions, bit for bit. */
 TF_AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
     __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
     __m512 z = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    z = _mm512_add_ps(z, _mm512_permute_ps(z, 0x4E)); /* (0 + 2), (1 + 3) */
     z = _mm512_add_ps(z, _mm512_permute_ps(z, 0xB1));
-    z = _mm512_add_ps(z, _mm512_permute_ps(z, 0x4E));
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), z));
 }
 
@@ -657,7 +641,13 @@ TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char
     }
     int t = 0;
 #pragma GCC unroll 4
-    for (; t + 4 <= T; t += 4) hsum_tree4(acc + t, out + t * ldo, ldo);
+    for (; t + 4 <= T; t += 4) {
+        const __m128 s4 = hsum4(acc[t], acc[t + 1], acc[t + 2], acc[t + 3]);
+        _mm_store_ss(out + t * ldo, s4);
+        _mm_store_ss(out + (t + 1) * ldo, _mm_movehdup_ps(s4));
+        _mm_store_ss(out + (t + 2) * ldo, _mm_movehl_ps(s4, s4));
+        _mm_store_ss(out + (t + 3) * ldo, _mm_shuffle_ps(s4, s4, 3));
+    }
 #pragma GCC unroll 3
     for (; t < T; t++) out[t * ldo] = hsum_tree(acc[t]);
 }
