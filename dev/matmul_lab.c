@@ -87,7 +87,7 @@ static int validate(const tf_cpu_kernels *k, tf_dtype t, tf_pool *pool, tf_rng *
     for (int64_t i = 0; i < tok * cols; i++) x[i] = (float)gauss(rng);
     for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, xf + r * cols, w + r * ws, cols);
     for (int64_t j = 0; j < tok; j++) tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
-    tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, rows, act);
+    tf_cpu_matmul(pool, k, t, w, 0, rows, cols, x, tok, y, rows, act);
     double max_err = 0;
     for (int64_t j = 0; j < tok; j++)
         for (int64_t r = 0; r < rows; r++) {
@@ -119,14 +119,14 @@ static double time_matmul(const tf_cpu_kernels *k, tf_dtype t, tf_pool *pool, co
                           int64_t cols, const float *x, int64_t tok, float *y, void *act, int min_reps,
                           double min_s) {
     double t0 = now_s();
-    tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, rows, act); /* warm up, and a first estimate */
+    tf_cpu_matmul(pool, k, t, w, 0, rows, cols, x, tok, y, rows, act); /* warm up, and a first estimate */
     double one = now_s() - t0;
     int batch = one > 0.02 ? 1 : (int)(0.02 / (one + 1e-9)) + 1;
     double best = INFINITY, start = now_s();
     int reps = 0;
     do {
         double b0 = now_s();
-        for (int i = 0; i < batch; i++) tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, rows, act);
+        for (int i = 0; i < batch; i++) tf_cpu_matmul(pool, k, t, w, 0, rows, cols, x, tok, y, rows, act);
         double per = (now_s() - b0) / batch;
         if (per < best) best = per;
         reps += batch;

@@ -102,8 +102,10 @@ static void expect_nmse(const char *be_desc, const char *what, const float *got,
 
 /* ---- the ops ------------------------------------------------------------------------------------ */
 
-/* Weight types of the matrix checks; 256 columns fit every block size. */
-#define MM_COLS 256
+/* Weight types of the matrix checks; 768 columns fit every block size and
+ * hold one group of 16 blocks (a backend's own weight layout rearranges
+ * those) and a tail. */
+#define MM_COLS 768
 
 static void quantize_rows(tf_dtype t, const float *x, int64_t rows, int64_t cols, uint8_t *out) {
     size_t rb = tf_dtype_row_size(t, cols);
@@ -112,7 +114,7 @@ static void quantize_rows(tf_dtype t, const float *x, int64_t rows, int64_t cols
 
 static void check_embed_matmul(tf_backend *be, const char *desc) {
     const int64_t rows = 96, cols = MM_COLS;
-    int n_types = 0;
+    int n_types = 0, n_packed = 0;
     for (int t = 0; t < TF_DTYPE_COUNT; t++) {
         if (!tf_backend_supports(be, TF_OP_MATMUL, (uint32_t)t)) continue;
         n_types++;
@@ -125,6 +127,18 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
             tf_ref_dequantize_row((tf_dtype)t, wq + (size_t)r * (wb / rows), wd + r * cols, cols);
         void *dw = dbuf(be, wq, wb);
         tf_bmat w = {.data = dw, .type = (uint32_t)t, .n_rows = rows, .n_cols = cols};
+        /* the backend's own layout of these rows, where it has one: the same
+         * results bit for bit */
+        uint32_t layout = be->ops->weight_layout ? be->ops->weight_layout(be, (uint32_t)t) : 0;
+        tf_bmat wp = w;
+        if (layout) {
+            assert_true(be->ops->host_memory && be->ops->weight_pack);
+            wp.data = dbuf(be, NULL, wb);
+            wp.layout = layout;
+            be->ops->weight_pack(be, (void *)wp.data, &w, layout);
+            assert_true(memcmp(wp.data, wq, wb) != 0);
+            n_packed++;
+        }
         char what[96];
         /* embed: rows of the table, exactly as stored */
         if (tf_backend_supports(be, TF_OP_EMBED, (uint32_t)t)) {
@@ -139,6 +153,10 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
             for (int i = 0; i < 5; i++)
                 for (int64_t c = 0; c < cols; c++) ref[i * cols + c] = wd[tok[i] * cols + c];
             expect_nmse(desc, what, x, ref, 5 * (size_t)cols, 1e-12);
+            if (layout) {
+                be->ops->embed(be, dx, &wp, dtok, 5);
+                assert_memory_equal(dx, x, sizeof(float) * 5 * cols);
+            }
             dfree(be, dtok), dfree(be, dx), free(x), free(ref);
         }
         /* matmul: 1 row (decode), 5 (verification), 19 (past CUDA's GEMV batch) */
@@ -163,11 +181,17 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
             uint32_t act = tf_act_type((tf_dtype)t);
             double bound = act == TF_DTYPE_F32 || act == TF_DTYPE_F16 || act == TF_DTYPE_BF16 ? 1e-5 : 1e-4;
             expect_nmse(desc, what, y, ref, (size_t)n * rows, bound);
+            if (layout) {
+                assert_int_equal(be->ops->matmul(be, &wp, dx, n, dy, rows, scr, &g_err), TF_OK);
+                assert_memory_equal(dy, y, sizeof(float) * n * rows);
+            }
             dfree(be, dx), dfree(be, dy), dfree(be, scr), free(x), free(y), free(ref);
         }
+        if (layout) dfree(be, (void *)wp.data);
         dfree(be, dw), free(wf), free(wq), free(wd);
     }
-    print_message("%s: matmul checked for %d weight types\n", desc, n_types);
+    print_message("%s: matmul checked for %d weight types (%d also in the backend's own layout)\n", desc, n_types,
+                  n_packed);
     assert_true(n_types >= 4); /* f32, f16, bf16, q8_0 at least on every backend */
 }
 

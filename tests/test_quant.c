@@ -110,6 +110,7 @@ static void test_tables(void **state) {
             bool vnni = strcmp(g_tables[i]->isa, "avx512_vnni") == 0;
             assert_int_equal(g_tables[i]->act_pack[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->packed_tile[t] != NULL, vnni && packed);
+            assert_int_equal(g_tables[i]->wpacked_tile[t] != NULL, vnni && packed);
         }
     }
     tf_dtype none;
@@ -895,12 +896,41 @@ static void test_kernels_vs_ref(void **state) {
 }
 
 /* The packed path (quant.h): tf_ref_packed_dot agrees with tf_ref_vec_dot
- * to rounding; every table's act_pack is bitwise tf_ref_act_pack; every
- * packed tile shape is bitwise tf_ref_packed_dot (the property batch
+ * to rounding; every table's act_pack is bitwise tf_ref_act_pack; the packed
+ * weight layout round-trips and holds the bytes quant.h names; every packed
+ * tile shape, over the file's rows and over packed weight rows, is bitwise
+ * tf_ref_packed_dot (the property batch
  * invariance rests on), finite, and writes nothing outside its tile. Row
  * lengths cover tails only (1, 2, 7, 8 blocks), one group plus a pair (576
  * columns, SmolLM2's), one group plus 8 blocks (768: IQ4_XS's one tail
  * shape), groups plus an odd tail and whole groups. */
+/* Every tile shape of one packed tile kernel (fn) over weight rows w against
+ * ref: bitwise, finite, nothing written outside the tile. */
+static void check_ptile(const char *what, const tf_cpu_kernels *k, tf_dtype t, tf_vec_dot_tile_fn fn, int64_t n,
+                        const char *w, size_t ws, const char *p, size_t ps,
+                        float ref[TF_TILE_ROWS_MAX][TF_PACK_TOKS_MAX]) {
+    enum { NR = TF_TILE_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
+    for (int nr = 1; nr <= k->tile_rows[t]; nr++)
+        for (int nt = 1; nt <= NT; nt++) {
+            const int ldo = NR + 1;
+            float out[NT * (NR + 1) + 4];
+            for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = CANARY;
+            fn(n, w, ws, nr, p, ps, nt, out, ldo);
+            for (int j = 0; j < NT; j++)
+                for (int r = 0; r < ldo; r++) {
+                    float v = out[j * ldo + r];
+                    if (r >= nr || j >= nt) {
+                        assert_true(v == CANARY);
+                    } else if (!isfinite(v) || memcmp(&v, &ref[r][j], sizeof v) != 0) {
+                        print_error("%s %s %s n=%lld %dx%d [%d][%d]: %.9g vs reference %.9g\n", what, k->isa,
+                                    tf_dtype_name(t), (long long)n, nr, nt, r, j, v, ref[r][j]);
+                        fail();
+                    }
+                }
+            for (int i = NT * ldo; i < NT * ldo + 4; i++) assert_true(out[i] == CANARY);
+        }
+}
+
 static void test_packed_vs_ref(void **state) {
     (void)state;
     tf_rng rng;
@@ -929,6 +959,38 @@ static void test_packed_vs_ref(void **state) {
                 tf_ref_act_quantize(t, x + j * n, a + j * as, n);
                 tf_ref_act_pack(t, x + j * n, p + j * ps, n);
             }
+            /* the weight rows in the packed weight layout: same size, the
+             * groups rearranged (so not the same bytes once there is one),
+             * back to the file's bytes by tf_weight_unpack_row */
+            char *wp = malloc(ws * NR);
+            assert_true(tf_weight_packs(t));
+            tf_weight_pack_rows(t, w, wp, NR, n);
+            for (int r = 0; r < NR; r++) {
+                char back[4096 / 32 * 34];
+                assert_true(ws <= sizeof back);
+                tf_weight_pack_row(t, w + r * ws, back, n);
+                assert_memory_equal(back, wp + r * ws, ws); /* one row = that row of many */
+                tf_weight_unpack_row(t, wp + r * ws, back, n);
+                assert_memory_equal(back, w + r * ws, ws);
+                if (n >= 512) assert_true(memcmp(wp + r * ws, w + r * ws, ws) != 0);
+            }
+            if (n >= 512) { /* two bytes of the first record, as quant.h describes it */
+                const char *rec = wp, *b6; /* lane 6 holds block (sub-block) tf_pack_lane_block(6) = 9 */
+                if (t == TF_DTYPE_IQ4_XS) {
+                    b6 = w + 136 + offsetof(tf_block_iq4_xs, qs) + 16 * (9 - 8); /* its qs */
+                    assert_memory_equal(rec + 256 + 8, w + 136, 8);               /* second header */
+                    assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (uint8_t)b6[4 + 2]);
+                } else {
+                    const size_t bs = tf_dtype_row_size(t, 32);
+                    const int qs = t == TF_DTYPE_Q4_1 ? 4 : t == TF_DTYPE_Q5_0 ? 6 : t == TF_DTYPE_Q5_1 ? 8 : 2;
+                    b6 = w + 9 * bs;
+                    assert_memory_equal(rec + (t == TF_DTYPE_Q8_0 ? 512 : 256) + 2 * 6, b6, 2); /* d */
+                    if (t == TF_DTYPE_Q8_0) /* q[5]: quants 20..23, + 128 */
+                        assert_int_equal((uint8_t)rec[64 * 5 + 4 * 6 + 1], (uint8_t)(b6[qs + 21] ^ 0x80));
+                    else /* y[1]: qs bytes 4..7 */
+                        assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (uint8_t)b6[qs + 4 + 2]);
+                }
+            }
             float ref[NR][NT];
             for (int r = 0; r < NR; r++)
                 for (int j = 0; j < NT; j++) {
@@ -950,27 +1012,13 @@ static void test_packed_vs_ref(void **state) {
                     fail();
                 }
                 free(pq);
-                for (int nr = 1; nr <= k->tile_rows[t]; nr++)
-                    for (int nt = 1; nt <= NT; nt++) {
-                        const int ldo = NR + 1;
-                        float out[NT * (NR + 1) + 4];
-                        for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = CANARY;
-                        k->packed_tile[t](n, w, ws, nr, p, ps, nt, out, ldo);
-                        for (int j = 0; j < NT; j++)
-                            for (int r = 0; r < ldo; r++) {
-                                float v = out[j * ldo + r];
-                                if (r >= nr || j >= nt) {
-                                    assert_true(v == CANARY);
-                                } else if (!isfinite(v) || memcmp(&v, &ref[r][j], sizeof v) != 0) {
-                                    print_error("packed tile %s %s n=%lld %dx%d [%d][%d]: %.9g vs reference %.9g\n",
-                                                k->isa, tf_dtype_name(t), (long long)n, nr, nt, r, j, v, ref[r][j]);
-                                    fail();
-                                }
-                            }
-                        for (int i = NT * ldo; i < NT * ldo + 4; i++) assert_true(out[i] == CANARY);
-                    }
+                check_ptile("packed tile", k, t, k->packed_tile[t], n, w, ws, p, ps, ref);
+                /* the same tiles over weight rows in the packed weight layout */
+                assert_non_null(k->wpacked_tile[t]);
+                check_ptile("packed tile, packed weights", k, t, k->wpacked_tile[t], n, wp, ws, p, ps, ref);
             }
             free(x);
+            free(wp);
             free(w);
             free(a);
             free(p);
@@ -1045,7 +1093,7 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
     size_t y_bytes = sizeof(float) * (size_t)(tok * ldy);
     float *y = alloc_guarded(y_bytes);
     for (int64_t i = 0; i < tok * ldy; i++) y[i] = CANARY;
-    tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, ldy, act);
+    tf_cpu_matmul(pool, k, t, w, 0, rows, cols, x, tok, y, ldy, act);
     check_guard(act, act_bytes);
     check_guard(y, y_bytes);
     double num = 0, den = 0, den_terms = 0, num_x = 0, mag = 0;
@@ -1146,7 +1194,7 @@ static void test_matmul_exact_rows(void **state) {
         fill_gauss(&rng, x, tok * cols, 1.0);
         for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
         for (int64_t j = 0; j < tok; j++) tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
-        tf_cpu_matmul(pool, k, t, w, rows, cols, x, tok, y, rows, act);
+        tf_cpu_matmul(pool, k, t, w, 0, rows, cols, x, tok, y, rows, act);
         for (int64_t j = 0; j < tok; j++)
             for (int64_t r = 0; r < rows; r++) {
                 float ref = tf_ref_vec_dot(t, cols, w + r * ws, aref + j * as);
@@ -1191,9 +1239,9 @@ static void test_matmul_batch_invariance(void **state) {
                 tf_pool *p = pi ? pool : NULL;
                 const tf_cpu_kernels *k = g_tables[ki];
                 for (int j = 0; j < MAX_TOK; j++)
-                    tf_cpu_matmul(p, k, t, w, rows, cols, x + j * cols, 1, alone + j * rows, rows, act);
+                    tf_cpu_matmul(p, k, t, w, 0, rows, cols, x + j * cols, 1, alone + j * rows, rows, act);
                 for (int n = 2; n <= MAX_TOK; n++) {
-                    tf_cpu_matmul(p, k, t, w, rows, cols, x, n, batch, rows, act);
+                    tf_cpu_matmul(p, k, t, w, 0, rows, cols, x, n, batch, rows, act);
                     for (int j = 0; j < n; j++)
                         if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
                             print_error("matmul %s %s threads %d: row %d of a batch of %d differs from the same "

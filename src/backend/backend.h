@@ -62,10 +62,13 @@ typedef enum tf_op {
 const char *tf_op_name(tf_op op);
 
 /* A weight matrix as the backend holds it: row-major [n_rows][n_cols] of type
- * (the file's blocks), in backend memory. */
+ * in backend memory, each row the file's blocks (layout 0) or the backend's
+ * own arrangement of them (layout != 0, from ops->weight_pack; a row keeps
+ * its size). */
 typedef struct tf_bmat {
     const void *data;
     uint32_t type;
+    uint32_t layout;
     int64_t n_rows, n_cols;
 } tf_bmat;
 
@@ -166,6 +169,13 @@ typedef struct tf_backend_ops {
     tf_status (*copy)(tf_backend *be, void *dst, const void *src, size_t bytes, tf_err *err);
     tf_status (*check)(tf_backend *be, const char *what, tf_err *err);
     tf_status (*sync)(tf_backend *be, const char *what, tf_err *err);
+
+    /* ---- weights (optional) ---- */
+    /* The layout in which this backend's matmul and embed read weights of
+     * `type` fastest (0: the file's rows as they are). */
+    uint32_t (*weight_layout)(const tf_backend *be, uint32_t type);
+    /* Write w's rows (file layout, host memory) into dst in `layout`. */
+    void (*weight_pack)(tf_backend *be, void *dst, const tf_bmat *w, uint32_t layout);
 
     /* ---- the forward pass's ops (activations f32 row-major) ---- */
     /* x[i] = row tok[i] of table, i < n. */

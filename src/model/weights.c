@@ -98,6 +98,57 @@ static void put_all(tf_bweights *w, cursor *c) {
     }
 }
 
+/* Every matrix of w, in a fixed order (the tied output is the embedding table). */
+static int all_mats(tf_bweights *w, tf_bmat **out) {
+    int n = 0;
+    out[n++] = &w->tok_embd;
+    if (!w->m->hp.tied_output) out[n++] = &w->output;
+    for (int il = 0; il < w->m->hp.n_layer; il++) {
+        tf_blayer *B = &w->layers[il];
+        tf_bmat *ls[TF_LAYER_MATS] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->w_gate, &B->w_up, &B->w_down};
+        for (int j = 0; j < TF_LAYER_MATS; j++) out[n++] = ls[j];
+    }
+    return n;
+}
+
+/* Host memory: the matrices whose type the backend reads faster in a layout
+ * of its own are rearranged once into one block (the same bytes per row);
+ * the others stay the model's mapped tensors. */
+static tf_status pack_host(tf_bweights *w, tf_err *err) {
+    tf_backend *be = w->be;
+    if (!be->ops->weight_layout) return TF_OK;
+    int n_mats = 2 + TF_LAYER_MATS * w->m->hp.n_layer;
+    tf_bmat **mats = tf_calloc(sizeof *mats * (size_t)n_mats);
+    if (!mats) return tf_errf(err, TF_ERR_NOMEM, "weights of %s: out of host memory", w->m->path);
+    n_mats = all_mats(w, mats);
+    size_t total = 0;
+    for (int i = 0; i < n_mats; i++)
+        if (be->ops->weight_layout(be, mats[i]->type))
+            total += align_up(tf_dtype_row_size(mats[i]->type, mats[i]->n_cols) * (size_t)mats[i]->n_rows);
+    tf_status st = TF_OK;
+    if (total) {
+        char what[600];
+        snprintf(what, sizeof what, "the repacked weights of %s", w->m->path);
+        st = be->ops->alloc(be, &w->block, total, what, err);
+    }
+    if (st == TF_OK && total) {
+        w->bytes = total;
+        uint8_t *at = w->block;
+        for (int i = 0; i < n_mats; i++) {
+            uint32_t layout = be->ops->weight_layout(be, mats[i]->type);
+            if (!layout) continue;
+            be->ops->weight_pack(be, at, mats[i], layout);
+            mats[i]->data = at;
+            mats[i]->layout = layout;
+            at += align_up(tf_dtype_row_size(mats[i]->type, mats[i]->n_cols) * (size_t)mats[i]->n_rows);
+        }
+        if (w->m->hp.tied_output) w->output = w->tok_embd;
+    }
+    tf_free(mats);
+    if (st != TF_OK) tf_bweights_free(w);
+    return st;
+}
+
 tf_status tf_bweights_init(tf_bweights *w, tf_backend *be, const tf_model *m, tf_err *err) {
     memset(w, 0, sizeof *w);
     TF_TRY(tf_bweights_check(be, m, err));
@@ -119,7 +170,7 @@ tf_status tf_bweights_init(tf_bweights *w, tf_backend *be, const tf_model *m, tf
         B->bq = L->bq.data, B->bk = L->bk.data, B->bv = L->bv.data;
         B->attn_norm = L->attn_norm.data, B->ffn_norm = L->ffn_norm.data;
     }
-    if (be->ops->host_memory) return TF_OK;
+    if (be->ops->host_memory) return pack_host(w, err);
     cursor c = {.be = be, .err = err, .st = TF_OK};
     put_all(w, &c); /* sizes */
     char what[600];

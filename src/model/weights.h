@@ -2,9 +2,11 @@
  * weights.h — a model's weights as one backend holds them.
  *
  * On a host-memory backend (the CPU) the matrices are the model's own mapped
- * tensors and nothing is copied; elsewhere (CUDA) every tensor the forward
- * pass reads is uploaded once into one buffer, shared by every decoding level
- * that uses the model.
+ * tensors, except those whose type the backend reads faster in a layout of
+ * its own (ops->weight_layout: the CPU's packed rows), which are rearranged
+ * once into one block; elsewhere (CUDA) every tensor the forward pass reads
+ * is uploaded once into one buffer. Either way they are shared by every
+ * decoding level that uses the model.
  *
  * tf_bweights_check names the first tensor or op of the model the backend
  * cannot run, before anything is reserved: the choice of a device and the
@@ -30,7 +32,7 @@ typedef struct tf_blayer {
 typedef struct tf_bweights {
     tf_backend *be;      /* not owned */
     const tf_model *m;   /* not owned */
-    void *block;         /* the uploads (NULL on a host-memory backend) */
+    void *block;         /* the uploads, or on a host-memory backend the repacked matrices (or NULL) */
     size_t bytes;        /* of block */
     tf_bmat tok_embd, output;
     const float *output_norm; /* [n_embd] */

@@ -73,11 +73,55 @@ static tf_status cpu_ok(tf_backend *be, const char *what, tf_err *err) {
     return TF_OK;
 }
 
+/* Layout 1: the packed weight rows of quant.h, where the kernels have them. */
+#define CPU_LAYOUT_PACKED 1u
+
+static uint32_t cpu_weight_layout(const tf_backend *be, uint32_t type) {
+    const tf_cpu_kernels *k = ctx_of(be)->kern;
+    return type < TF_DTYPE_COUNT && k->wpacked_tile[type] && tf_weight_packs((tf_dtype)type) ? CPU_LAYOUT_PACKED
+                                                                                          : 0u;
+}
+
+typedef struct {
+    const tf_bmat *w;
+    void *dst;
+} pack_job;
+
+static void pack_task(void *arg, int ith, int nth) {
+    const pack_job *j = arg;
+    long lo, hi;
+    tf_split_range((long)j->w->n_rows, ith, nth, &lo, &hi);
+    size_t row = tf_dtype_row_size((tf_dtype)j->w->type, j->w->n_cols);
+    if (lo < hi)
+        tf_weight_pack_rows((tf_dtype)j->w->type, (const char *)j->w->data + (size_t)lo * row,
+                            (char *)j->dst + (size_t)lo * row, hi - lo, j->w->n_cols);
+}
+
+static void cpu_weight_pack(tf_backend *be, void *dst, const tf_bmat *w, uint32_t layout) {
+    TF_ASSERT(layout == CPU_LAYOUT_PACKED && w->layout == 0);
+    pack_job j = {.w = w, .dst = dst};
+    tf_pool_run(ctx_of(be)->pool, pack_task, &j);
+}
+
 static void cpu_embed(tf_backend *be, float *x, const tf_bmat *t, const int32_t *tok, int32_t n) {
-    size_t row = tf_dtype_row_size(t->type, t->n_cols);
-    for (int32_t i = 0; i < n; i++)
-        ctx_of(be)->kern->dequantize[t->type]((const uint8_t *)t->data + (size_t)tok[i] * row,
-                                             x + (size_t)i * t->n_cols, t->n_cols);
+    const tf_dequant_fn deq = ctx_of(be)->kern->dequantize[t->type];
+    const size_t row = tf_dtype_row_size(t->type, t->n_cols);
+    /* packed rows: a group of 512 columns at a time back to the file's blocks */
+    const int64_t gcols = TF_PACK_GROUP_BLOCKS * TF_QK8_0;
+    const size_t gbytes = tf_dtype_row_size(t->type, gcols);
+    for (int32_t i = 0; i < n; i++) {
+        const uint8_t *r = (const uint8_t *)t->data + (size_t)tok[i] * row;
+        float *xi = x + (size_t)i * t->n_cols;
+        int64_t c = 0;
+        if (t->layout == CPU_LAYOUT_PACKED)
+            for (; c + gcols <= t->n_cols; c += gcols, r += gbytes) {
+                _Alignas(64) uint8_t blocks[TF_PACK_GROUP_BLOCKS * 34]; /* the largest group: Q8_0's */
+                TF_ASSERT(gbytes <= sizeof blocks);
+                tf_weight_unpack_row((tf_dtype)t->type, r, blocks, gcols);
+                deq(blocks, xi + c, gcols);
+            }
+        if (c < t->n_cols) deq(r, xi + c, t->n_cols - c);
+    }
 }
 
 static void cpu_rmsnorm(tf_backend *be, float *y, const float *x, const float *w, int32_t n, int32_t dim, float eps) {
@@ -113,8 +157,8 @@ static tf_status cpu_matmul(tf_backend *be, const tf_bmat *w, const float *x, in
     (void)err;
     cpu_ctx *c = ctx_of(be);
     int64_t work = w->n_rows * w->n_cols * n;
-    tf_cpu_matmul(work >= PARALLEL_MIN_WORK ? c->pool : NULL, c->kern, (tf_dtype)w->type, w->data, w->n_rows,
-                  w->n_cols, x, n, y, ldy, scratch);
+    tf_cpu_matmul(work >= PARALLEL_MIN_WORK ? c->pool : NULL, c->kern, (tf_dtype)w->type, w->data,
+                  w->layout == CPU_LAYOUT_PACKED, w->n_rows, w->n_cols, x, n, y, ldy, scratch);
     return TF_OK;
 }
 
@@ -199,6 +243,8 @@ static const tf_backend_ops k_cpu_ops = {
     .copy = cpu_memcpy,
     .check = cpu_ok,
     .sync = cpu_ok,
+    .weight_layout = cpu_weight_layout,
+    .weight_pack = cpu_weight_pack,
     .embed = cpu_embed,
     .rmsnorm = cpu_rmsnorm,
     .rope_table_bytes = cpu_rope_table_bytes,

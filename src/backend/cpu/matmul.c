@@ -22,7 +22,9 @@
  * Where the table has a packed path for the type (act_pack / packed_tile,
  * see quant.h) the activations are packed instead, a whole token row at a
  * time, and tiles take up to TF_PACK_TOKS_MAX tokens: a weight row is
- * unpacked once for all the tokens of a verification pass.
+ * unpacked once for all the tokens of a verification pass. Weights the
+ * backend holds in the packed weight layout (w_packed) go to wpacked_tile,
+ * which skips the per-call rearrangement of each row.
  */
 #include "backend/cpu/quant.h"
 
@@ -205,8 +207,9 @@ static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_
     return chunk < n_cols ? chunk : n_cols;
 }
 
-void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int64_t n_rows,
-                   int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy, void *act_buf) {
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_packed,
+                   int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
+                   void *act_buf) {
     if (n_rows <= 0 || n_tok <= 0) return;
     TF_ASSERT(ldy >= n_rows && k->vec_dot_tile[wtype] && k->act_quantize[wtype]);
     TF_ASSERT(k->tile_rows[wtype] >= 1 && k->tile_rows[wtype] <= TF_TILE_ROWS_MAX && k->tile_toks[wtype] >= 1 &&
@@ -226,8 +229,9 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         .tile_rows = k->tile_rows[wtype],
         .tile_toks = k->tile_toks[wtype],
     };
+    TF_ASSERT(!w_packed || (k->wpacked_tile[wtype] && k->act_pack[wtype]));
     if (k->packed_tile[wtype] && k->act_pack[wtype]) {
-        j.tile = k->packed_tile[wtype];
+        j.tile = w_packed ? k->wpacked_tile[wtype] : k->packed_tile[wtype];
         j.tile_toks = TF_PACK_TOKS_MAX;
         j.packed = 1;
     }

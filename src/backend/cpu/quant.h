@@ -97,6 +97,34 @@ size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
  * activations of weight type `type`, whichever activation format it uses. */
 size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
 
+/* Packed weight rows ("weight_pack"): the matrix products of the packed path
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS) spend a good part of every
+ * (row, call) rearranging a weight row's group of 16 blocks into lanes, the
+ * same work for every call. A host backend may instead hold the row
+ * rearranged once, at load: each full group of 16 blocks (two super-blocks
+ * for IQ4_XS) is replaced in place by a record of the same size, and the
+ * tail blocks stay as in the file (the row's size does not change):
+ *   Q8_0:  q[v][64] for v = 0..7, bytes 4 L .. 4 L + 3 = quants 4 v .. 4 v + 3
+ *          of block tf_pack_lane_block(L), each + 128 (u8), then d[16] (f16,
+ *          lane L: that block's);
+ *   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: y[j][64] for j = 0..3, bytes 4 L .. 4 L + 3
+ *          = bytes 4 j .. 4 j + 3 of the qs of block tf_pack_lane_block(L)
+ *          (low nibbles: quants 4 j .., high: quants 16 + 4 j ..), then d[16]
+ *          (f16), then m[16] (f16; Q4_1, Q5_1), then qh[16] (u32; Q5_0, Q5_1),
+ *          each in lane order;
+ *   IQ4_XS: y[j] as above over the 16 sub-blocks (lane L: sub-block
+ *          tf_pack_lane_block(L) of the pair), then the first 8 bytes (d,
+ *          scales_h, scales_l) of each of the two super-blocks.
+ * A kernel reading this layout gives bitwise the results of the same kernel
+ * on the file's rows (the same integers and scales reach the same float
+ * steps). tf_weight_pack_row / tf_weight_unpack_row are exact inverses;
+ * tf_weight_packs says which types have the layout. */
+int tf_weight_packs(tf_dtype type);
+void tf_weight_pack_row(tf_dtype type, const void *row, void *packed, int64_t n);
+void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t n);
+/* n_rows rows of n columns (row stride tf_dtype_row_size(type, n)). */
+void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n);
+
 /* Scalar references. n must be a multiple of the type's block size. */
 void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n);   /* f32 -> type */
 void tf_ref_dequantize_row(tf_dtype type, const void *x, float *y, int64_t n); /* type -> f32 */
@@ -146,6 +174,10 @@ typedef struct tf_cpu_kernels {
      * tokens, each output bitwise equal to tf_ref_packed_dot. */
     tf_act_quantize_fn act_pack[TF_DTYPE_COUNT];
     tf_vec_dot_tile_fn packed_tile[TF_DTYPE_COUNT];
+    /* Optional, with packed_tile: the same tile over weight rows in the
+     * packed weight layout (tf_weight_pack_row), bitwise packed_tile's
+     * results on the file's rows. */
+    tf_vec_dot_tile_fn wpacked_tile[TF_DTYPE_COUNT];
 } tf_cpu_kernels;
 
 /* Most tokens of one packed_tile call. */
@@ -174,9 +206,12 @@ int tf_cpu_kernels_all(const tf_cpu_kernels **out, int max);
  *   X: n_tok x n_cols f32 (row stride n_cols)
  *   Y: n_tok x n_rows f32 (row stride ldy >= n_rows)
  *   act_buf: scratch of n_tok * tf_act_scratch_row_size(wtype, n_cols) bytes
+ *   w_packed: W's rows are in the packed weight layout (tf_weight_pack_row;
+ *             only where k->wpacked_tile[wtype] exists)
  * Runs on `pool` (may be NULL), splitting rows across threads and tiling
  * tokens so each weight row is read once per tile. */
-void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int64_t n_rows,
-                   int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy, void *act_buf);
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_packed,
+                   int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
+                   void *act_buf);
 
 #endif

@@ -466,21 +466,26 @@ TF_AI __m256i pk_group_words(int kind, const char *blocks, int off) {
     return _mm512_castsi512_si256(r);
 }
 
-/* IQ4_XS: the scales d (ls - 32) of the 16 sub-blocks of two super-blocks,
- * in lane order (lane L: sub-block tf_pack_lane_block(L)). */
-TF_AI __m512 pk_iq4xs_group_scales(const char *blocks) {
-    const tf_block_iq4_xs *b = (const tf_block_iq4_xs *)blocks;
+/* IQ4_XS: the scales d (ls - 32) of the 16 sub-blocks of two super-blocks
+ * whose first 8 bytes (d, scales_h, scales_l) are at h0 and h1, in lane
+ * order (lane L: sub-block tf_pack_lane_block(L)). */
+TF_AI __m512 pk_iq4xs_scales(const char *h0, const char *h1) {
     uint32_t l0, l1;
-    memcpy(&l0, b[0].scales_l, 4);
-    memcpy(&l1, b[1].scales_l, 4);
+    uint16_t d0, d1, sh0, sh1;
+    memcpy(&d0, h0 + offsetof(tf_block_iq4_xs, d), 2);
+    memcpy(&d1, h1 + offsetof(tf_block_iq4_xs, d), 2);
+    memcpy(&sh0, h0 + offsetof(tf_block_iq4_xs, scales_h), 2);
+    memcpy(&sh1, h1 + offsetof(tf_block_iq4_xs, scales_h), 2);
+    memcpy(&l0, h0 + offsetof(tf_block_iq4_xs, scales_l), 4);
+    memcpy(&l1, h1 + offsetof(tf_block_iq4_xs, scales_l), 4);
     /* lanes 0..7: sub-blocks 0..7 of b[0], lanes 8..15: of b[1] */
     const __m512i sub = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
     __m512i lo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)l0), _mm512_set1_epi32((int)l1));
-    __m512i hi = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(b[0].scales_h), _mm512_set1_epi32(b[1].scales_h));
+    __m512i hi = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(sh0), _mm512_set1_epi32(sh1));
     lo = _mm512_and_si512(_mm512_srlv_epi32(lo, _mm512_slli_epi32(sub, 2)), _mm512_set1_epi32(0xF));
     hi = _mm512_and_si512(_mm512_srlv_epi32(hi, _mm512_slli_epi32(sub, 1)), _mm512_set1_epi32(3));
     __m512i ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
-    __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f16(b[0].d)), _mm512_set1_ps(f16(b[1].d)));
+    __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f16(d0)), _mm512_set1_ps(f16(d1)));
     const __m512i lane_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     return _mm512_permutexvar_ps(lane_block, _mm512_mul_ps(_mm512_cvtepi32_ps(ls), d));
 }
@@ -547,8 +552,50 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
         }
     }
     /* d (and m) of each block: the f16 words at the block's start */
-    wg->d = kind == K0_IQ4_XS ? pk_iq4xs_group_scales(blocks) : _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
+    wg->d = kind == K0_IQ4_XS ? pk_iq4xs_scales(blocks, blocks + sizeof(tf_block_iq4_xs))
+                              : _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
     wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
+}
+
+/* A group record of the packed weight layout (quant.h) at p: the vectors of
+ * pk_load_group without the rearrangement. */
+TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
+    if (kind == K0_Q8_0) {
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_loadu_si512(p + 64 * v);
+        wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
+        wg->m = _mm512_setzero_ps();
+        return;
+    }
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m512i y = _mm512_loadu_si512(p + 64 * j);
+        wg->q[j] = _mm512_and_si512(y, low4);
+        wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y, 4), low4);
+    }
+    if (K0_IS_IQ4(kind)) {
+        const __m512i table = iq4_table(128);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_shuffle_epi8(table, wg->q[v]);
+    }
+    if (kind == K0_IQ4_XS) {
+        wg->d = pk_iq4xs_scales(p + 256, p + 264);
+        wg->m = _mm512_setzero_ps();
+        return;
+    }
+    wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
+    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288)))
+                             : _mm512_setzero_ps();
+    if (PK_IS_Q5(kind)) {
+        __m512i qh = _mm512_loadu_si512(p + (K0_HAS_MIN(kind) ? 320 : 288));
+        const __m512i spread = _mm512_setr_epi32(
+            0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+            0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++)
+            wg->q[v] = _mm512_or_si512(wg->q[v], _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
+    }
 }
 
 /* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
@@ -618,8 +665,9 @@ TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, co
     return acc;
 }
 
-/* One weight row against T tokens of packed activations (as bytes apart). */
-TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char *a, size_t as, float *out,
+/* One weight row (wpk: in the packed weight layout) against T tokens of
+ * packed activations (as bytes apart). */
+TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, const char *a, size_t as, float *out,
                          int64_t ldo) {
     const int gbytes = pk_group_bytes(kind), chains = T <= 2 ? 2 : 1;
     int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
@@ -628,7 +676,8 @@ TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     pk_wgroup wg;
     for (int64_t g = 0; g < n_groups; g++) {
-        pk_load_group(kind, row + g * gbytes, &wg);
+        if (wpk) pk_load_group_w(kind, row + g * gbytes, &wg);
+        else pk_load_group(kind, row + g * gbytes, &wg);
         const char *ap = a + g * TF_PACK_GROUP_BYTES;
 #pragma GCC unroll 16
         for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 8, chains, &wg, ap + t * as, acc[t]);
@@ -652,51 +701,43 @@ TF_AI void pk_row_kernel(int kind, int T, int64_t n, const char *row, const char
     for (; t < T; t++) out[t * ldo] = hsum_tree(acc[t]);
 }
 
-TF_AI void pk_tile(int kind, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as, int nt,
-                   float *out, int64_t ldo) {
+TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
+                   int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
     for (int r = 0; r < nr; r++) {
         const char *row = w + r * ws;
         float *o = out + r;
+        if (nt > 1) /* the row nr rows on (the next tile's): several tokens take long enough per row that the
+                     * streams of the hardware prefetchers fall behind */
+            for (size_t b = 0; b < ws; b += 64) _mm_prefetch(row + nr * ws + b, _MM_HINT_T0);
         switch (nt) {
 #define PK_CASE(T) \
-    case T: pk_row_kernel(kind, T, n, row, a, as, o, ldo); break;
+    case T: pk_row_kernel(kind, wpk, T, n, row, a, as, o, ldo); break;
             PK_CASE(1) PK_CASE(2) PK_CASE(3) PK_CASE(4) PK_CASE(5) PK_CASE(6) PK_CASE(7) PK_CASE(8)
             PK_CASE(9) PK_CASE(10) PK_CASE(11) PK_CASE(12) PK_CASE(13) PK_CASE(14) PK_CASE(15)
-            default: pk_row_kernel(kind, 16, n, row, a, as, o, ldo); break;
+            default: pk_row_kernel(kind, wpk, 16, n, row, a, as, o, ldo); break;
 #undef PK_CASE
         }
     }
 }
 
-void tf_avx512vnni_packed_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                    float *out, int64_t ldo) {
-    pk_tile(K0_Q8_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_packed_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                    float *out, int64_t ldo) {
-    pk_tile(K0_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_packed_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                    float *out, int64_t ldo) {
-    pk_tile(K0_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_packed_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                    float *out, int64_t ldo) {
-    pk_tile(K0_Q5_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_packed_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                    float *out, int64_t ldo) {
-    pk_tile(K0_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_packed_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                      float *out, int64_t ldo) {
-    pk_tile(K0_IQ4_NL, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_packed_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                                      float *out, int64_t ldo) {
-    pk_tile(K0_IQ4_XS, n, w, ws, nr, a, as, nt, out, ldo);
-}
+#define PK_ENTRIES(nm, KIND)                                                                                  \
+    void tf_avx512vnni_packed_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, \
+                                        int nt, float *out, int64_t ldo) {                                     \
+        pk_tile(KIND, 0, n, w, ws, nr, a, as, nt, out, ldo);                                                   \
+    }                                                                                                          \
+    void tf_avx512vnni_wpacked_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,           \
+                                         size_t as, int nt, float *out, int64_t ldo) {                         \
+        pk_tile(KIND, 1, n, w, ws, nr, a, as, nt, out, ldo);                                                   \
+    }
+PK_ENTRIES(q8_0, K0_Q8_0)
+PK_ENTRIES(q4_0, K0_Q4_0)
+PK_ENTRIES(q4_1, K0_Q4_1)
+PK_ENTRIES(q5_0, K0_Q5_0)
+PK_ENTRIES(q5_1, K0_Q5_1)
+PK_ENTRIES(iq4_nl, K0_IQ4_NL)
+PK_ENTRIES(iq4_xs, K0_IQ4_XS)
+#undef PK_ENTRIES
 
 /* f32 -> packed activations: the Q8_0 / Q8_1 blocks of 512 columns at a time
  * (bitwise those of the reference), rearranged by tf_act_pack_blocks. */

@@ -69,12 +69,14 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
 #define TOKS_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TOKS_##fam)
 #define APACK_(ID, nm, id, bs, bytes, act, fam, ...) APACK_##fam(ID, nm)
 #define PTILE_(ID, nm, id, bs, bytes, act, fam, ...) PTILE_##fam(ID, nm)
+#define WTILE_(ID, nm, id, bs, bytes, act, fam, ...) WTILE_##fam(ID, nm)
 #define KERNEL_TABLE(name)                                                                                   \
     {                                                                                                        \
         .isa = name, .act_quantize = {TF_DTYPE_LIST(ACTQ_)}, .vec_dot = {TF_DTYPE_LIST(DOT_)},              \
         .dequantize = {TF_DTYPE_LIST(DEQ_)}, .vec_dot_tile = {TF_DTYPE_LIST(TILE_)},                         \
         .tile_rows = {TF_DTYPE_LIST(ROWS_)}, .tile_toks = {TF_DTYPE_LIST(TOKS_)},                            \
         .act_pack = {TF_DTYPE_LIST(APACK_)}, .packed_tile = {TF_DTYPE_LIST(PTILE_)},                         \
+        .wpacked_tile = {TF_DTYPE_LIST(WTILE_)},                                                             \
     }
 #define NO_PACK(ID, nm)
 
@@ -92,6 +94,9 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
 #define PTILE_FLOAT NO_PACK
 #define PTILE_Q32 NO_PACK
 #define PTILE_QK NO_PACK
+#define WTILE_FLOAT NO_PACK
+#define WTILE_Q32 NO_PACK
+#define WTILE_QK NO_PACK
 static const tf_cpu_kernels k_scalar = KERNEL_TABLE("scalar");
 
 #undef FLOAT_ISA
@@ -123,9 +128,11 @@ static const tf_cpu_kernels k_avx512 = KERNEL_TABLE("avx512");
 #undef INT_ISA
 #undef APACK_Q32
 #undef PTILE_Q32
+#undef WTILE_Q32
 #define INT_ISA avx512vnni
 #define APACK_Q32(ID, nm) KSLOT(ID, tf_avx512_act_pack_##nm)
 #define PTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_packed_tile_##nm)
+#define WTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_wpacked_tile_##nm)
 static const tf_cpu_kernels k_avx512_vnni = KERNEL_TABLE("avx512_vnni");
 
 /* ---- run-time choice ------------------------------------------------------------ */

@@ -64,7 +64,9 @@ TF_DTYPE_LIST(TF_KERNEL_DECLS_)
 #define TF_PACK_DECLS_Q32(nm)                                                                                \
     void tf_avx512_act_pack_##nm(const float *x, void *y, int64_t n);                                       \
     void tf_avx512vnni_packed_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,         \
-                                        size_t as, int nt, float *out, int64_t ldo);
+                                        size_t as, int nt, float *out, int64_t ldo);                        \
+    void tf_avx512vnni_wpacked_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,        \
+                                         size_t as, int nt, float *out, int64_t ldo);
 #define TF_FAMILY_DECLS_(ID, nm, id, bs, bytes, act, fam, ...) TF_VNNI_DECLS_##fam(nm) TF_PACK_DECLS_##fam(nm)
 TF_DTYPE_LIST(TF_FAMILY_DECLS_)
 #undef TF_FAMILY_DECLS_

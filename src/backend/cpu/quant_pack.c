@@ -265,3 +265,91 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
     }
     return reduce16(acc);
 }
+
+/* ---- the packed weight layout (quant.h, "Packed weight rows") ---------------- */
+
+int tf_weight_packs(tf_dtype type) { return pack_supported(type); }
+
+/* A packed group record as a permutation of the group's file bytes, in 16-bit
+ * units (every field of every format is a whole number of them, at even
+ * offsets): record unit i holds file unit src[i], XORed with flip for the
+ * first n_flip units (Q8_0's quants, stored as w + 128). */
+typedef struct {
+    int n;             /* units of a record (= of the group's blocks) */
+    uint16_t src[272]; /* largest record: Q8_0's 16 x 34 bytes */
+    uint16_t flip;
+    int n_flip;
+} wpack_map;
+
+static void wpack_map_init(tf_dtype type, wpack_map *mp) {
+    const int bs = (int)tf_dtype_row_size(type, TF_QK8_0 * (type == TF_DTYPE_IQ4_XS ? 8 : 1));
+    int i = 0; /* byte offset in the record; units are filled two bytes at a time */
+    uint16_t *src = mp->src;
+#define UNIT(file_byte) (src[i / 2] = (uint16_t)((file_byte) / 2), i += 2)
+    mp->flip = 0;
+    mp->n_flip = 0;
+    if (type == TF_DTYPE_Q8_0) { /* q[8], then d */
+        while (i < 512) UNIT(tf_pack_lane_block(i % 64 / 4) * bs + 2 + 4 * (i / 64) + i % 4);
+        mp->flip = 0x8080;
+        mp->n_flip = 256;
+        for (int k = 0; k < 32; k += 2) UNIT(tf_pack_lane_block(k / 2) * bs);
+    } else if (type == TF_DTYPE_IQ4_XS) { /* y[4] over the 16 sub-blocks, then two 8-byte headers */
+        while (i < 256) {
+            int sb = tf_pack_lane_block(i % 64 / 4);
+            UNIT((sb / 8) * bs + 8 + 16 * (sb % 8) + 4 * (i / 64) + i % 4);
+        }
+        for (int h = 0; h < 16; h += 2) UNIT((h / 8) * bs + h % 8);
+    } else { /* y[4], d, then m and / or qh */
+        const int has_m = type == TF_DTYPE_Q4_1 || type == TF_DTYPE_Q5_1;
+        const int qh = type == TF_DTYPE_Q5_0 ? 2 : type == TF_DTYPE_Q5_1 ? 4 : -1;
+        const int qs = type == TF_DTYPE_Q4_1 ? 4 : type == TF_DTYPE_Q5_0 ? 6 : type == TF_DTYPE_Q5_1 ? 8 : 2;
+        while (i < 256) UNIT(tf_pack_lane_block(i % 64 / 4) * bs + qs + 4 * (i / 64) + i % 4);
+        for (int k = 0; k < 32; k += 2) UNIT(tf_pack_lane_block(k / 2) * bs);
+        if (has_m)
+            for (int k = 0; k < 32; k += 2) UNIT(tf_pack_lane_block(k / 2) * bs + 2);
+        if (qh >= 0)
+            for (int k = 0; k < 64; k += 2) UNIT(tf_pack_lane_block(k / 4) * bs + qh + k % 4);
+    }
+#undef UNIT
+    mp->n = i / 2;
+    TF_ASSERT(i == (int)tf_dtype_row_size(type, TF_PACK_GROUP_BLOCKS * TF_QK8_0));
+}
+
+static void wpack_rows(const wpack_map *mp, tf_dtype type, const char *src, char *dst, int64_t n_rows, int64_t n,
+                       int unpack) {
+    const size_t row = tf_dtype_row_size(type, n), rec = 2 * (size_t)mp->n;
+    const int64_t n_groups = n / (TF_PACK_GROUP_BLOCKS * TF_QK8_0);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const char *s = src + (size_t)r * row;
+        char *d = dst + (size_t)r * row;
+        for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec) {
+            uint16_t in[272], out[272];
+            memcpy(in, s, rec);
+            for (int i = 0; i < mp->n; i++) {
+                uint16_t f = i < mp->n_flip ? mp->flip : 0;
+                if (unpack) out[mp->src[i]] = (uint16_t)(in[i] ^ f);
+                else out[i] = (uint16_t)(in[mp->src[i]] ^ f);
+            }
+            memcpy(d, out, rec);
+        }
+        memcpy(d, s, row - (size_t)n_groups * rec); /* the tail blocks as they are */
+    }
+}
+
+void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n) {
+    TF_ASSERT(pack_supported(type) && rows != packed);
+    wpack_map mp;
+    wpack_map_init(type, &mp);
+    wpack_rows(&mp, type, rows, packed, n_rows, n, 0);
+}
+
+void tf_weight_pack_row(tf_dtype type, const void *row, void *packed, int64_t n) {
+    tf_weight_pack_rows(type, row, packed, 1, n);
+}
+
+void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t n) {
+    TF_ASSERT(pack_supported(type) && row != packed);
+    wpack_map mp;
+    wpack_map_init(type, &mp);
+    wpack_rows(&mp, type, packed, row, 1, n, 1);
+}
