@@ -157,7 +157,7 @@ tf_status tf_bweights_init(tf_bweights *w, tf_backend *be, const tf_model *m, tf
     w->m = m;
     w->layers = tf_calloc(sizeof(tf_blayer) * (size_t)hp->n_layer);
     if (!w->layers) return tf_errf(err, TF_ERR_NOMEM, "weights of %s: out of host memory", m->path);
-    /* the host tensors; on a host-memory backend that is all */
+    /* the host tensors; on a host-memory backend that is all, but for the repacked matrices */
     w->tok_embd = bmat_of(&m->tok_embd);
     w->output = bmat_of(&m->output);
     w->output_norm = m->output_norm.data;
