@@ -739,8 +739,53 @@ PK_ENTRIES(iq4_nl, K0_IQ4_NL)
 PK_ENTRIES(iq4_xs, K0_IQ4_XS)
 #undef PK_ENTRIES
 
+/* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
+ * vectors: the quants transposed into lanes as pk_load_group does a Q8_0
+ * weight group's, each block's d from a gather, its quant sum from the
+ * transposed vectors (4 quants per int32 lane, summed over the 8 vectors),
+ * and the ex term from it as quant.h defines it (the same bytes as the
+ * scalar function, which test_quant checks through act_pack). */
+static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
+    const int q81 = tf_act_type(wtype) == TF_DTYPE_Q8_1;
+    const int bs = q81 ? (int)sizeof(tf_block_q8_1) : (int)sizeof(tf_block_q8_0), qoff = q81 ? 4 : 2;
+    const char *blocks = vblocks;
+    __m512i x[4], h[4], q[8];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const char *b = blocks + 4 * k * bs + qoff;
+        __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
+                                         _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
+        __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
+                                         _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
+        x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
+        h[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    transpose_4x4_dwords(x, q);
+    transpose_4x4_dwords(h, q + 4);
+    __m512i sum = _mm512_setzero_si512();
+    const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) {
+        _mm512_storeu_si512(y + 64 * v, q[v]);
+        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(ones8, q[v]), ones16));
+    }
+    const __m512i lane_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512i dw = _mm512_i32gather_epi32(_mm512_mullo_epi32(lane_block, _mm512_set1_epi32(bs)), blocks, 1);
+    __m512 ad = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dw)); /* the low 16 bits: d */
+    _mm512_storeu_ps(y + 512, ad);
+    __m512i ex;
+    switch (wtype) {
+    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
+    case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
+    case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
+    default: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)); break; /* Q8_0, IQ4_NL, IQ4_XS */
+    }
+    _mm512_storeu_si512(y + 576, ex);
+}
+
 /* f32 -> packed activations: the Q8_0 / Q8_1 blocks of 512 columns at a time
- * (bitwise those of the reference), rearranged by tf_act_pack_blocks. */
+ * (bitwise those of the reference), rearranged by act_pack_group (a whole
+ * group) or tf_act_pack_blocks (the tail pairs). */
 static void act_pack(tf_dtype wtype, const float *x, void *vy, int64_t n) {
     tf_block_q8_1 blocks[TF_PACK_GROUP_BLOCKS];
     char *y = vy;
@@ -748,7 +793,8 @@ static void act_pack(tf_dtype wtype, const float *x, void *vy, int64_t n) {
         int64_t nc = n - c < TF_PACK_GROUP_BLOCKS * 32 ? n - c : TF_PACK_GROUP_BLOCKS * 32;
         if (tf_act_type(wtype) == TF_DTYPE_Q8_1) tf_avx512_quantize_q8_1(x + c, blocks, nc);
         else tf_avx512_quantize_q8_0(x + c, blocks, nc);
-        tf_act_pack_blocks(wtype, blocks, y, nc);
+        if (nc == TF_PACK_GROUP_BLOCKS * 32) act_pack_group(wtype, blocks, y);
+        else tf_act_pack_blocks(wtype, blocks, y, nc);
         y += tf_act_packed_row_size(wtype, nc);
     }
 }
