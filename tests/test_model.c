@@ -13,9 +13,11 @@
  */
 #include "testutil.h"
 
+#include "backend/cpu/backend_cpu.h"
 #include "format/gguf_write.h"
 #include "model/forward.h"
 #include "model/gen.h"
+#include "model/weights.h"
 #include "gen_case.h"
 #include "ref_forward.h"
 #include "triforce.h"
@@ -360,6 +362,61 @@ static void test_fill_random(void **state) {
         assert_int_equal(tf_context_n_past(ctx), 0);
         tf_context_free(ctx);
     }
+    tf_model_close(m);
+    unlink(path);
+}
+
+/* The CPU backend's packed copies of the weights are made once per model:
+ * two sets of weights and a layer view share them (the model's cache does not
+ * grow), they hold other bytes than the file's rows (512 columns: a group
+ * each) and unpack to them, and a tied output is the packed embedding. */
+static void test_packed_weights_shared(void **state) {
+    (void)state;
+    tu_gen_case c = {"wpack", 512, 2, 8, 2, 512, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q4_1};
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s", tu_gen(&c, 37));
+    tf_model *m;
+    assert_int_equal(tf_model_load_file(&m, path, NULL, err, sizeof err), TF_OK);
+    tf_err e = {0};
+    tf_pool *pool;
+    assert_int_equal(tf_pool_create(&pool, 2, &e), TF_OK);
+    tf_backend be;
+    assert_int_equal(tf_backend_cpu_init(&be, pool, TF_ISA_BEST, &e), TF_OK);
+    if (!be.ops->weight_layout(&be, TF_DTYPE_Q4_1)) {
+        tf_backend_free(&be);
+        tf_pool_free(pool);
+        tf_model_close(m);
+        unlink(path);
+        print_message("skipped: this CPU's kernels read Q4_1 in the file's layout (no AVX512-VNNI)\n");
+        skip();
+    }
+    tf_bweights w1, w2, w3;
+    assert_int_equal(tf_bweights_init(&w1, &be, m, &e), TF_OK);
+    const int32_t n_packed = m->n_wpack;
+    assert_true(n_packed >= 2 * TF_LAYER_MATS);
+    assert_int_equal(tf_bweights_init(&w2, &be, m, &e), TF_OK);
+    assert_int_equal(m->n_wpack, n_packed);
+    const tf_bmat *q1 = &w1.layers[1].wq;
+    assert_true(q1->layout != 0 && q1->data != m->layers[1].wq.data);
+    assert_ptr_equal(w2.layers[1].wq.data, q1->data);
+    assert_ptr_equal(w1.output.data, w1.tok_embd.data);
+    size_t row = tf_dtype_row_size(TF_DTYPE_Q4_1, 512);
+    uint8_t back[1024];
+    assert_true(row <= sizeof back);
+    assert_true(memcmp(q1->data, m->layers[1].wq.data, row) != 0);
+    tf_weight_unpack_row(TF_DTYPE_Q4_1, q1->data, back, 512);
+    assert_memory_equal(back, m->layers[1].wq.data, row);
+    tf_model *view;
+    assert_int_equal(tf_model_view_layers(&view, m, 1, &e), TF_OK);
+    assert_int_equal(tf_bweights_init(&w3, &be, view, &e), TF_OK);
+    assert_ptr_equal(w3.layers[0].wq.data, w1.layers[0].wq.data);
+    assert_int_equal(m->n_wpack, n_packed);
+    tf_bweights_free(&w3);
+    tf_model_free(view);
+    tf_bweights_free(&w2);
+    tf_bweights_free(&w1);
+    tf_backend_free(&be);
+    tf_pool_free(pool);
     tf_model_close(m);
     unlink(path);
 }
@@ -733,6 +790,7 @@ int main(void) {
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_progress_and_cancel),
         cmocka_unit_test(test_fill_random),
+        cmocka_unit_test(test_packed_weights_shared),
         cmocka_unit_test(test_context_devices),
         cmocka_unit_test(test_batch_invariant_logits),
     };

@@ -451,6 +451,8 @@ tf_status tf_model_view_layers(tf_model **out, const tf_model *src, int32_t n_la
     if (!m) return tf_errf(err, TF_ERR_NOMEM, "%s: out of memory", src->path);
     *m = *src;
     m->view_of = src;
+    m->wpack = NULL; /* the packed copies live in the model viewed */
+    m->n_wpack = m->cap_wpack = 0;
     m->hp.n_layer = n_layer;
     snprintf(m->name, sizeof m->name, "%.80s (first %d of %d layers)", src->name[0] ? src->name : "model", n_layer,
              src->hp.n_layer);
@@ -479,6 +481,8 @@ void tf_model_free(tf_model *m) {
         free(m);
         return;
     }
+    for (int32_t i = 0; i < m->n_wpack; i++) tf_free(m->wpack[i].dst);
+    free(m->wpack);
     tf_tokenizer_free(m->tok);
     free(m->layers);
     tf_free(m->rope_freq);

@@ -112,7 +112,21 @@ typedef struct tf_model {
     uint64_t weight_bytes;
     bool vocab_only;       /* only tok is valid */
     const struct tf_model *view_of; /* a layer view: everything above is borrowed from it */
+    /* Copies of matrices rearranged for a host backend's own layout
+     * (model/weights.c), made once per tensor and layout and shared by every
+     * decoder, context and layer view of the model; freed with it. A cache
+     * behind a lock in weights.c (the only reader and writer); a view's
+     * entries live in the model it views. */
+    struct tf_wpack_entry *wpack;
+    int32_t n_wpack, cap_wpack;
 } tf_model;
+
+/* One packed copy: tensor data src in backend layout `layout` at dst (tf_alloc). */
+typedef struct tf_wpack_entry {
+    const void *src;
+    uint32_t layout;
+    void *dst;
+} tf_wpack_entry;
 
 /* Load a GGUF model file (or a Hugging Face directory, see hf.h). Every
  * metadata value and tensor is validated against the file's architecture

@@ -3,7 +3,10 @@
 
 #include "core/mem.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void tf_layer_mats(const tf_layer_weights *L, const tf_tensor *out[TF_LAYER_MATS]) {
@@ -111,9 +114,32 @@ static int all_mats(tf_bweights *w, tf_bmat **out) {
     return n;
 }
 
+/* The packed copies of every model (tf_model.wpack). */
+static pthread_mutex_t g_wpack_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The copy of matrix w (the model's tensor) in `layout`, made on first use:
+ * NULL when out of memory. Called with g_wpack_lock held. */
+static void *wpack_get(tf_backend *be, tf_model *root, const tf_bmat *w, uint32_t layout) {
+    for (int32_t i = 0; i < root->n_wpack; i++)
+        if (root->wpack[i].src == w->data && root->wpack[i].layout == layout) return root->wpack[i].dst;
+    if (root->n_wpack == root->cap_wpack) {
+        int32_t cap = root->cap_wpack ? 2 * root->cap_wpack : 64;
+        tf_wpack_entry *e = realloc(root->wpack, sizeof *e * (size_t)cap);
+        if (!e) return NULL;
+        root->wpack = e;
+        root->cap_wpack = cap;
+    }
+    void *dst = tf_alloc(tf_dtype_row_size(w->type, w->n_cols) * (size_t)w->n_rows);
+    if (!dst) return NULL;
+    be->ops->weight_pack(be, dst, w, layout);
+    root->wpack[root->n_wpack++] = (tf_wpack_entry){.src = w->data, .layout = layout, .dst = dst};
+    return dst;
+}
+
 /* Host memory: the matrices whose type the backend reads faster in a layout
- * of its own are rearranged once into one block (the same bytes per row);
- * the others stay the model's mapped tensors. */
+ * of its own are rearranged once per model (tf_model.wpack: every decoder,
+ * context and layer view of the model shares the copies); the others stay
+ * the model's mapped tensors. */
 static tf_status pack_host(tf_bweights *w, tf_err *err) {
     tf_backend *be = w->be;
     if (!be->ops->weight_layout) return TF_OK;
@@ -121,29 +147,27 @@ static tf_status pack_host(tf_bweights *w, tf_err *err) {
     tf_bmat **mats = tf_calloc(sizeof *mats * (size_t)n_mats);
     if (!mats) return tf_errf(err, TF_ERR_NOMEM, "weights of %s: out of host memory", w->m->path);
     n_mats = all_mats(w, mats);
-    size_t total = 0;
-    for (int i = 0; i < n_mats; i++)
-        if (be->ops->weight_layout(be, mats[i]->type))
-            total += align_up(tf_dtype_row_size(mats[i]->type, mats[i]->n_cols) * (size_t)mats[i]->n_rows);
+    /* the cache is logically part of the const model: the lock makes it safe to fill */
+    const tf_model *viewed = w->m;
+    while (viewed->view_of) viewed = viewed->view_of;
+    tf_model *root = (tf_model *)(uintptr_t)viewed;
     tf_status st = TF_OK;
-    if (total) {
-        char what[600];
-        snprintf(what, sizeof what, "the repacked weights of %s", w->m->path);
-        st = be->ops->alloc(be, &w->block, total, what, err);
-    }
-    if (st == TF_OK && total) {
-        w->bytes = total;
-        uint8_t *at = w->block;
-        for (int i = 0; i < n_mats; i++) {
-            uint32_t layout = be->ops->weight_layout(be, mats[i]->type);
-            if (!layout) continue;
-            be->ops->weight_pack(be, at, mats[i], layout);
-            mats[i]->data = at;
-            mats[i]->layout = layout;
-            at += align_up(tf_dtype_row_size(mats[i]->type, mats[i]->n_cols) * (size_t)mats[i]->n_rows);
+    pthread_mutex_lock(&g_wpack_lock);
+    for (int i = 0; i < n_mats && st == TF_OK; i++) {
+        uint32_t layout = be->ops->weight_layout(be, mats[i]->type);
+        if (!layout) continue;
+        void *dst = wpack_get(be, root, mats[i], layout);
+        if (!dst) {
+            st = tf_errf(err, TF_ERR_NOMEM, "%s: out of host memory for a repacked copy of its %lld x %lld %s matrices",
+                         w->m->path, (long long)mats[i]->n_rows, (long long)mats[i]->n_cols,
+                         tf_dtype_name(mats[i]->type));
+            break;
         }
-        if (w->m->hp.tied_output) w->output = w->tok_embd;
+        mats[i]->data = dst;
+        mats[i]->layout = layout;
     }
+    pthread_mutex_unlock(&g_wpack_lock);
+    if (st == TF_OK && w->m->hp.tied_output) w->output = w->tok_embd;
     tf_free(mats);
     if (st != TF_OK) tf_bweights_free(w);
     return st;

@@ -4,8 +4,9 @@
  * On a host-memory backend (the CPU) the matrices are the model's own mapped
  * tensors, except those whose type the backend reads faster in a layout of
  * its own (ops->weight_layout: the CPU's packed rows), which are rearranged
- * once into one block; elsewhere (CUDA) every tensor the forward pass reads
- * is uploaded once into one buffer. Either way they are shared by every
+ * once per model and layout and kept with the model (tf_model.wpack), shared
+ * by every tf_bweights made from it; elsewhere (CUDA) every tensor the
+ * forward pass reads is uploaded once into one buffer, shared by every
  * decoding level that uses the model.
  *
  * tf_bweights_check names the first tensor or op of the model the backend
@@ -32,7 +33,7 @@ typedef struct tf_blayer {
 typedef struct tf_bweights {
     tf_backend *be;      /* not owned */
     const tf_model *m;   /* not owned */
-    void *block;         /* the uploads, or on a host-memory backend the repacked matrices (or NULL) */
+    void *block;         /* the uploads (NULL on a host-memory backend) */
     size_t bytes;        /* of block */
     tf_bmat tok_embd, output;
     const float *output_norm; /* [n_embd] */
