@@ -158,9 +158,11 @@ static tf_status pack_host(tf_bweights *w, tf_err *err) {
         if (!layout) continue;
         void *dst = wpack_get(be, root, mats[i], layout);
         if (!dst) {
-            st = tf_errf(err, TF_ERR_NOMEM, "%s: out of host memory for a repacked copy of its %lld x %lld %s matrices",
+            st = tf_errf(err, TF_ERR_NOMEM,
+                         "%s: out of host memory for the CPU's repacked copy of a %lld x %lld %s matrix (%zu bytes)",
                          w->m->path, (long long)mats[i]->n_rows, (long long)mats[i]->n_cols,
-                         tf_dtype_name(mats[i]->type));
+                         tf_dtype_name(mats[i]->type),
+                         tf_dtype_row_size(mats[i]->type, mats[i]->n_cols) * (size_t)mats[i]->n_rows);
             break;
         }
         mats[i]->data = dst;
