@@ -405,7 +405,10 @@ typedef struct tf_decoder_params {
      * target pass by its row count — the output distribution is the same, but
      * with sampling the same seed reproduces a text only with a fixed gamma2 */
     int32_t gamma2;
-    int32_t budget;         /* retrieval cache tokens (B) */
+    /* retrieval cache tokens (B); 0 (the default): an eighth of
+     * n_ctx rounded down to whole chunks, within 256..4096 (measured best at
+     * 8K on SmolLM2; 4096 is the TriForce paper's budget at 120K) */
+    int32_t budget;
     int32_t chunk;          /* retrieval chunk size (c) */
     int32_t recent;         /* retrieval: most recent tokens always kept */
     int32_t rebuild_stride; /* rebuild the retrieval cache every R target passes */

@@ -557,6 +557,47 @@ static void test_window_past_context(void **state) {
     unlink(tpath);
 }
 
+/* Budget 0 is an eighth of the context in whole chunks within 256..4096
+ * (values computed by hand), the retrieval cache is made with it, and the
+ * decoder it makes is greedy-equal to ar; a negative budget is refused. */
+static void test_auto_budget(void **state) {
+    (void)state;
+    assert_int_equal(tf_spec_auto_budget(8256, 8), 1032);
+    assert_int_equal(tf_spec_auto_budget(8000, 12), 996); /* 1000 in chunks of 12 */
+    assert_int_equal(tf_spec_auto_budget(100, 8), 256);
+    assert_int_equal(tf_spec_auto_budget(131072, 8), 4096);
+    assert_int_equal(tf_spec_auto_budget(20000, 16), 2496);
+    const char *pt = gen_model(64, 8, 2, NULL, 13);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    tf_model *t = load(tpath);
+    tf_spec_cfg c = {
+        .mode = TF_SPEC_RETRIEVAL, .gamma1 = 2, .gamma2 = 4, .budget = 0, .chunk = 8, .recent = 8,
+        .rebuild_stride = 4, .rebuild_accept = 0.3f, .bypass_probe = 3, .sinks = 4, .window = 32,
+        .n_ctx = 2100, .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST,
+        .sampling = {.temp = 0.0f, .top_p = 1.0f, .seed = 1},
+    };
+    tf_spec s;
+    tf_err err = {0};
+    assert_int_equal(tf_spec_init(&s, t, NULL, &c, g_pool, &err), TF_OK);
+    assert_int_equal(s.cfg.budget, 256);
+    assert_int_equal(s.rc.p.budget, 256);
+    tf_spec_free(&s);
+    c.budget = -1;
+    assert_int_equal(tf_spec_init(&s, t, NULL, &c, g_pool, &err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "budget -1"));
+    /* greedy: the auto-budget decoder equals ar over a prompt past the budget */
+    int32_t prompt[300], ref[24], out[24];
+    random_prompt(prompt, 300);
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32};
+    run(t, NULL, &ar, prompt, 300, 24, ref, NULL);
+    run_cfg rt = {TF_SPEC_RETRIEVAL, 2, 4, 0, 8, 4, 4, 32};
+    run(t, NULL, &rt, prompt, 300, 24, out, NULL);
+    assert_memory_equal(out, ref, sizeof ref);
+    tf_model_free(t);
+    unlink(tpath);
+}
+
 /* The gamma2 controller against simulated passes: a target pass over r rows
  * costs a + b r, a draft token d, every candidate is accepted with probability
  * alpha. After a few hundred passes the controller must pick the k that a
@@ -1092,6 +1133,7 @@ int main(void) {
         cmocka_unit_test(test_prefill_reuse),
         cmocka_unit_test(test_prefill_reuse_smollm2),
         cmocka_unit_test(test_window_past_context),
+        cmocka_unit_test(test_auto_budget),
         cmocka_unit_test(test_lookup_match),
         cmocka_unit_test(test_lookup_cfg),
         cmocka_unit_test(test_step_cap),

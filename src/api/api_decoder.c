@@ -40,7 +40,8 @@ tf_decoder_params tf_decoder_default_params(void) {
     tf_sampler_params sp = tf_sampler_default_params();
     const tf_rcache_params rp = tf_rcache_default_params(); /* the retrieval cache's own defaults */
     return (tf_decoder_params){
-        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = rp.budget, .chunk = rp.chunk, .recent = rp.recent,
+        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 0 /* by the context */, .chunk = rp.chunk,
+        .recent = rp.recent,
         .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 0,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
         .lookup = 0, .middle = TF_MIDDLE_AUTO,

@@ -419,6 +419,9 @@ tf_status tf_spec_check_cfg(const tf_spec_cfg *c, tf_err *err) {
         return tf_errf(err, TF_ERR_INVALID_ARG, "lookup %d: expected 0 (off) or a match of 1..%d tokens", c->lookup,
                        TF_LOOKUP_MAX_MATCH);
     if (c->n_ctx < 2) return tf_errf(err, TF_ERR_INVALID_ARG, "context %d: expected >= 2", c->n_ctx);
+    if (c->budget < 0)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "retrieval budget %d: expected tokens, or 0 for %d..%d by the context",
+                       c->budget, TF_SPEC_AUTO_BUDGET_MIN, TF_SPEC_AUTO_BUDGET_MAX);
     return TF_OK;
 }
 
@@ -562,6 +565,7 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
      * memory follows the context rather than the flag. */
     if (s->cfg.sinks > s->cfg.n_ctx) s->cfg.sinks = s->cfg.n_ctx;
     if (s->cfg.window > s->cfg.n_ctx) s->cfg.window = s->cfg.n_ctx;
+    if (s->cfg.budget == 0) s->cfg.budget = tf_spec_auto_budget(s->cfg.n_ctx, s->cfg.chunk);
     s->target = target;
     s->draft = draft;
     s->pool = pool;
@@ -600,7 +604,7 @@ tf_status tf_spec_init(tf_spec *s, const tf_model *target, const tf_model *draft
     s->n_levels = n;
     for (int i = 0; i < n && st == TF_OK; i++)
         if (kinds[i] == LEVEL_RETRIEVAL && !s->has_rc) {
-            const tf_rcache_params rp = {.chunk = cfg->chunk, .budget = cfg->budget, .recent = cfg->recent};
+            const tf_rcache_params rp = {.chunk = s->cfg.chunk, .budget = s->cfg.budget, .recent = s->cfg.recent};
             st = tf_rcache_init(&s->rc, &s->kv_p, &rp, pool, err);
             s->has_rc = st == TF_OK;
         }
