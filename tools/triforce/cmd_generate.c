@@ -336,8 +336,9 @@ int cmd_generate(int argc, char **argv) {
             tf_decode_mode_name(mode), n_tok, o.n_predict, dp.n_ctx, o.n_threads > 0 ? o.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), o.kv_type, o.temp, o.top_k,
             o.top_p, o.min_p, (unsigned long long)seed);
     if (mode != TF_MODE_AR)
-        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
-                "window %d", o.gamma1, o.gamma2, o.budget, o.chunk, o.rebuild_stride, o.bypass_accept, o.sinks, o.window);
+        fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d%s, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
+                "window %d", o.gamma1, o.gamma2, o.budget, o.budget ? "" : " (an eighth of the context)", o.chunk,
+                o.rebuild_stride, o.bypass_accept, o.sinks, o.window);
     fprintf(stderr, "\n");
     /* the prompt is echoed as the generated text is written: invalid bytes as U+FFFD */
     utf8_out echo = {0};
