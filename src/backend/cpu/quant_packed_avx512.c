@@ -1,0 +1,445 @@
+/*
+ * quant_packed_avx512.c — the packed path of the VNNI table's matrix products
+ * (quant.h "Packed activations" and "Packed weight rows"): tiles of one
+ * weight row, in the file's layout or the packed weight layout, by up to 16
+ * tokens of packed activations, and act_pack. Its reference is
+ * tf_ref_packed_dot (quant_pack.c), bit for bit.
+ */
+#include "backend/cpu/quant_avx512_inl.h"
+
+/* ---- Q8_0 / Q4_x / Q5_x weights against packed activations (VNNI) ------------ */
+
+/* The packed path (quant.h, quant_pack.c): per group of 16 blocks a weight
+ * row is loaded and rearranged once into 8 u8 vectors whose int32 lane L
+ * holds 4 quants of block tf_pack_lane_block(L), matching the packed
+ * activations; then per token the exact block dot products are 8 vpdpbusd
+ * into one int32 vector (the format's ex term as start value for the
+ * integer offsets), and the float work is one cvt, one mul and one FMA (plus
+ * one FMA for the offset m of Q4_1 / Q5_1) per 16 blocks, with the token's
+ * vectors read straight from memory. Tail blocks (n / 32 not a multiple of
+ * 16) go two at a time in natural order. */
+
+/* Bytes per block and offsets of qs / qh within it; kinds as K0_*. IQ4_XS
+ * has no blocks of 32 of its own: its sub-blocks are addressed through
+ * iq4xs_sub, and its "qs offset" is that of the indices iq4xs_sub returns. */
+TF_AI int pk_block_bytes(int kind) {
+    switch (kind) {
+    case K0_Q8_0: return sizeof(tf_block_q8_0);
+    case K0_Q4_0: return sizeof(tf_block_q4_0);
+    case K0_Q4_1: return sizeof(tf_block_q4_1);
+    case K0_Q5_0: return sizeof(tf_block_q5_0);
+    case K0_IQ4_NL: return sizeof(tf_block_iq4_nl);
+    default: return sizeof(tf_block_q5_1);
+    }
+}
+/* Bytes of a group of 16 blocks (IQ4_XS: two super-blocks). */
+TF_AI int pk_group_bytes(int kind) {
+    return kind == K0_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
+}
+TF_AI int pk_qs_offset(int kind) {
+    switch (kind) {
+    case K0_IQ4_XS: return 0;
+    case K0_Q8_0: case K0_Q4_0: case K0_IQ4_NL: return 2;
+    case K0_Q4_1: return 4;
+    case K0_Q5_0: return 6;
+    default: return 8;
+    }
+}
+TF_AI int pk_qh_offset(int kind) { return kind == K0_Q5_0 ? 2 : 4; }
+#define PK_IS_Q5(kind) ((kind) == K0_Q5_0 || (kind) == K0_Q5_1)
+/* Formats whose ex term is the int32 start value of the block sums. */
+#define PK_INT_EX(kind) ((kind) == K0_Q8_0 || (kind) == K0_Q4_0 || (kind) == K0_Q5_0 || K0_IS_IQ4(kind))
+
+/* 16 bytes at p, p + stride, p + 2 stride, p + 3 stride as the four 128-bit
+ * chunks of a vector. */
+TF_AI __m512i load_4x16(const char *p, size_t stride) {
+    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + stride)), 1);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + 2 * stride)), 2);
+    return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(p + 3 * stride)), 3);
+}
+
+/* In every 128-bit chunk c, the 4 x 4 dword transpose of x[0..3]: dword j of
+ * chunk c of x[k] (a block 4 k + c) moves to lane 4 c + k of y[j]. */
+TF_AI void transpose_4x4_dwords(const __m512i x[4], __m512i y[4]) {
+    __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
+    y[0] = _mm512_unpacklo_epi64(t0, t2);
+    y[1] = _mm512_unpackhi_epi64(t0, t2);
+    y[2] = _mm512_unpacklo_epi64(t1, t3);
+    y[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* Byte offsets of the blocks of a group in lane order (for gathers). */
+TF_AI __m512i pk_lane_offsets(int kind, int extra) {
+    const __m512i blk = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_add_epi32(_mm512_mullo_epi32(blk, _mm512_set1_epi32(pk_block_bytes(kind))),
+                            _mm512_set1_epi32(extra));
+}
+
+/* The 16-bit words at byte `off` of the 16 blocks of a group, in lane order
+ * (word L from block tf_pack_lane_block(L)): the group is loaded as whole
+ * vectors (the last one masked to the group's end) and each pair of vectors
+ * gives its blocks' words through one two-table permute; cheaper than a
+ * gather, and the loads hit the lines the quants come from. */
+TF_AI __m256i pk_group_words(int kind, const char *blocks, int off) {
+    const int bs = pk_block_bytes(kind), nbytes = 16 * bs, nz = (nbytes + 63) / 64;
+    __m512i z[10];
+#pragma GCC unroll 10
+    for (int i = 0; i < nz; i++)
+        z[i] = 64 * (i + 1) <= nbytes ? _mm512_loadu_si512(blocks + 64 * i)
+                                      : _mm512_maskz_loadu_epi8((__mmask64)((1ull << (nbytes - 64 * i)) - 1),
+                                                                blocks + 64 * i);
+    if (nz % 2) z[nz] = _mm512_setzero_si512();
+    __m512i r = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int p = 0; p < (nz + 1) / 2; p++) {
+        uint16_t idx[32] = {0};
+        __mmask32 m = 0;
+        for (int lane = 0; lane < 16; lane++) {
+            int pos = (bs * tf_pack_lane_block(lane) + off) / 2;
+            if (pos / 64 == p) {
+                idx[lane] = (uint16_t)(pos % 64);
+                m |= 1u << lane;
+            }
+        }
+        __m512i perm = _mm512_permutex2var_epi16(z[2 * p], _mm512_loadu_si512(idx), z[2 * p + 1]);
+        r = _mm512_mask_mov_epi16(r, m, perm);
+    }
+    return _mm512_castsi512_si256(r);
+}
+
+/* IQ4_XS: the scales d (ls - 32) of the 16 sub-blocks of two super-blocks
+ * whose first 8 bytes (d, scales_h, scales_l) are at h0 and h1, in lane
+ * order (lane L: sub-block tf_pack_lane_block(L)). */
+TF_AI __m512 pk_iq4xs_scales(const char *h0, const char *h1) {
+    uint32_t l0, l1;
+    uint16_t d0, d1, sh0, sh1;
+    memcpy(&d0, h0 + offsetof(tf_block_iq4_xs, d), 2);
+    memcpy(&d1, h1 + offsetof(tf_block_iq4_xs, d), 2);
+    memcpy(&sh0, h0 + offsetof(tf_block_iq4_xs, scales_h), 2);
+    memcpy(&sh1, h1 + offsetof(tf_block_iq4_xs, scales_h), 2);
+    memcpy(&l0, h0 + offsetof(tf_block_iq4_xs, scales_l), 4);
+    memcpy(&l1, h1 + offsetof(tf_block_iq4_xs, scales_l), 4);
+    /* lanes 0..7: sub-blocks 0..7 of b[0], lanes 8..15: of b[1] */
+    const __m512i sub = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i lo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)l0), _mm512_set1_epi32((int)l1));
+    __m512i hi = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(sh0), _mm512_set1_epi32(sh1));
+    lo = _mm512_and_si512(_mm512_srlv_epi32(lo, _mm512_slli_epi32(sub, 2)), _mm512_set1_epi32(0xF));
+    hi = _mm512_and_si512(_mm512_srlv_epi32(hi, _mm512_slli_epi32(sub, 1)), _mm512_set1_epi32(3));
+    __m512i ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+    __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f16(d0)), _mm512_set1_ps(f16(d1)));
+    const __m512i lane_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(lane_block, _mm512_mul_ps(_mm512_cvtepi32_ps(ls), d));
+}
+
+/* One weight row's group (or tail pair), ready for the tokens. */
+typedef struct {
+    __m512i q[8];
+    __m512 d, m;
+} pk_wgroup;
+
+/* The nibbles of a 4-bit group's lanes made the kernel's u8 operands: IQ4
+ * indices to V + 128; for Q5, bit 4 of quant 4 v + i (bit 4 v + i of the
+ * lane's block qh, in lane order in qh) to bit 4 of byte i of its lane, by a
+ * 16-entry table of 4-bit patterns. */
+TF_AI void pk_finish_quants(int kind, pk_wgroup *wg, __m512i qh) {
+    if (K0_IS_IQ4(kind)) {
+        const __m512i table = iq4_table(128);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_shuffle_epi8(table, wg->q[v]);
+    }
+    if (PK_IS_Q5(kind)) {
+        const __m512i spread = _mm512_setr_epi32(
+            0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+            0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++)
+            wg->q[v] = _mm512_or_si512(wg->q[v], _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
+    }
+}
+
+/* Group of 16 blocks starting at `blocks`. */
+TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
+    const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
+    __m512i x[4];
+    if (kind == K0_Q8_0) {
+        /* blocks 4 k .. 4 k + 3 as two vectors of two whole blocks, split
+         * into their first and second 16 quants (x: quants 0..15, y: 16..31) */
+        __m512i y[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const char *b = blocks + 4 * k * bs + qs;
+            __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
+                                             _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
+            __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
+                                             _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
+            x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
+            y[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
+        }
+        transpose_4x4_dwords(x, wg->q);
+        transpose_4x4_dwords(y, wg->q + 4);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_xor_si512(wg->q[v], _mm512_set1_epi8((char)0x80));
+    } else {
+        __m512i y[4];
+        /* IQ4_XS: blocks 4 k .. 4 k + 3 are sub-blocks 4 (k % 2) .. of super-block k / 2, 16 bytes apart */
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            x[k] = kind == K0_IQ4_XS ? load_4x16(blocks + (k / 2) * (int)sizeof(tf_block_iq4_xs) +
+                                                     (int)offsetof(tf_block_iq4_xs, qs) + 64 * (k % 2), 16)
+                                     : load_4x16(blocks + 4 * k * bs + qs, bs);
+        transpose_4x4_dwords(x, y);
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            wg->q[j] = _mm512_and_si512(y[j], low4);
+            wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y[j], 4), low4);
+        }
+        pk_finish_quants(kind, wg,
+                         PK_IS_Q5(kind) ? _mm512_i32gather_epi32(pk_lane_offsets(kind, pk_qh_offset(kind)), blocks, 1)
+                                        : _mm512_setzero_si512());
+    }
+    /* d (and m) of each block: the f16 words at the block's start */
+    wg->d = kind == K0_IQ4_XS ? pk_iq4xs_scales(blocks, blocks + sizeof(tf_block_iq4_xs))
+                              : _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
+    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
+}
+
+/* A group record of the packed weight layout (quant.h) at p: the vectors of
+ * pk_load_group without the rearrangement. */
+TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
+    if (kind == K0_Q8_0) {
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_loadu_si512(p + 64 * v);
+        wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
+        wg->m = _mm512_setzero_ps();
+        return;
+    }
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m512i y = _mm512_loadu_si512(p + 64 * j);
+        wg->q[j] = _mm512_and_si512(y, low4);
+        wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y, 4), low4);
+    }
+    pk_finish_quants(kind, wg,
+                     PK_IS_Q5(kind) ? _mm512_loadu_si512(p + (K0_HAS_MIN(kind) ? 320 : 288)) : _mm512_setzero_si512());
+    if (kind == K0_IQ4_XS) {
+        wg->d = pk_iq4xs_scales(p + 256, p + 264);
+        wg->m = _mm512_setzero_ps();
+        return;
+    }
+    wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
+    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288)))
+                             : _mm512_setzero_ps();
+}
+
+/* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
+ * (Q8_0 as w + 128, IQ4 as V + 128). */
+TF_AI __m256i pk_block_quants(int kind, const char *block) {
+    if (!block) return kind == K0_Q8_0 ? _mm256_set1_epi8((char)0x80) : _mm256_setzero_si256();
+    const char *qs = block + pk_qs_offset(kind);
+    if (kind == K0_Q8_0)
+        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs), _mm256_set1_epi8((char)0x80));
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
+    y = _mm256_and_si256(y, _mm256_set1_epi8(0x0F));
+    if (K0_IS_IQ4(kind)) y = _mm256_shuffle_epi8(_mm512_castsi512_si256(iq4_table(128)), y);
+    if (PK_IS_Q5(kind)) {
+        uint32_t h;
+        memcpy(&h, block + pk_qh_offset(kind), 4);
+        y = _mm256_or_si256(y, _mm256_maskz_mov_epi8(h, _mm256_set1_epi8(0x10)));
+    }
+    return y;
+}
+
+/* Tail pair: block b of a row and, if two, the next one. */
+TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup *wg) {
+    float d[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f};
+    __m256i q[2];
+    for (int h = 0; h < 2; h++) {
+        const char *blk = NULL;
+        if (h == 0 || two) {
+            if (kind == K0_IQ4_XS) blk = (const char *)iq4xs_sub(row, b + h, &d[h]);
+            else {
+                uint16_t w16[2];
+                blk = row + (b + h) * pk_block_bytes(kind);
+                memcpy(w16, blk, 4);
+                d[h] = f16(w16[0]);
+                if (K0_HAS_MIN(kind)) m[h] = f16(w16[1]);
+            }
+        }
+        q[h] = pk_block_quants(kind, blk);
+    }
+    wg->q[0] = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
+    /* lanes 0..7: block 0, 8..15: block 1 */
+    wg->d = block_scales_f32(K0_Q8_0, _mm_setr_ps(d[0], d[1], 0.0f, 0.0f));
+    wg->m = block_scales_f32(K0_Q8_0, _mm_setr_ps(m[0], m[1], 0.0f, 0.0f));
+}
+
+/* acc += one group (nv = 8 vectors) or tail pair (nv = 1) of one token,
+ * whose packed vectors start at ap (quants, then d, then ex). Two integer
+ * chains when few tokens share the weights (latency); integer sums are exact,
+ * so the split changes no result. */
+TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, const char *ap, __m512 acc) {
+    const char *ad = ap + 64 * nv, *ex = ad + 64;
+    __m512i s0 = PK_INT_EX(kind) ? _mm512_loadu_si512(ex) : _mm512_setzero_si512();
+    if (nv == 8 && chains == 2) {
+        __m512i s1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v += 2) {
+            s0 = dpbusd_vnni_mem(s0, wg->q[v], ap + 64 * v);
+            s1 = dpbusd_vnni_mem(s1, wg->q[v + 1], ap + 64 * (v + 1));
+        }
+        s0 = _mm512_add_epi32(s0, s1);
+    } else {
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) s0 = dpbusd_vnni_mem(s0, wg->q[v], ap + 64 * v);
+    }
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(wg->d, _mm512_loadu_ps((const float *)ad)), acc);
+    if (K0_HAS_MIN(kind)) acc = _mm512_fmadd_ps(wg->m, _mm512_loadu_ps((const float *)ex), acc);
+    return acc;
+}
+
+/* One weight row (wpk: in the packed weight layout) against T tokens of
+ * packed activations (as bytes apart). */
+TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, const char *a, size_t as, float *out,
+                         int64_t ldo) {
+    const int gbytes = pk_group_bytes(kind), chains = T <= 2 ? 2 : 1;
+    int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
+    __m512 acc[TF_PACK_TOKS_MAX];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    pk_wgroup wg;
+    for (int64_t g = 0; g < n_groups; g++) {
+        if (wpk) pk_load_group_w(kind, row + g * gbytes, &wg);
+        else pk_load_group(kind, row + g * gbytes, &wg);
+        const char *ap = a + g * TF_PACK_GROUP_BYTES;
+#pragma GCC unroll 16
+        for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 8, chains, &wg, ap + t * as, acc[t]);
+    }
+    const char *ap = a + n_groups * TF_PACK_GROUP_BYTES;
+    for (int64_t b = n_groups * TF_PACK_GROUP_BLOCKS; b < nb; b += 2, ap += TF_PACK_PAIR_BYTES) {
+        pk_load_pair(kind, row, b, b + 1 < nb, &wg);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; t++) acc[t] = pk_token_step(kind, 1, chains, &wg, ap + t * as, acc[t]);
+    }
+    int t = 0;
+#pragma GCC unroll 4
+    for (; t + 4 <= T; t += 4) {
+        const __m128 s4 = hsum4(acc[t], acc[t + 1], acc[t + 2], acc[t + 3]);
+        _mm_store_ss(out + t * ldo, s4);
+        _mm_store_ss(out + (t + 1) * ldo, _mm_movehdup_ps(s4));
+        _mm_store_ss(out + (t + 2) * ldo, _mm_movehl_ps(s4, s4));
+        _mm_store_ss(out + (t + 3) * ldo, _mm_shuffle_ps(s4, s4, 3));
+    }
+#pragma GCC unroll 3
+    for (; t < T; t++) out[t * ldo] = hsum_tree(acc[t]);
+}
+
+TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
+                   int nt, float *out, int64_t ldo) {
+    const char *w = vw, *a = va;
+    for (int r = 0; r < nr; r++) {
+        const char *row = w + r * ws;
+        float *o = out + r;
+        if (nt > 1) /* the row nr rows on (the next tile's): several tokens take long enough per row that the
+                     * streams of the hardware prefetchers fall behind */
+            for (size_t b = 0; b < ws; b += 64) _mm_prefetch(row + nr * ws + b, _MM_HINT_T0);
+        switch (nt) {
+#define PK_CASE(T) \
+    case T: pk_row_kernel(kind, wpk, T, n, row, a, as, o, ldo); break;
+            PK_CASE(1) PK_CASE(2) PK_CASE(3) PK_CASE(4) PK_CASE(5) PK_CASE(6) PK_CASE(7) PK_CASE(8)
+            PK_CASE(9) PK_CASE(10) PK_CASE(11) PK_CASE(12) PK_CASE(13) PK_CASE(14) PK_CASE(15)
+            default: pk_row_kernel(kind, wpk, 16, n, row, a, as, o, ldo); break;
+#undef PK_CASE
+        }
+    }
+}
+
+#define PK_ENTRIES(nm, KIND)                                                                                  \
+    void tf_avx512vnni_packed_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, \
+                                        int nt, float *out, int64_t ldo) {                                     \
+        pk_tile(KIND, 0, n, w, ws, nr, a, as, nt, out, ldo);                                                   \
+    }                                                                                                          \
+    void tf_avx512vnni_wpacked_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,           \
+                                         size_t as, int nt, float *out, int64_t ldo) {                         \
+        pk_tile(KIND, 1, n, w, ws, nr, a, as, nt, out, ldo);                                                   \
+    }
+PK_ENTRIES(q8_0, K0_Q8_0)
+PK_ENTRIES(q4_0, K0_Q4_0)
+PK_ENTRIES(q4_1, K0_Q4_1)
+PK_ENTRIES(q5_0, K0_Q5_0)
+PK_ENTRIES(q5_1, K0_Q5_1)
+PK_ENTRIES(iq4_nl, K0_IQ4_NL)
+PK_ENTRIES(iq4_xs, K0_IQ4_XS)
+#undef PK_ENTRIES
+
+/* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
+ * vectors: the quants transposed into lanes as pk_load_group does a Q8_0
+ * weight group's, each block's d from a gather, its quant sum from the
+ * transposed vectors (4 quants per int32 lane, summed over the 8 vectors),
+ * and the ex term from it as quant.h defines it (the same bytes as the
+ * scalar function, which test_quant checks through act_pack). */
+static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
+    const int q81 = tf_act_type(wtype) == TF_DTYPE_Q8_1;
+    const int bs = q81 ? (int)sizeof(tf_block_q8_1) : (int)sizeof(tf_block_q8_0), qoff = q81 ? 4 : 2;
+    const char *blocks = vblocks;
+    __m512i x[4], h[4], q[8];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const char *b = blocks + 4 * k * bs + qoff;
+        __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
+                                         _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
+        __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
+                                         _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
+        x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
+        h[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    transpose_4x4_dwords(x, q);
+    transpose_4x4_dwords(h, q + 4);
+    __m512i sum = _mm512_setzero_si512();
+    const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) {
+        _mm512_storeu_si512(y + 64 * v, q[v]);
+        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(ones8, q[v]), ones16));
+    }
+    const __m512i lane_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512i dw = _mm512_i32gather_epi32(_mm512_mullo_epi32(lane_block, _mm512_set1_epi32(bs)), blocks, 1);
+    __m512 ad = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dw)); /* the low 16 bits: d */
+    _mm512_storeu_ps(y + 512, ad);
+    __m512i ex;
+    switch (wtype) {
+    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
+    case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
+    case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
+    default: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)); break; /* Q8_0, IQ4_NL, IQ4_XS */
+    }
+    _mm512_storeu_si512(y + 576, ex);
+}
+
+/* f32 -> packed activations: the Q8_0 / Q8_1 blocks of 512 columns at a time
+ * (bitwise those of the reference), rearranged by act_pack_group (a whole
+ * group) or tf_act_pack_blocks (the tail pairs). */
+static void act_pack(tf_dtype wtype, const float *x, void *vy, int64_t n) {
+    tf_block_q8_1 blocks[TF_PACK_GROUP_BLOCKS];
+    char *y = vy;
+    for (int64_t c = 0; c < n; c += TF_PACK_GROUP_BLOCKS * 32) {
+        int64_t nc = n - c < TF_PACK_GROUP_BLOCKS * 32 ? n - c : TF_PACK_GROUP_BLOCKS * 32;
+        if (tf_act_type(wtype) == TF_DTYPE_Q8_1) tf_avx512_quantize_q8_1(x + c, blocks, nc);
+        else tf_avx512_quantize_q8_0(x + c, blocks, nc);
+        if (nc == TF_PACK_GROUP_BLOCKS * 32) act_pack_group(wtype, blocks, y);
+        else tf_act_pack_blocks(wtype, blocks, y, nc);
+        y += tf_act_packed_row_size(wtype, nc);
+    }
+}
+
+void tf_avx512_act_pack_q8_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q8_0, x, y, n); }
+void tf_avx512_act_pack_q4_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_0, x, y, n); }
+void tf_avx512_act_pack_q4_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_1, x, y, n); }
+void tf_avx512_act_pack_q5_0(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_0, x, y, n); }
+void tf_avx512_act_pack_q5_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_1, x, y, n); }
+void tf_avx512_act_pack_iq4_nl(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_NL, x, y, n); }
+void tf_avx512_act_pack_iq4_xs(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_XS, x, y, n); }
