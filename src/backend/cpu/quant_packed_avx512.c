@@ -70,6 +70,27 @@ TF_AI void transpose_4x4_dwords(const __m512i x[4], __m512i y[4]) {
     y[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+/* The 32 byte quants of 16 blocks of bs bytes (quants at byte qoff) in lanes:
+ * bytes 4 L .. 4 L + 3 of q[v] are quants 4 v .. 4 v + 3 of block
+ * tf_pack_lane_block(L). Blocks 4 k .. 4 k + 3 are loaded as two vectors of
+ * two whole blocks, split into their first and second 16 quants (x: quants
+ * 0..15, h: 16..31), and each set transposed. */
+TF_AI void pk_group_quants32(const char *blocks, int bs, int qoff, __m512i q[8]) {
+    __m512i x[4], h[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const char *b = blocks + 4 * k * bs + qoff;
+        __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
+                                         _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
+        __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
+                                         _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
+        x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
+        h[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    transpose_4x4_dwords(x, q);
+    transpose_4x4_dwords(h, q + 4);
+}
+
 /* Byte offsets of the blocks of a group in lane order (for gathers). */
 TF_AI __m512i pk_lane_offsets(int kind, int extra) {
     const __m512i blk = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
@@ -164,21 +185,7 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
     if (kind == K0_Q8_0) {
-        /* blocks 4 k .. 4 k + 3 as two vectors of two whole blocks, split
-         * into their first and second 16 quants (x: quants 0..15, y: 16..31) */
-        __m512i y[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            const char *b = blocks + 4 * k * bs + qs;
-            __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
-                                             _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
-            __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
-                                             _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
-            x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
-            y[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
-        }
-        transpose_4x4_dwords(x, wg->q);
-        transpose_4x4_dwords(y, wg->q + 4);
+        pk_group_quants32(blocks, bs, qs, wg->q);
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) wg->q[v] = _mm512_xor_si512(wg->q[v], _mm512_set1_epi8((char)0x80));
     } else {
@@ -386,19 +393,8 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     const int q81 = tf_act_type(wtype) == TF_DTYPE_Q8_1;
     const int bs = q81 ? (int)sizeof(tf_block_q8_1) : (int)sizeof(tf_block_q8_0), qoff = q81 ? 4 : 2;
     const char *blocks = vblocks;
-    __m512i x[4], h[4], q[8];
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {
-        const char *b = blocks + 4 * k * bs + qoff;
-        __m512i p01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b)),
-                                         _mm256_loadu_si256((const __m256i *)(b + bs)), 1);
-        __m512i p23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 * bs))),
-                                         _mm256_loadu_si256((const __m256i *)(b + 3 * bs)), 1);
-        x[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(2, 0, 2, 0));
-        h[k] = _mm512_shuffle_i64x2(p01, p23, _MM_SHUFFLE(3, 1, 3, 1));
-    }
-    transpose_4x4_dwords(x, q);
-    transpose_4x4_dwords(h, q + 4);
+    __m512i q[8];
+    pk_group_quants32(blocks, bs, qoff, q);
     __m512i sum = _mm512_setzero_si512();
     const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
 #pragma GCC unroll 8
