@@ -151,50 +151,8 @@ static void tiles_for(int nt) {
     _tile_loadconfig(&c);
 }
 
-/* Tiles over R16: per group and block, C = A (tokens' quants, straight from
- * the activation blocks: 34-byte stride inside a token, a_row across tokens)
- * . B; two C tiles alternate so one block's products overlap the previous
- * block's float steps. */
-static void amx_r16(const uint8_t *w, int64_t n_rows, int64_t nb, const tf_block_q8_0 *a, const int32_t *s128,
-                    const float *da, int nt, float *y) {
-    const size_t a_row = (size_t)nb * sizeof(tf_block_q8_0);
-    _Alignas(64) int32_t cbuf[2][MAXT][16];
-    for (int64_t g = 0; g < n_rows / 16; g++) {
-        __m512 acc[MAXT];
-        for (int i = 0; i < nt; i++) acc[i] = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *rec = w + (size_t)(g * nb + b) * R16_REC;
-            const char *ab = (const char *)a + (size_t)b * sizeof(tf_block_q8_0) + 2;
-            int32_t(*cb)[16] = cbuf[b & 1];
-            if (b & 1) {
-                _tile_zero(3);
-                _tile_loadd(1, ab, a_row);
-                _tile_loadd(4, rec + 32, 64);
-                _tile_dpbsud(3, 1, 4);
-                _tile_stored(3, cb, 64);
-            } else {
-                _tile_zero(0);
-                _tile_loadd(1, ab, a_row);
-                _tile_loadd(2, rec + 32, 64);
-                _tile_dpbsud(0, 1, 2);
-                _tile_stored(0, cb, 64);
-            }
-            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)rec));
-            for (int i = 0; i < nt; i++) {
-                __m512i s = _mm512_sub_epi32(_mm512_load_si512(cb[i]), _mm512_set1_epi32(s128[i * nb + b]));
-                const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(da[i * nb + b]));
-                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[i]);
-            }
-        }
-        for (int i = 0; i < nt; i++) _mm512_storeu_ps(y + (size_t)i * n_rows + g * 16, acc[i]);
-    }
-}
-
-/* amx_r16 with the float steps of block b run after the tile products of
- * blocks b + 1 and b + 2 are issued (LAG): a C tile's store has then left
- * the core before the vector loads read it back. Tiles: C 0 / 3, A 1 / 5,
- * B 2 / 4 alternate between blocks. */
-#define LAG 2
+/* One block's products: C (tile 0 or 3 by par) = A (tokens' quants: tile 1 or
+ * 5) . B (the record's quants: tile 2 or 4), stored to cb. */
 static inline void tile_block(int par, const uint8_t *rec, const char *ab, size_t a_row, int32_t (*cb)[16]) {
     if (par) {
         _tile_zero(3);
@@ -211,6 +169,37 @@ static inline void tile_block(int par, const uint8_t *rec, const char *ab, size_
     }
 }
 
+/* Tiles over R16: per group and block, C = A (tokens' quants, straight from
+ * the activation blocks: 34-byte stride inside a token, a_row across tokens)
+ * . B; the tiles of consecutive blocks alternate (C 0 / 3, A 1 / 5, B 2 / 4)
+ * so that one block's products overlap the previous block's float steps. */
+static void amx_r16(const uint8_t *w, int64_t n_rows, int64_t nb, const tf_block_q8_0 *a, const int32_t *s128,
+                    const float *da, int nt, float *y) {
+    const size_t a_row = (size_t)nb * sizeof(tf_block_q8_0);
+    _Alignas(64) int32_t cbuf[2][MAXT][16];
+    for (int64_t g = 0; g < n_rows / 16; g++) {
+        __m512 acc[MAXT];
+        for (int i = 0; i < nt; i++) acc[i] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *rec = w + (size_t)(g * nb + b) * R16_REC;
+            const char *ab = (const char *)a + (size_t)b * sizeof(tf_block_q8_0) + 2;
+            int32_t(*cb)[16] = cbuf[b & 1];
+            tile_block((int)(b & 1), rec, ab, a_row, cb);
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)rec));
+            for (int i = 0; i < nt; i++) {
+                __m512i s = _mm512_sub_epi32(_mm512_load_si512(cb[i]), _mm512_set1_epi32(s128[i * nb + b]));
+                const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(da[i * nb + b]));
+                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[i]);
+            }
+        }
+        for (int i = 0; i < nt; i++) _mm512_storeu_ps(y + (size_t)i * n_rows + g * 16, acc[i]);
+    }
+}
+
+/* amx_r16 with the float steps of block b run after the tile products of
+ * blocks b + 1 and b + 2 are issued (LAG): a C tile's store has then left
+ * the core before the vector loads read it back. */
+#define LAG 2
 static void amx_r16_lag(const uint8_t *w, int64_t n_rows, int64_t nb, const tf_block_q8_0 *a, const int32_t *s128,
                         const float *da, int nt, float *y) {
     const size_t a_row = (size_t)nb * sizeof(tf_block_q8_0);
