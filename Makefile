@@ -103,7 +103,8 @@ AVX512_FLAGS  = $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 # holds across kernel variants, see attn.h): no FMA contraction there, so the
 # softmax's f32 arithmetic is the same as in the baseline build.
 $(BUILD)/src/backend/cpu/attn_avx2.o $(BUILD)/src/backend/cpu/attn_avx512.o \
-$(BUILD)/src/backend/cpu/attn_bf16_avx512.o $(BUILD)/src/backend/cpu/attn_amx_avx512.o: SIMD_OPT := -O3 -ffp-contract=off
+$(BUILD)/src/backend/cpu/attn_bf16_avx512.o $(BUILD)/src/backend/cpu/attn_amx_avx512.o \
+$(BUILD)/src/backend/cpu/quant_r16_amx_avx512.o: SIMD_OPT := -O3 -ffp-contract=off
 
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)
 HAVE_AVX2   := $(shell grep -q avx2 /proc/cpuinfo 2>/dev/null && echo yes || echo no)

@@ -128,7 +128,7 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
         void *dw = dbuf(be, wq, wb);
         tf_bmat w = {.data = dw, .type = (uint32_t)t, .n_rows = rows, .n_cols = cols};
         /* the backend's own layout of these rows, where it has one: the same
-         * results bit for bit */
+         * results bit for bit, or (R16) those of its own reference */
         uint32_t layout = be->ops->weight_layout ? be->ops->weight_layout(be, (uint32_t)t) : 0;
         tf_bmat wp = w;
         if (layout) {
@@ -181,7 +181,24 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
             uint32_t act = tf_act_type((tf_dtype)t);
             double bound = act == TF_DTYPE_F32 || act == TF_DTYPE_F16 || act == TF_DTYPE_BF16 ? 1e-5 : 1e-4;
             expect_nmse(desc, what, y, ref, (size_t)n * rows, bound);
-            if (layout) {
+            if (layout == TF_WLAYOUT_R16) {
+                /* a layout with arithmetic of its own (the AMX table's Q8_0):
+                 * bitwise its reference, row by row */
+                assert_int_equal(be->ops->matmul(be, &wp, dx, n, dy, rows, scr, &g_err), TF_OK);
+                float *yr = malloc(sizeof(float) * n * rows);
+                dget(be, yr, dy, sizeof(float) * n * rows, what);
+                void *a16 = malloc(tf_act_r16_row_size(cols));
+                const size_t rb = wb / (size_t)rows;
+                for (int i = 0; i < n; i++) {
+                    tf_ref_act_r16(x + i * cols, a16, cols);
+                    for (int64_t r = 0; r < rows; r++) {
+                        float want = tf_ref_r16_dot(cols, wq + (size_t)r * rb, a16);
+                        assert_memory_equal(&yr[i * rows + r], &want, sizeof want);
+                    }
+                }
+                expect_nmse(desc, what, yr, ref, (size_t)n * rows, bound);
+                free(a16), free(yr);
+            } else if (layout) { /* a rearrangement only: the same results bit for bit */
                 assert_int_equal(be->ops->matmul(be, &wp, dx, n, dy, rows, scr, &g_err), TF_OK);
                 assert_memory_equal(dy, y, sizeof(float) * n * rows);
             }

@@ -74,7 +74,7 @@ static void setup_tables(void) {
 static void test_tables(void **state) {
     (void)state;
     setup_tables();
-    assert_true(g_n_tables >= 1 && g_n_tables <= 4);
+    assert_true(g_n_tables >= 1 && g_n_tables <= 5);
     assert_string_equal(g_tables[0]->isa, "scalar");
     assert_ptr_equal(tf_cpu_kernels_get(TF_ISA_SCALAR), g_tables[0]);
     const tf_cpu_kernels *best = tf_cpu_kernels_get(TF_ISA_BEST);
@@ -107,10 +107,14 @@ static void test_tables(void **state) {
                       t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS;
         assert_int_equal(tf_act_packed_row_size(t, 512) > 0, packed);
         for (int i = 0; i < g_n_tables; i++) {
-            bool vnni = strcmp(g_tables[i]->isa, "avx512_vnni") == 0;
+            bool amx = strcmp(g_tables[i]->isa, "amx") == 0;
+            bool vnni = amx || strcmp(g_tables[i]->isa, "avx512_vnni") == 0;
             assert_int_equal(g_tables[i]->act_pack[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->packed_tile[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->wpacked_tile[t] != NULL, vnni && packed);
+            /* the R16 products: the AMX table's Q8_0 only */
+            assert_int_equal(g_tables[i]->r16_rows[t] != NULL, amx && t == TF_DTYPE_Q8_0);
+            assert_int_equal(g_tables[i]->r16_act[t] != NULL, amx && t == TF_DTYPE_Q8_0);
         }
     }
     tf_dtype none;
@@ -1261,6 +1265,131 @@ static void test_matmul_batch_invariance(void **state) {
     tf_pool_free(pool);
 }
 
+/* R16 (quant.h "Row-interleaved weight groups"): the layout round-trips and
+ * holds the bytes quant.h names; the activations' side values are each
+ * block's d and -128 x its quant sum; tf_ref_r16_dot agrees with the plain
+ * reference dot product to rounding; and where a table has the R16 products
+ * (the AMX table), every output of tf_cpu_matmul over R16 weights, for
+ * 1..20 tokens (a tile of 16 plus one-token rows), one and two threads, a
+ * partial last group of rows, is bitwise tf_ref_r16_dot of the file's row,
+ * finite, and nothing past the rows is written. */
+static void test_r16_vs_ref(void **state) {
+    (void)state;
+    enum { MAX_TOK = 20 };
+    static const int64_t rows_list[] = {16, 37, 48};
+    static const int64_t lens[] = {32, 64, 576, 608, 1024, 2048};
+    static const int toks[] = {1, 2, 3, 8, 15, 16, 17, 20};
+    const tf_dtype t = TF_DTYPE_Q8_0;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x616d78);
+    tf_pool *pool;
+    tf_err err = {0};
+    assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
+    int ran = 0;
+    for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t rows = rows_list[ri], n = lens[li], nb = n / 32, ldy = rows + 3;
+            const size_t ws = tf_dtype_row_size(t, n), rs = tf_act_r16_row_size(n);
+            const size_t as = tf_act_scratch_row_size(t, n), so = tf_act_r16_side_offset(n);
+            assert_true(rs <= as && rs % 64 == 0 && so >= ws);
+            float *x = malloc(sizeof(float) * n * (MAX_TOK > rows ? MAX_TOK : rows));
+            char *w = malloc(ws * rows), *wr = malloc(ws * rows), *ra = malloc(rs * MAX_TOK), *act = malloc(as * MAX_TOK);
+            float *ref = malloc(sizeof(float) * MAX_TOK * rows), *y = malloc(sizeof(float) * MAX_TOK * ldy);
+            for (int64_t r = 0; r < rows; r++) {
+                fill_gauss(&rng, x, n, r % 3 == 0 ? 0.01 : r % 3 == 1 ? 1.0 : 40.0);
+                tf_ref_quantize_row(t, x, w + r * ws, n);
+            }
+            fill_gauss(&rng, x, n * MAX_TOK, 1.0);
+            for (int j = 0; j < MAX_TOK; j++) tf_ref_act_r16(x + j * n, ra + j * rs, n);
+            /* the layout: every row back, a range of blocks back, two bytes as documented */
+            memset(wr, 0xA5, ws * rows);
+            tf_weight_r16_pack(w, wr, rows, n, 0, (rows + 15) / 16);
+            for (int64_t r = 0; r < rows; r++) {
+                tf_block_q8_0 back[2048 / 32];
+                tf_weight_r16_unpack_blocks(wr, rows, n, r, 0, nb, back);
+                assert_memory_equal(back, w + r * ws, ws);
+                if (nb > 2) {
+                    tf_weight_r16_unpack_blocks(wr, rows, n, r, 1, nb - 1, back);
+                    assert_memory_equal(back, w + r * ws + sizeof(tf_block_q8_0), ws - 2 * sizeof(tf_block_q8_0));
+                }
+            }
+            if (nb >= 2) { /* group 0, block 1 (a record of 16 x 34 bytes), row 3: q[5][3][1] and d[3] */
+                const uint8_t *rec = (const uint8_t *)wr + 16 * 34;
+                const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + 3 * ws) + 1;
+                assert_int_equal(rec[4 * (16 * 5 + 3) + 1], (uint8_t)(b->qs[21] + 128));
+                assert_memory_equal(rec + 32 * 16 + 2 * 3, &b->d, 2);
+            }
+            /* the side values, computed here from the blocks */
+            for (int j = 0; j < MAX_TOK; j++) {
+                const tf_block_q8_0 *xb = (const tf_block_q8_0 *)(ra + j * rs);
+                const float *ad = (const float *)(ra + j * rs + so);
+                const int32_t *ex = (const int32_t *)(ad + nb);
+                for (int64_t b = 0; b < nb; b++) {
+                    int sum = 0;
+                    for (int i = 0; i < 32; i++) sum += xb[b].qs[i];
+                    assert_int_equal(ex[b], -128 * sum);
+                    assert_true(ad[b] == tf_f16_to_f32(xb[b].d));
+                }
+            }
+            for (int j = 0; j < MAX_TOK; j++)
+                for (int64_t r = 0; r < rows; r++) {
+                    ref[j * rows + r] = tf_ref_r16_dot(n, w + r * ws, ra + j * rs);
+                    check_dot("r16 ref", g_tables[0], t, n, ref[j * rows + r], tf_ref_vec_dot(t, n, w + r * ws, ra + j * rs),
+                              dot_magnitude(t, n, w + r * ws, ra + j * rs));
+                }
+            for (int ki = 0; ki < g_n_tables; ki++) {
+                const tf_cpu_kernels *k = g_tables[ki];
+                if (!k->r16_rows[t]) continue;
+                ran++;
+                void *rq = alloc_guarded(rs);
+                k->r16_act[t](x, rq, n);
+                check_guard(rq, rs);
+                if (memcmp(rq, ra, ws) != 0 || memcmp((char *)rq + so, ra + so, 8 * (size_t)nb) != 0) {
+                    print_error("r16_act %s n=%lld differs from the reference\n", k->isa, (long long)n);
+                    fail();
+                }
+                free(rq);
+                for (size_t ni = 0; ni < sizeof toks / sizeof toks[0]; ni++)
+                    for (int pi = 0; pi < 2; pi++) {
+                        const int nt = toks[ni];
+                        for (int64_t i = 0; i < MAX_TOK * ldy; i++) y[i] = CANARY;
+                        tf_cpu_matmul(pi ? pool : NULL, k, t, wr, TF_WLAYOUT_R16, rows, n, x, nt, y, ldy, act);
+                        for (int j = 0; j < MAX_TOK; j++)
+                            for (int64_t r = 0; r < ldy; r++) {
+                                const float v = y[j * ldy + r];
+                                if (j >= nt || r >= rows) {
+                                    assert_true(v == CANARY);
+                                } else if (!isfinite(v) || memcmp(&v, &ref[j * rows + r], sizeof v) != 0) {
+                                    print_error("R16 matmul %s rows=%lld n=%lld tokens=%d threads=%d: [%d][%lld] "
+                                                "%.9g vs reference %.9g\n",
+                                                k->isa, (long long)rows, (long long)n, nt, pi ? 2 : 1, j,
+                                                (long long)r, v, ref[j * rows + r]);
+                                    fail();
+                                }
+                            }
+                    }
+                /* a range of rows that starts past the first group, straight through r16_rows */
+                if (rows > 16) {
+                    for (int64_t i = 0; i < MAX_TOK * ldy; i++) y[i] = CANARY;
+                    k->r16_rows[t](n, wr, rows, 16, rows, ra, rs, 5, y, ldy);
+                    for (int j = 0; j < 5; j++)
+                        for (int64_t r = 16; r < rows; r++)
+                            assert_memory_equal(&y[j * ldy + r - 16], &ref[j * rows + r], sizeof(float));
+                    assert_true(y[rows - 16] == CANARY);
+                }
+            }
+            free(x);
+            free(w);
+            free(wr);
+            free(ra);
+            free(act);
+            free(ref);
+            free(y);
+        }
+    if (!ran) print_message("R16 products: no table on this CPU has them (AMX-INT8); layout and activations checked\n");
+    tf_pool_free(pool);
+}
+
 static int group_setup(void **state) {
     (void)state;
     setup_tables();
@@ -1286,6 +1415,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_exact_rows),
         cmocka_unit_test(test_matmul_batch_invariance),
         cmocka_unit_test(test_packed_vs_ref),
+        cmocka_unit_test(test_r16_vs_ref),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

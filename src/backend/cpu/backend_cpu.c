@@ -73,13 +73,14 @@ static tf_status cpu_ok(tf_backend *be, const char *what, tf_err *err) {
     return TF_OK;
 }
 
-/* Layout 1: the packed weight rows of quant.h, where the kernels have them. */
-#define CPU_LAYOUT_PACKED 1u
-
+/* The layouts are quant.h's TF_WLAYOUT_*: R16 where the table has its
+ * products (the AMX table's Q8_0), else the packed weight rows where the
+ * kernels have them. */
 static uint32_t cpu_weight_layout(const tf_backend *be, uint32_t type) {
     const tf_cpu_kernels *k = ctx_of(be)->kern;
-    return type < TF_DTYPE_COUNT && k->wpacked_tile[type] && tf_weight_packs((tf_dtype)type) ? CPU_LAYOUT_PACKED
-                                                                                          : 0u;
+    if (type >= TF_DTYPE_COUNT) return TF_WLAYOUT_FILE;
+    if (k->r16_rows[type]) return TF_WLAYOUT_R16;
+    return k->wpacked_tile[type] && tf_weight_packs((tf_dtype)type) ? TF_WLAYOUT_PACKED : TF_WLAYOUT_FILE;
 }
 
 typedef struct {
@@ -97,10 +98,17 @@ static void pack_task(void *arg, int ith, int nth) {
                             (char *)j->dst + (size_t)lo * row, hi - lo, j->w->n_cols);
 }
 
+static void r16_task(void *arg, int ith, int nth) {
+    const pack_job *j = arg;
+    long lo, hi;
+    tf_split_range((long)((j->w->n_rows + 15) / 16), ith, nth, &lo, &hi);
+    if (lo < hi) tf_weight_r16_pack(j->w->data, j->dst, j->w->n_rows, j->w->n_cols, lo, hi);
+}
+
 static void cpu_weight_pack(tf_backend *be, void *dst, const tf_bmat *w, uint32_t layout) {
-    TF_ASSERT(layout == CPU_LAYOUT_PACKED && w->layout == 0);
+    TF_ASSERT((layout == TF_WLAYOUT_PACKED || layout == TF_WLAYOUT_R16) && w->layout == TF_WLAYOUT_FILE);
     pack_job j = {.w = w, .dst = dst};
-    tf_pool_run(ctx_of(be)->pool, pack_task, &j);
+    tf_pool_run(ctx_of(be)->pool, layout == TF_WLAYOUT_R16 ? r16_task : pack_task, &j);
 }
 
 static void cpu_embed(tf_backend *be, float *x, const tf_bmat *t, const int32_t *tok, int32_t n) {
@@ -113,7 +121,18 @@ static void cpu_embed(tf_backend *be, float *x, const tf_bmat *t, const int32_t 
         const uint8_t *r = (const uint8_t *)t->data + (size_t)tok[i] * row;
         float *xi = x + (size_t)i * t->n_cols;
         int64_t c = 0;
-        if (t->layout == CPU_LAYOUT_PACKED)
+        if (t->layout == TF_WLAYOUT_R16) { /* the row's blocks out of its group of 16, 16 at a time */
+            TF_ASSERT(t->type == TF_DTYPE_Q8_0);
+            for (int64_t b = 0; b < t->n_cols / TF_QK8_0; b += TF_PACK_GROUP_BLOCKS) {
+                const int64_t e = b + TF_PACK_GROUP_BLOCKS < t->n_cols / TF_QK8_0 ? b + TF_PACK_GROUP_BLOCKS
+                                                                                  : t->n_cols / TF_QK8_0;
+                tf_block_q8_0 blocks[TF_PACK_GROUP_BLOCKS];
+                tf_weight_r16_unpack_blocks(t->data, t->n_rows, t->n_cols, tok[i], b, e, blocks);
+                deq(blocks, xi + b * TF_QK8_0, (e - b) * TF_QK8_0);
+            }
+            continue;
+        }
+        if (t->layout == TF_WLAYOUT_PACKED)
             for (; c + gcols <= t->n_cols; c += gcols, r += gbytes) {
                 _Alignas(64) uint8_t blocks[TF_PACK_GROUP_BLOCKS * 34]; /* the largest group: Q8_0's */
                 TF_ASSERT(gbytes <= sizeof blocks);
@@ -158,7 +177,7 @@ static tf_status cpu_matmul(tf_backend *be, const tf_bmat *w, const float *x, in
     cpu_ctx *c = ctx_of(be);
     int64_t work = w->n_rows * w->n_cols * n;
     tf_cpu_matmul(work >= PARALLEL_MIN_WORK ? c->pool : NULL, c->kern, (tf_dtype)w->type, w->data,
-                  w->layout == CPU_LAYOUT_PACKED, w->n_rows, w->n_cols, x, n, y, ldy, scratch);
+                  (int)w->layout, w->n_rows, w->n_cols, x, n, y, ldy, scratch);
     return TF_OK;
 }
 

@@ -23,8 +23,10 @@
  * see quant.h) the activations are packed instead, a whole token row at a
  * time, and tiles take up to TF_PACK_TOKS_MAX tokens: a weight row is
  * unpacked once for all the tokens of a verification pass. Weights the
- * backend holds in the packed weight layout (w_packed) go to wpacked_tile,
- * which skips the per-call rearrangement of each row.
+ * backend holds in the packed weight layout go to wpacked_tile, which skips
+ * the per-call rearrangement of each row. Weights in the R16 layout (the
+ * AMX table's Q8_0) go to r16_rows in one call per thread, over its groups
+ * of 16 rows and all the tokens, with activations in the R16 format.
  */
 #include "backend/cpu/quant.h"
 
@@ -68,7 +70,8 @@ typedef struct {
     int64_t act_block;   /* elements per activation block */
     int64_t col_chunk;   /* columns per chunk (n_cols when unsplit) */
     int tile_rows, tile_toks; /* tile shape of the kernel table for wtype */
-    int packed;               /* activations in the packed format (whole rows) */
+    int packed;               /* activations in the packed or R16 format (whole rows) */
+    tf_r16_rows_fn r16;       /* R16 weights: the rows' products (tile and tile_rows unused) */
     atomic_int arrived;  /* threads past phase 1 */
 } mm_job;
 
@@ -175,6 +178,11 @@ static void mm_task(void *arg, int ith, int nth) {
         t1 = hi;
     }
     if (r0 >= r1 || t0 >= t1) return;
+    if (j->r16) { /* one call: it walks its groups of 16 rows and every token in tiles of 16 */
+        j->r16(j->n_cols, j->W, j->n_rows, r0, r1, act + (size_t)t0 * j->a_row, j->a_row, (int)(t1 - t0),
+               j->Y + t0 * j->ldy + r0, j->ldy);
+        return;
+    }
     if (t1 - t0 == 1) {
         mm_gemv_spread(j, act + (size_t)t0 * j->a_row, j->Y + t0 * j->ldy, r0, r1);
         return;
@@ -207,7 +215,7 @@ static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_
     return chunk < n_cols ? chunk : n_cols;
 }
 
-void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_packed,
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_layout,
                    int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
                    void *act_buf) {
     if (n_rows <= 0 || n_tok <= 0) return;
@@ -229,9 +237,14 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         .tile_rows = k->tile_rows[wtype],
         .tile_toks = k->tile_toks[wtype],
     };
-    TF_ASSERT(!w_packed || (k->wpacked_tile[wtype] && k->act_pack[wtype]));
-    if (k->packed_tile[wtype] && k->act_pack[wtype]) {
-        j.tile = w_packed ? k->wpacked_tile[wtype] : k->packed_tile[wtype];
+    TF_ASSERT(w_layout != TF_WLAYOUT_PACKED || (k->wpacked_tile[wtype] && k->act_pack[wtype]));
+    TF_ASSERT(w_layout != TF_WLAYOUT_R16 || (k->r16_rows[wtype] && k->r16_act[wtype]));
+    if (w_layout == TF_WLAYOUT_R16) {
+        j.r16 = k->r16_rows[wtype];
+        j.tile_rows = 16;
+        j.packed = 1;
+    } else if (k->packed_tile[wtype] && k->act_pack[wtype]) {
+        j.tile = w_layout == TF_WLAYOUT_PACKED ? k->wpacked_tile[wtype] : k->packed_tile[wtype];
         j.tile_toks = TF_PACK_TOKS_MAX;
         j.packed = 1;
     }
@@ -245,7 +258,11 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         j.act = act_buf;
         j.a_row = tf_act_row_size(wtype, n_cols);
         j.act_block = tf_act_type(wtype) == TF_DTYPE_Q8_K ? TF_QK_K : TF_QK8_0; /* Q8_0 / Q8_1: 32 */
-        if (j.packed) { /* converted a whole row at a time */
+        if (j.r16) { /* converted a whole row at a time */
+            j.quantize = k->r16_act[wtype];
+            j.a_row = tf_act_r16_row_size(n_cols);
+            j.act_block = n_cols;
+        } else if (j.packed) {
             j.quantize = k->act_pack[wtype];
             j.a_row = tf_act_packed_row_size(wtype, n_cols);
             j.act_block = n_cols;

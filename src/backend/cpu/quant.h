@@ -125,6 +125,46 @@ void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t 
 /* n_rows rows of n columns (row stride tf_dtype_row_size(type, n)). */
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n);
 
+/* Row-interleaved weight groups ("R16", the AMX table's layout for Q8_0):
+ * the rows of a matrix in groups of 16 (the last group holds the remaining
+ * n_rows % 16 rows, if any), each group in the bytes its rows take in the
+ * file; within a group of nr rows, block b (of n / 32) is a record of
+ * nr x 34 bytes:
+ *   q[v][nr][4] for v = 0..7: bytes 4 v .. 4 v + 3 of the group's row r's
+ *       block b, each + 128 (u8);
+ *   d[nr] (f16): row r's block scale.
+ * For nr = 16 the 512 bytes of q are the B operand of one int8 tile product
+ * (8 rows of 64 bytes: a column per weight row), which gives every (token,
+ * row) block sum of up to 16 tokens at once, and q[v] one vector for
+ * vpdpbusd. tf_weight_r16_pack writes groups [g0, g1) of n_rows rows of n
+ * columns from the file's rows to dst (both laid out from the matrix's
+ * first byte); tf_weight_r16_unpack_blocks writes row r's blocks [b0, b1)
+ * back as the file holds them. */
+void tf_weight_r16_pack(const void *rows, void *dst, int64_t n_rows, int64_t n, int64_t g0, int64_t g1);
+void tf_weight_r16_unpack_blocks(const void *w, int64_t n_rows, int64_t n, int64_t r, int64_t b0, int64_t b1,
+                                 void *blocks);
+/* R16 activations, one row of n per token: the Q8_0 blocks (as the
+ * quantizer writes them, 34 bytes each; a token's block is 32 contiguous
+ * quants, as the tile unit reads them), then from byte
+ * tf_act_r16_side_offset(n) per block its d as f32 (ad[nb]) and -128 x the
+ * sum of its quants (int32 ex[nb], which removes the weights' +128 from a
+ * block sum). tf_act_r16_side fills them from the blocks. */
+size_t tf_act_r16_row_size(int64_t n);
+size_t tf_act_r16_side_offset(int64_t n);
+void tf_act_r16_side(void *row, int64_t n);
+void tf_ref_act_r16(const float *x, void *row, int64_t n); /* f32 -> R16 activations */
+/* The arithmetic of the products over R16 weights: a Q8_0 weight row (the
+ * file's blocks) . Q8_0 activation blocks as acc = fma(isum_b, d_w d_a, acc)
+ * over the blocks in order, from +0 (isum_b the exact block sum). Every
+ * r16_rows output is bitwise this, for any number of tokens. */
+float tf_ref_r16_dot(int64_t n, const void *w, const void *act);
+/* Rows [r0, r1) of an R16 matrix w of n_rows rows (r0 a multiple of 16; r1 a
+ * multiple of 16 or n_rows) against nt tokens of R16 activations (as bytes
+ * apart): out[t * ldo + r - r0], each bitwise tf_ref_r16_dot of the file's
+ * row and the token's blocks. */
+typedef void (*tf_r16_rows_fn)(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
+                               size_t as, int nt, float *out, int64_t ldo);
+
 /* Scalar references. n must be a multiple of the type's block size. */
 void tf_ref_quantize_row(tf_dtype type, const float *x, void *y, int64_t n);   /* f32 -> type */
 void tf_ref_dequantize_row(tf_dtype type, const void *x, float *y, int64_t n); /* type -> f32 */
@@ -160,7 +200,7 @@ typedef void (*tf_vec_dot_tile_fn)(int64_t n, const void *w, size_t w_stride, in
                                    size_t act_stride, int nt, float *out, int64_t ldo);
 
 typedef struct tf_cpu_kernels {
-    const char *isa; /* "scalar", "avx2", "avx512", "avx512_vnni" */
+    const char *isa; /* "scalar", "avx2", "avx512", "avx512_vnni", "amx" */
     tf_act_quantize_fn act_quantize[TF_DTYPE_COUNT]; /* indexed by weight type */
     tf_vec_dot_fn vec_dot[TF_DTYPE_COUNT];          /* indexed by weight type */
     tf_dequant_fn dequantize[TF_DTYPE_COUNT];       /* indexed by weight type */
@@ -178,6 +218,10 @@ typedef struct tf_cpu_kernels {
      * packed weight layout (tf_weight_pack_row), bitwise packed_tile's
      * results on the file's rows. */
     tf_vec_dot_tile_fn wpacked_tile[TF_DTYPE_COUNT];
+    /* Optional: products over R16 weights (the AMX table's Q8_0), with
+     * r16_act converting a whole row to R16 activations. */
+    tf_act_quantize_fn r16_act[TF_DTYPE_COUNT];
+    tf_r16_rows_fn r16_rows[TF_DTYPE_COUNT];
 } tf_cpu_kernels;
 
 /* Most tokens of one packed_tile call. */
@@ -185,19 +229,22 @@ typedef struct tf_cpu_kernels {
 
 /* TF_ISA_AMX: AVX-512 plus the AMX tile unit with its BF16 products (Sapphire
  * Rapids and later, with the OS's permission for the tile state): attention runs
- * its dot products on the tiles (attn.h); the matrix products are AVX-512's. */
+ * its dot products on the tiles (attn.h); the matrix products are AVX-512's,
+ * except Q8_0 over R16 weights, which use the tiles' int8 products where the
+ * CPU has AMX-INT8 and VNNI (the "amx" table). */
 typedef enum tf_isa { TF_ISA_SCALAR = 0, TF_ISA_AVX2 = 1, TF_ISA_AVX512 = 2, TF_ISA_AMX = 3, TF_ISA_BEST = 99 } tf_isa;
 
 /* Kernels for the given ISA, capped to what this CPU supports (TF_ISA_BEST:
  * the best available). TF_ISA_AVX512 gives the AVX512-VNNI variant of the
- * integer kernels where the CPU has VNNI; TF_ISA_AMX the same table. Static
+ * integer kernels where the CPU has VNNI; TF_ISA_AMX the amx table where the
+ * CPU has AMX-INT8, else the same as TF_ISA_AVX512. Static
  * tables; never NULL. */
 const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa);
 /* Best ISA the running CPU supports (TF_ISA_AMX only once the OS has granted
  * the tile state, which the first call requests). */
 tf_isa tf_cpu_best_isa(void);
 /* Every kernel table this CPU can run, slowest first (scalar, avx2, avx512
- * without VNNI, avx512 with VNNI: for tests and benchmarks). Writes up to
+ * without VNNI, avx512 with VNNI, amx: for tests and benchmarks). Writes up to
  * max pointers to out; returns how many tables exist. */
 int tf_cpu_kernels_all(const tf_cpu_kernels **out, int max);
 
@@ -206,11 +253,13 @@ int tf_cpu_kernels_all(const tf_cpu_kernels **out, int max);
  *   X: n_tok x n_cols f32 (row stride n_cols)
  *   Y: n_tok x n_rows f32 (row stride ldy >= n_rows)
  *   act_buf: scratch of n_tok * tf_act_scratch_row_size(wtype, n_cols) bytes
- *   w_packed: W's rows are in the packed weight layout (tf_weight_pack_row;
- *             only where k->wpacked_tile[wtype] exists)
+ *   w_layout: TF_WLAYOUT_FILE, TF_WLAYOUT_PACKED (tf_weight_pack_row; only
+ *             where k->wpacked_tile[wtype] exists) or TF_WLAYOUT_R16
+ *             (tf_weight_r16_pack; only where k->r16_rows[wtype] exists)
  * Runs on `pool` (may be NULL), splitting rows across threads and tiling
  * tokens so each weight row is read once per tile. */
-void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_packed,
+enum { TF_WLAYOUT_FILE = 0, TF_WLAYOUT_PACKED = 1, TF_WLAYOUT_R16 = 2 };
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_layout,
                    int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
                    void *act_buf);
 

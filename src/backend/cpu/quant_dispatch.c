@@ -2,9 +2,10 @@
  * quant_dispatch.c — the kernel tables of quant.h and the run-time choice
  * among them.
  *
- * Four static tables: scalar (the tf_ref_* functions behind adapters), avx2,
- * avx512 and avx512 with VNNI (avx512 float kernels, VNNI integer dot
- * products). tf_cpu_kernels_get caps the request to what the CPU reports
+ * Five static tables: scalar (the tf_ref_* functions behind adapters), avx2,
+ * avx512, avx512 with VNNI (avx512 float kernels, VNNI integer dot
+ * products) and amx (the VNNI table plus Q8_0 products over R16 weights on
+ * the tile unit). tf_cpu_kernels_get caps the request to what the CPU reports
  * through __builtin_cpu_supports (which also checks that the OS saves the
  * vector state), so a table is never handed out on a CPU that cannot run it.
  */
@@ -76,9 +77,11 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
         .dequantize = {TF_DTYPE_LIST(DEQ_)}, .vec_dot_tile = {TF_DTYPE_LIST(TILE_)},                         \
         .tile_rows = {TF_DTYPE_LIST(ROWS_)}, .tile_toks = {TF_DTYPE_LIST(TOKS_)},                            \
         .act_pack = {TF_DTYPE_LIST(APACK_)}, .packed_tile = {TF_DTYPE_LIST(PTILE_)},                         \
-        .wpacked_tile = {TF_DTYPE_LIST(WTILE_)},                                                             \
+        .wpacked_tile = {TF_DTYPE_LIST(WTILE_)}, .r16_act = {R16_ACT}, .r16_rows = {R16_ROWS},                \
     }
 #define NO_PACK(ID, nm)
+#define R16_ACT
+#define R16_ROWS
 
 #define FLOAT_ISA scalar
 #define INT_ISA scalar
@@ -135,6 +138,13 @@ static const tf_cpu_kernels k_avx512 = KERNEL_TABLE("avx512");
 #define WTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_wpacked_tile_##nm)
 static const tf_cpu_kernels k_avx512_vnni = KERNEL_TABLE("avx512_vnni");
 
+/* AMX: the VNNI table, plus Q8_0 products over R16 weights on the int8 tiles. */
+#undef R16_ACT
+#undef R16_ROWS
+#define R16_ACT KSLOT(Q8_0, tf_amx_act_r16_q8_0)
+#define R16_ROWS KSLOT(Q8_0, tf_amx_r16_rows_q8_0)
+static const tf_cpu_kernels k_amx = KERNEL_TABLE("amx");
+
 /* ---- run-time choice ------------------------------------------------------------ */
 
 static int cpu_has_avx2(void) {
@@ -187,6 +197,16 @@ static int cpu_has_amx(void) {
 #endif
 }
 
+/* The AMX table: the tile unit's int8 products as well (AMX-BF16 and AMX-INT8
+ * come together on every CPU that has either so far; both are checked). */
+static int cpu_has_amx_int8(void) {
+#if defined(__x86_64__) && defined(__linux__)
+    return cpu_has_amx() && cpu_has_avx512_vnni() && __builtin_cpu_supports("amx-int8");
+#else
+    return 0;
+#endif
+}
+
 tf_isa tf_cpu_best_isa(void) {
     if (cpu_has_amx()) return TF_ISA_AMX;
     if (cpu_has_avx512()) return TF_ISA_AVX512;
@@ -199,6 +219,8 @@ const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa) {
     if (isa > best) isa = best;
     switch (isa) {
     case TF_ISA_AMX:
+        if (cpu_has_amx_int8()) return &k_amx;
+        /* fall through */
     case TF_ISA_AVX512: return cpu_has_avx512_vnni() ? &k_avx512_vnni : &k_avx512;
     case TF_ISA_AVX2: return &k_avx2;
     default: return &k_scalar;
@@ -206,12 +228,13 @@ const tf_cpu_kernels *tf_cpu_kernels_get(tf_isa isa) {
 }
 
 int tf_cpu_kernels_all(const tf_cpu_kernels **out, int max) {
-    const tf_cpu_kernels *all[4];
+    const tf_cpu_kernels *all[5];
     int n = 0;
     all[n++] = &k_scalar;
     if (cpu_has_avx2()) all[n++] = &k_avx2;
     if (cpu_has_avx512()) all[n++] = &k_avx512;
     if (cpu_has_avx512_vnni()) all[n++] = &k_avx512_vnni;
+    if (cpu_has_amx_int8()) all[n++] = &k_amx;
     for (int i = 0; i < n && i < max; i++) out[i] = all[i];
     return n;
 }
