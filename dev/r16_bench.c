@@ -1,8 +1,8 @@
-/* r16_bench.c — times one Q8_0 matrix product over the packed weight rows
- * (the VNNI table) and over R16 groups (the AMX table), 1 thread, the matrix
- * re-read each call. Build (after make):
+/* r16_bench.c — times one Q8_0 or Q4_1 matrix product over the packed weight
+ * rows (the VNNI table) and over R16 groups (the AMX table), 1 thread, the
+ * matrix re-read each call. Build (after make):
  *   cc -O2 -Iinclude -Isrc dev/r16_bench.c build/libtriforce.a -lcjson -lpcre2-8 -lutf8proc -lm -lpthread -o build/r16_bench
- * Run: build/r16_bench [rows cols]... (default SmolLM2's and TinyLlama's shapes) */
+ * Run: [TYPE=q4_1] build/r16_bench [rows cols]... (default SmolLM2's and TinyLlama's shapes) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,28 +26,31 @@ int main(int argc, char **argv) {
             shapes[n_shapes][1] = atol(argv[i + 1]);
         }
     }
+    tf_dtype ty = TF_DTYPE_Q8_0;
+    if (getenv("TYPE") && !tf_dtype_from_name(getenv("TYPE"), &ty)) return 2;
     const tf_cpu_kernels *vnni = tf_cpu_kernels_get(TF_ISA_AVX512), *amx = tf_cpu_kernels_get(TF_ISA_AMX);
-    if (!amx->r16_rows[TF_DTYPE_Q8_0]) {
+    if (!amx->r16_rows[ty]) {
         fprintf(stderr, "no AMX table on this CPU\n");
         return 1;
     }
     static const int toks[] = {1, 2, 4, 8, 16};
+    printf("%s\n", tf_dtype_name(ty));
     printf("%-12s %5s %12s %12s %7s\n", "shape", "tok", "packed us", "r16 us", "ratio");
     for (int s = 0; s < n_shapes; s++) {
         const long rows = shapes[s][0], cols = shapes[s][1];
-        const size_t ws = tf_dtype_row_size(TF_DTYPE_Q8_0, cols);
+        const size_t ws = tf_dtype_row_size(ty, cols);
         float *x = malloc(sizeof(float) * cols * 16), *y = malloc(sizeof(float) * rows * 16);
         char *w = malloc(ws * rows), *wp = malloc(ws * rows), *wr = malloc(ws * rows);
-        char *act = malloc(tf_act_scratch_row_size(TF_DTYPE_Q8_0, cols) * 16);
+        char *act = malloc(tf_act_scratch_row_size(ty, cols) * 16);
         float *row = malloc(sizeof(float) * cols);
         srand(1);
         for (long r = 0; r < rows; r++) {
             for (long c = 0; c < cols; c++) row[c] = (float)rand() / RAND_MAX - 0.5f;
-            tf_ref_quantize_row(TF_DTYPE_Q8_0, row, w + r * ws, cols);
+            tf_ref_quantize_row(ty, row, w + r * ws, cols);
         }
         for (long i = 0; i < cols * 16; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
-        tf_weight_pack_rows(TF_DTYPE_Q8_0, w, wp, rows, cols);
-        tf_weight_r16_pack(w, wr, rows, cols, 0, (rows + 15) / 16);
+        tf_weight_pack_rows(ty, w, wp, rows, cols);
+        tf_weight_r16_pack(ty, w, wr, rows, cols, 0, (rows + 15) / 16);
         for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
             const int nt = toks[ti];
             double best[2] = {1e30, 1e30};
@@ -55,8 +58,8 @@ int main(int argc, char **argv) {
                 for (int v = 0; v < 2; v++) {
                     const double t0 = now_us();
                     for (int k = 0; k < 10; k++)
-                        if (v == 0) tf_cpu_matmul(NULL, vnni, TF_DTYPE_Q8_0, wp, TF_WLAYOUT_PACKED, rows, cols, x, nt, y, rows, act);
-                        else tf_cpu_matmul(NULL, amx, TF_DTYPE_Q8_0, wr, TF_WLAYOUT_R16, rows, cols, x, nt, y, rows, act);
+                        if (v == 0) tf_cpu_matmul(NULL, vnni, ty, wp, TF_WLAYOUT_PACKED, rows, cols, x, nt, y, rows, act);
+                        else tf_cpu_matmul(NULL, amx, ty, wr, TF_WLAYOUT_R16, rows, cols, x, nt, y, rows, act);
                     const double us = (now_us() - t0) / 10;
                     if (us < best[v]) best[v] = us;
                 }

@@ -182,17 +182,17 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
             double bound = act == TF_DTYPE_F32 || act == TF_DTYPE_F16 || act == TF_DTYPE_BF16 ? 1e-5 : 1e-4;
             expect_nmse(desc, what, y, ref, (size_t)n * rows, bound);
             if (layout == TF_WLAYOUT_R16) {
-                /* a layout with arithmetic of its own (the AMX table's Q8_0):
+                /* a layout with arithmetic of its own (the AMX table's Q8_0, Q4_1):
                  * bitwise its reference, row by row */
                 assert_int_equal(be->ops->matmul(be, &wp, dx, n, dy, rows, scr, &g_err), TF_OK);
                 float *yr = malloc(sizeof(float) * n * rows);
                 dget(be, yr, dy, sizeof(float) * n * rows, what);
-                void *a16 = malloc(tf_act_r16_row_size(cols));
+                void *a16 = malloc(tf_act_r16_row_size((tf_dtype)t, cols));
                 const size_t rb = wb / (size_t)rows;
                 for (int i = 0; i < n; i++) {
-                    tf_ref_act_r16(x + i * cols, a16, cols);
+                    tf_ref_act_r16((tf_dtype)t, x + i * cols, a16, cols);
                     for (int64_t r = 0; r < rows; r++) {
-                        float want = tf_ref_r16_dot(cols, wq + (size_t)r * rb, a16);
+                        float want = tf_ref_r16_dot((tf_dtype)t, cols, wq + (size_t)r * rb, a16);
                         assert_memory_equal(&yr[i * rows + r], &want, sizeof want);
                     }
                 }

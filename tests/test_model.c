@@ -369,7 +369,8 @@ static void test_fill_random(void **state) {
 /* The CPU backend's packed copies of the weights are made once per model:
  * two sets of weights and a layer view share them (the model's cache does not
  * grow), they hold other bytes than the file's rows (512 columns: a group
- * each) and unpack to them, and a tied output is the packed embedding. */
+ * each; the AMX table's R16 groups of 16 rows likewise) and unpack to
+ * them, and a tied output is the packed embedding. */
 static void test_packed_weights_shared(void **state) {
     (void)state;
     tu_gen_case c = {"wpack", 512, 2, 8, 2, 512, TF_ROPE_SCALING_NONE, 1, 0, true, TF_DTYPE_Q4_1};
@@ -404,7 +405,10 @@ static void test_packed_weights_shared(void **state) {
     uint8_t back[1024];
     assert_true(row <= sizeof back);
     assert_true(memcmp(q1->data, m->layers[1].wq.data, row) != 0);
-    tf_weight_unpack_row(TF_DTYPE_Q4_1, q1->data, back, 512);
+    if (q1->layout == TF_WLAYOUT_R16) /* the AMX table's row-interleaved groups */
+        tf_weight_r16_unpack_blocks(TF_DTYPE_Q4_1, q1->data, q1->n_rows, 512, 0, 0, 512 / 32, back);
+    else
+        tf_weight_unpack_row(TF_DTYPE_Q4_1, q1->data, back, 512);
     assert_memory_equal(back, m->layers[1].wq.data, row);
     tf_model *view;
     assert_int_equal(tf_model_view_layers(&view, m, 1, &e), TF_OK);

@@ -112,9 +112,11 @@ static void test_tables(void **state) {
             assert_int_equal(g_tables[i]->act_pack[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->packed_tile[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->wpacked_tile[t] != NULL, vnni && packed);
-            /* the R16 products: the AMX table's Q8_0 only */
-            assert_int_equal(g_tables[i]->r16_rows[t] != NULL, amx && t == TF_DTYPE_Q8_0);
-            assert_int_equal(g_tables[i]->r16_act[t] != NULL, amx && t == TF_DTYPE_Q8_0);
+            /* the R16 products: the AMX table's Q8_0 and Q4_1 */
+            bool r16 = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_1;
+            assert_int_equal(tf_weight_r16_type(t), r16);
+            assert_int_equal(g_tables[i]->r16_rows[t] != NULL, amx && r16);
+            assert_int_equal(g_tables[i]->r16_act[t] != NULL, amx && r16);
         }
     }
     tf_dtype none;
@@ -1269,8 +1271,9 @@ static void test_matmul_batch_invariance(void **state) {
  * holds the bytes quant.h names; the activations' side values are each
  * block's d and -128 x its quant sum; tf_ref_r16_dot agrees with the plain
  * reference dot product to rounding; and where a table has the R16 products
- * (the AMX table), every output of tf_cpu_matmul over R16 weights, for
- * 1..20 tokens (a tile of 16 plus one-token rows), one and two threads, a
+ * (the AMX table), every output of tf_cpu_matmul over R16 weights (Q8_0
+ * and Q4_1), for 1..20 tokens (VNNI up to 4, tiles from 5, a tile of 16 plus
+ * VNNI rows), one and two threads, a
  * partial last group of rows, is bitwise tf_ref_r16_dot of the file's row,
  * finite, and nothing past the rows is written. */
 static void test_r16_vs_ref(void **state) {
@@ -1278,20 +1281,23 @@ static void test_r16_vs_ref(void **state) {
     enum { MAX_TOK = 20 };
     static const int64_t rows_list[] = {16, 37, 48};
     static const int64_t lens[] = {32, 64, 576, 608, 1024, 2048};
-    static const int toks[] = {1, 2, 3, 8, 15, 16, 17, 20};
-    const tf_dtype t = TF_DTYPE_Q8_0;
+    static const int toks[] = {1, 2, 3, 4, 5, 8, 15, 16, 17, 20};
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_1};
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x616d78);
     tf_pool *pool;
     tf_err err = {0};
     assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
     int ran = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
     for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const tf_dtype t = types[ti];
             const int64_t rows = rows_list[ri], n = lens[li], nb = n / 32, ldy = rows + 3;
-            const size_t ws = tf_dtype_row_size(t, n), rs = tf_act_r16_row_size(n);
-            const size_t as = tf_act_scratch_row_size(t, n), so = tf_act_r16_side_offset(n);
-            assert_true(rs <= as && rs % 64 == 0 && so >= ws);
+            const size_t ws = tf_dtype_row_size(t, n), rs = tf_act_r16_row_size(t, n), bs = ws / (size_t)nb;
+            const size_t as = tf_act_scratch_row_size(t, n), so = tf_act_r16_side_offset(t, n);
+            const size_t ab = tf_act_row_size(t, n); /* the activation blocks */
+            assert_true(rs <= as && rs % 64 == 0 && so >= ab);
             float *x = malloc(sizeof(float) * n * (MAX_TOK > rows ? MAX_TOK : rows));
             char *w = malloc(ws * rows), *wr = malloc(ws * rows), *ra = malloc(rs * MAX_TOK), *act = malloc(as * MAX_TOK);
             float *ref = malloc(sizeof(float) * MAX_TOK * rows), *y = malloc(sizeof(float) * MAX_TOK * ldy);
@@ -1300,40 +1306,63 @@ static void test_r16_vs_ref(void **state) {
                 tf_ref_quantize_row(t, x, w + r * ws, n);
             }
             fill_gauss(&rng, x, n * MAX_TOK, 1.0);
-            for (int j = 0; j < MAX_TOK; j++) tf_ref_act_r16(x + j * n, ra + j * rs, n);
+            for (int j = 0; j < MAX_TOK; j++) tf_ref_act_r16(t, x + j * n, ra + j * rs, n);
             /* the layout: every row back, a range of blocks back, two bytes as documented */
             memset(wr, 0xA5, ws * rows);
-            tf_weight_r16_pack(w, wr, rows, n, 0, (rows + 15) / 16);
+            tf_weight_r16_pack(t, w, wr, rows, n, 0, (rows + 15) / 16);
             for (int64_t r = 0; r < rows; r++) {
-                tf_block_q8_0 back[2048 / 32];
-                tf_weight_r16_unpack_blocks(wr, rows, n, r, 0, nb, back);
+                char back[2048 / 32 * 34];
+                tf_weight_r16_unpack_blocks(t, wr, rows, n, r, 0, nb, back);
                 assert_memory_equal(back, w + r * ws, ws);
                 if (nb > 2) {
-                    tf_weight_r16_unpack_blocks(wr, rows, n, r, 1, nb - 1, back);
-                    assert_memory_equal(back, w + r * ws + sizeof(tf_block_q8_0), ws - 2 * sizeof(tf_block_q8_0));
+                    tf_weight_r16_unpack_blocks(t, wr, rows, n, r, 1, nb - 1, back);
+                    assert_memory_equal(back, w + r * ws + bs, ws - 2 * bs);
                 }
             }
-            if (nb >= 2) { /* group 0, block 1 (a record of 16 x 34 bytes), row 3: q[5][3][1] and d[3] */
-                const uint8_t *rec = (const uint8_t *)wr + 16 * 34;
-                const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + 3 * ws) + 1;
-                assert_int_equal(rec[4 * (16 * 5 + 3) + 1], (uint8_t)(b->qs[21] + 128));
-                assert_memory_equal(rec + 32 * 16 + 2 * 3, &b->d, 2);
+            if (nb >= 2) { /* group 0, block 1 (a record of 16 blocks), row 3: a quant byte and d[3] */
+                const uint8_t *rec = (const uint8_t *)wr + 16 * bs;
+                if (t == TF_DTYPE_Q8_0) { /* q[5][3][1] = quant 21 + 128 */
+                    const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + 3 * ws) + 1;
+                    assert_int_equal(rec[4 * (16 * 5 + 3) + 1], (uint8_t)(b->qs[21] + 128));
+                    assert_memory_equal(rec + 32 * 16 + 2 * 3, &b->d, 2);
+                } else { /* y[2][3][1] = qs byte 9; then d[3], m[3] */
+                    const tf_block_q4_1 *b = (const tf_block_q4_1 *)(w + 3 * ws) + 1;
+                    assert_int_equal(rec[4 * (16 * 2 + 3) + 1], b->qs[9]);
+                    assert_memory_equal(rec + 16 * 16 + 2 * 3, &b->d, 2);
+                    assert_memory_equal(rec + 18 * 16 + 2 * 3, &b->m, 2);
+                }
             }
             /* the side values, computed here from the blocks */
             for (int j = 0; j < MAX_TOK; j++) {
-                const tf_block_q8_0 *xb = (const tf_block_q8_0 *)(ra + j * rs);
                 const float *ad = (const float *)(ra + j * rs + so);
-                const int32_t *ex = (const int32_t *)(ad + nb);
+                const char *ex = (const char *)(ad + nb);
                 for (int64_t b = 0; b < nb; b++) {
+                    const int8_t *q;
+                    float d;
+                    if (t == TF_DTYPE_Q8_0) {
+                        const tf_block_q8_0 *xb = (const tf_block_q8_0 *)(ra + j * rs) + b;
+                        q = xb->qs, d = tf_f16_to_f32(xb->d);
+                    } else {
+                        const tf_block_q8_1 *xb = (const tf_block_q8_1 *)(ra + j * rs) + b;
+                        q = xb->qs, d = tf_f16_to_f32(xb->d);
+                    }
                     int sum = 0;
-                    for (int i = 0; i < 32; i++) sum += xb[b].qs[i];
-                    assert_int_equal(ex[b], -128 * sum);
-                    assert_true(ad[b] == tf_f16_to_f32(xb[b].d));
+                    for (int i = 0; i < 32; i++) sum += q[i];
+                    assert_true(ad[b] == d);
+                    if (t == TF_DTYPE_Q8_0) {
+                        int32_t e;
+                        memcpy(&e, ex + 4 * b, 4);
+                        assert_int_equal(e, -128 * sum);
+                    } else {
+                        float e;
+                        memcpy(&e, ex + 4 * b, 4);
+                        assert_true(e == d * (float)sum);
+                    }
                 }
             }
             for (int j = 0; j < MAX_TOK; j++)
                 for (int64_t r = 0; r < rows; r++) {
-                    ref[j * rows + r] = tf_ref_r16_dot(n, w + r * ws, ra + j * rs);
+                    ref[j * rows + r] = tf_ref_r16_dot(t, n, w + r * ws, ra + j * rs);
                     check_dot("r16 ref", g_tables[0], t, n, ref[j * rows + r], tf_ref_vec_dot(t, n, w + r * ws, ra + j * rs),
                               dot_magnitude(t, n, w + r * ws, ra + j * rs));
                 }
@@ -1344,8 +1373,9 @@ static void test_r16_vs_ref(void **state) {
                 void *rq = alloc_guarded(rs);
                 k->r16_act[t](x, rq, n);
                 check_guard(rq, rs);
-                if (memcmp(rq, ra, ws) != 0 || memcmp((char *)rq + so, ra + so, 8 * (size_t)nb) != 0) {
-                    print_error("r16_act %s n=%lld differs from the reference\n", k->isa, (long long)n);
+                if (memcmp(rq, ra, ab) != 0 || memcmp((char *)rq + so, ra + so, 8 * (size_t)nb) != 0) {
+                    print_error("r16_act %s %s n=%lld differs from the reference\n", k->isa, tf_dtype_name(t),
+                                (long long)n);
                     fail();
                 }
                 free(rq);
@@ -1360,9 +1390,9 @@ static void test_r16_vs_ref(void **state) {
                                 if (j >= nt || r >= rows) {
                                     assert_true(v == CANARY);
                                 } else if (!isfinite(v) || memcmp(&v, &ref[j * rows + r], sizeof v) != 0) {
-                                    print_error("R16 matmul %s rows=%lld n=%lld tokens=%d threads=%d: [%d][%lld] "
+                                    print_error("R16 matmul %s %s rows=%lld n=%lld tokens=%d threads=%d: [%d][%lld] "
                                                 "%.9g vs reference %.9g\n",
-                                                k->isa, (long long)rows, (long long)n, nt, pi ? 2 : 1, j,
+                                                k->isa, tf_dtype_name(t), (long long)rows, (long long)n, nt, pi ? 2 : 1, j,
                                                 (long long)r, v, ref[j * rows + r]);
                                     fail();
                                 }

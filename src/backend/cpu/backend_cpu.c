@@ -74,7 +74,7 @@ static tf_status cpu_ok(tf_backend *be, const char *what, tf_err *err) {
 }
 
 /* The layouts are quant.h's TF_WLAYOUT_*: R16 where the table has its
- * products (the AMX table's Q8_0), else the packed weight rows where the
+ * products (the AMX table's Q8_0 and Q4_1), else the packed weight rows where the
  * kernels have them. */
 static uint32_t cpu_weight_layout(const tf_backend *be, uint32_t type) {
     const tf_cpu_kernels *k = ctx_of(be)->kern;
@@ -102,7 +102,7 @@ static void r16_task(void *arg, int ith, int nth) {
     const pack_job *j = arg;
     long lo, hi;
     tf_split_range((long)((j->w->n_rows + 15) / 16), ith, nth, &lo, &hi);
-    if (lo < hi) tf_weight_r16_pack(j->w->data, j->dst, j->w->n_rows, j->w->n_cols, lo, hi);
+    if (lo < hi) tf_weight_r16_pack((tf_dtype)j->w->type, j->w->data, j->dst, j->w->n_rows, j->w->n_cols, lo, hi);
 }
 
 static void cpu_weight_pack(tf_backend *be, void *dst, const tf_bmat *w, uint32_t layout) {
@@ -122,13 +122,12 @@ static void cpu_embed(tf_backend *be, float *x, const tf_bmat *t, const int32_t 
         float *xi = x + (size_t)i * t->n_cols;
         int64_t c = 0;
         if (t->layout == TF_WLAYOUT_R16) { /* the row's blocks out of its group of 16, 16 at a time */
-            TF_ASSERT(t->type == TF_DTYPE_Q8_0);
-            for (int64_t b = 0; b < t->n_cols / TF_QK8_0; b += TF_PACK_GROUP_BLOCKS) {
-                const int64_t e = b + TF_PACK_GROUP_BLOCKS < t->n_cols / TF_QK8_0 ? b + TF_PACK_GROUP_BLOCKS
-                                                                                  : t->n_cols / TF_QK8_0;
-                tf_block_q8_0 blocks[TF_PACK_GROUP_BLOCKS];
-                tf_weight_r16_unpack_blocks(t->data, t->n_rows, t->n_cols, tok[i], b, e, blocks);
-                deq(blocks, xi + b * TF_QK8_0, (e - b) * TF_QK8_0);
+            const int64_t nb = t->n_cols / 32;
+            for (int64_t b = 0; b < nb; b += TF_PACK_GROUP_BLOCKS) {
+                const int64_t e = b + TF_PACK_GROUP_BLOCKS < nb ? b + TF_PACK_GROUP_BLOCKS : nb;
+                _Alignas(64) uint8_t blocks[TF_PACK_GROUP_BLOCKS * 34]; /* the largest: Q8_0's */
+                tf_weight_r16_unpack_blocks((tf_dtype)t->type, t->data, t->n_rows, t->n_cols, tok[i], b, e, blocks);
+                deq(blocks, xi + b * 32, (e - b) * 32);
             }
             continue;
         }

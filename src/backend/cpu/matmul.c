@@ -25,7 +25,7 @@
  * unpacked once for all the tokens of a verification pass. Weights the
  * backend holds in the packed weight layout go to wpacked_tile, which skips
  * the per-call rearrangement of each row. Weights in the R16 layout (the
- * AMX table's Q8_0) go to r16_rows in one call per thread, over its groups
+ * AMX table's Q8_0 and Q4_1) go to r16_rows in one call per thread, over its groups
  * of 16 rows and all the tokens, with activations in the R16 format.
  */
 #include "backend/cpu/quant.h"
@@ -260,7 +260,7 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         j.act_block = tf_act_type(wtype) == TF_DTYPE_Q8_K ? TF_QK_K : TF_QK8_0; /* Q8_0 / Q8_1: 32 */
         if (j.r16) { /* converted a whole row at a time */
             j.quantize = k->r16_act[wtype];
-            j.a_row = tf_act_r16_row_size(n_cols);
+            j.a_row = tf_act_r16_row_size(wtype, n_cols);
             j.act_block = n_cols;
         } else if (j.packed) {
             j.quantize = k->act_pack[wtype];

@@ -125,39 +125,46 @@ void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t 
 /* n_rows rows of n columns (row stride tf_dtype_row_size(type, n)). */
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n);
 
-/* Row-interleaved weight groups ("R16", the AMX table's layout for Q8_0):
- * the rows of a matrix in groups of 16 (the last group holds the remaining
- * n_rows % 16 rows, if any), each group in the bytes its rows take in the
- * file; within a group of nr rows, block b (of n / 32) is a record of
- * nr x 34 bytes:
- *   q[v][nr][4] for v = 0..7: bytes 4 v .. 4 v + 3 of the group's row r's
- *       block b, each + 128 (u8);
- *   d[nr] (f16): row r's block scale.
- * For nr = 16 the 512 bytes of q are the B operand of one int8 tile product
+/* Row-interleaved weight groups ("R16", the AMX table's layout for Q8_0 and
+ * Q4_1): the rows of a matrix in groups of 16 (the last group holds the
+ * remaining n_rows % 16 rows, if any), each group in the bytes its rows take
+ * in the file; within a group of nr rows, block b (of n / 32) is a record of
+ * nr blocks' bytes:
+ *   Q8_0: q[v][nr][4] for v = 0..7: quants 4 v .. 4 v + 3 of the group's row
+ *         r's block b, each + 128 (u8); then d[nr] (f16);
+ *   Q4_1: y[v][nr][4] for v = 0..3: qs bytes 4 v .. 4 v + 3 of row r's block
+ *         (low nibbles: quants 4 v .., high: quants 16 + 4 v ..); then d[nr],
+ *         then m[nr] (f16).
+ * For nr = 16 the 512 quant bytes of Q8_0 (the nibbles of Q4_1 spread to
+ * bytes: low nibbles then high) are the B operand of one int8 tile product
  * (8 rows of 64 bytes: a column per weight row), which gives every (token,
- * row) block sum of up to 16 tokens at once, and q[v] one vector for
- * vpdpbusd. tf_weight_r16_pack writes groups [g0, g1) of n_rows rows of n
- * columns from the file's rows to dst (both laid out from the matrix's
+ * row) block sum of up to 16 tokens at once, and each 64 bytes one vector
+ * for vpdpbusd. tf_weight_r16_pack writes groups [g0, g1) of n_rows rows of
+ * n columns from the file's rows to dst (both laid out from the matrix's
  * first byte); tf_weight_r16_unpack_blocks writes row r's blocks [b0, b1)
- * back as the file holds them. */
-void tf_weight_r16_pack(const void *rows, void *dst, int64_t n_rows, int64_t n, int64_t g0, int64_t g1);
-void tf_weight_r16_unpack_blocks(const void *w, int64_t n_rows, int64_t n, int64_t r, int64_t b0, int64_t b1,
-                                 void *blocks);
-/* R16 activations, one row of n per token: the Q8_0 blocks (as the
- * quantizer writes them, 34 bytes each; a token's block is 32 contiguous
- * quants, as the tile unit reads them), then from byte
- * tf_act_r16_side_offset(n) per block its d as f32 (ad[nb]) and -128 x the
- * sum of its quants (int32 ex[nb], which removes the weights' +128 from a
- * block sum). tf_act_r16_side fills them from the blocks. */
-size_t tf_act_r16_row_size(int64_t n);
-size_t tf_act_r16_side_offset(int64_t n);
-void tf_act_r16_side(void *row, int64_t n);
-void tf_ref_act_r16(const float *x, void *row, int64_t n); /* f32 -> R16 activations */
-/* The arithmetic of the products over R16 weights: a Q8_0 weight row (the
- * file's blocks) . Q8_0 activation blocks as acc = fma(isum_b, d_w d_a, acc)
- * over the blocks in order, from +0 (isum_b the exact block sum). Every
- * r16_rows output is bitwise this, for any number of tokens. */
-float tf_ref_r16_dot(int64_t n, const void *w, const void *act);
+ * back as the file holds them. tf_weight_r16_type: Q8_0 or Q4_1. */
+int tf_weight_r16_type(tf_dtype type);
+void tf_weight_r16_pack(tf_dtype type, const void *rows, void *dst, int64_t n_rows, int64_t n, int64_t g0,
+                        int64_t g1);
+void tf_weight_r16_unpack_blocks(tf_dtype type, const void *w, int64_t n_rows, int64_t n, int64_t r, int64_t b0,
+                                 int64_t b1, void *blocks);
+/* R16 activations, one row of n per token: the activation blocks of the
+ * type (Q8_0; Q8_1 for Q4_1) as the quantizer writes them (a token's block is
+ * 32 contiguous quants, as the tile unit reads them), then from byte
+ * tf_act_r16_side_offset per block its d as f32 (ad[nb]) and ex[nb]: int32
+ * -128 x the sum of its quants (Q8_0: removes the weights' +128 from a block
+ * sum), or f32 d x that sum (Q4_1: what the weight's offset m multiplies).
+ * tf_act_r16_side fills them from the blocks. */
+size_t tf_act_r16_row_size(tf_dtype type, int64_t n);
+size_t tf_act_r16_side_offset(tf_dtype type, int64_t n);
+void tf_act_r16_side(tf_dtype type, void *row, int64_t n);
+void tf_ref_act_r16(tf_dtype type, const float *x, void *row, int64_t n); /* f32 -> R16 activations */
+/* The arithmetic of the products over R16 weights: a weight row (the file's
+ * blocks) . activation blocks as acc = fma(isum_b, d_w d_a, acc) over the
+ * blocks in order from +0 (isum_b the exact block sum), for Q4_1 each
+ * followed by acc = fma(m_w, d_a sum_a, acc). Every r16_rows output is
+ * bitwise this, for any number of tokens. */
+float tf_ref_r16_dot(tf_dtype type, int64_t n, const void *w, const void *act);
 /* Rows [r0, r1) of an R16 matrix w of n_rows rows (r0 a multiple of 16; r1 a
  * multiple of 16 or n_rows) against nt tokens of R16 activations (as bytes
  * apart): out[t * ldo + r - r0], each bitwise tf_ref_r16_dot of the file's
@@ -218,8 +225,8 @@ typedef struct tf_cpu_kernels {
      * packed weight layout (tf_weight_pack_row), bitwise packed_tile's
      * results on the file's rows. */
     tf_vec_dot_tile_fn wpacked_tile[TF_DTYPE_COUNT];
-    /* Optional: products over R16 weights (the AMX table's Q8_0), with
-     * r16_act converting a whole row to R16 activations. */
+    /* Optional: products over R16 weights (the AMX table's Q8_0 and Q4_1),
+     * with r16_act converting a whole row to R16 activations. */
     tf_act_quantize_fn r16_act[TF_DTYPE_COUNT];
     tf_r16_rows_fn r16_rows[TF_DTYPE_COUNT];
 } tf_cpu_kernels;

@@ -54,7 +54,7 @@ size_t tf_act_packed_row_size(tf_dtype type, int64_t n) {
 
 size_t tf_act_scratch_row_size(tf_dtype type, int64_t n) {
     size_t a = tf_act_row_size(type, n), p = tf_act_packed_row_size(type, n);
-    size_t r = type == TF_DTYPE_Q8_0 ? tf_act_r16_row_size(n) : 0;
+    size_t r = tf_weight_r16_type(type) ? tf_act_r16_row_size(type, n) : 0;
     if (p > a) a = p;
     return r > a ? r : a;
 }
