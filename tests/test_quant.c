@@ -112,8 +112,8 @@ static void test_tables(void **state) {
             assert_int_equal(g_tables[i]->act_pack[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->packed_tile[t] != NULL, vnni && packed);
             assert_int_equal(g_tables[i]->wpacked_tile[t] != NULL, vnni && packed);
-            /* the R16 products: the AMX table's Q8_0 and Q4_1 */
-            bool r16 = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_1;
+            /* the R16 products: the AMX table's Q8_0, Q4_0, Q4_1 and IQ4_NL */
+            bool r16 = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_0 || t == TF_DTYPE_Q4_1 || t == TF_DTYPE_IQ4_NL;
             assert_int_equal(tf_weight_r16_type(t), r16);
             assert_int_equal(g_tables[i]->r16_rows[t] != NULL, amx && r16);
             assert_int_equal(g_tables[i]->r16_act[t] != NULL, amx && r16);
@@ -1271,8 +1271,8 @@ static void test_matmul_batch_invariance(void **state) {
  * holds the bytes quant.h names; the activations' side values are each
  * block's d and -128 x its quant sum; tf_ref_r16_dot agrees with the plain
  * reference dot product to rounding; and where a table has the R16 products
- * (the AMX table), every output of tf_cpu_matmul over R16 weights (Q8_0
- * and Q4_1), for 1..20 tokens (VNNI up to 4, tiles from 5, a tile of 16 plus
+ * (the AMX table), every output of tf_cpu_matmul over R16 weights (Q8_0,
+ * Q4_0, Q4_1, IQ4_NL), for 1..20 tokens (VNNI up to 4, tiles from 5, a tile of 16 plus
  * VNNI rows), one and two threads, a
  * partial last group of rows, is bitwise tf_ref_r16_dot of the file's row,
  * finite, and nothing past the rows is written. */
@@ -1282,7 +1282,7 @@ static void test_r16_vs_ref(void **state) {
     static const int64_t rows_list[] = {16, 37, 48};
     static const int64_t lens[] = {32, 64, 576, 608, 1024, 2048};
     static const int toks[] = {1, 2, 3, 4, 5, 8, 15, 16, 17, 20};
-    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_1};
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0, TF_DTYPE_Q4_1, TF_DTYPE_IQ4_NL};
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x616d78);
     tf_pool *pool;
@@ -1325,11 +1325,15 @@ static void test_r16_vs_ref(void **state) {
                     const tf_block_q8_0 *b = (const tf_block_q8_0 *)(w + 3 * ws) + 1;
                     assert_int_equal(rec[4 * (16 * 5 + 3) + 1], (uint8_t)(b->qs[21] + 128));
                     assert_memory_equal(rec + 32 * 16 + 2 * 3, &b->d, 2);
-                } else { /* y[2][3][1] = qs byte 9; then d[3], m[3] */
+                } else if (t == TF_DTYPE_Q4_1) { /* y[2][3][1] = qs byte 9; then d[3], m[3] */
                     const tf_block_q4_1 *b = (const tf_block_q4_1 *)(w + 3 * ws) + 1;
                     assert_int_equal(rec[4 * (16 * 2 + 3) + 1], b->qs[9]);
                     assert_memory_equal(rec + 16 * 16 + 2 * 3, &b->d, 2);
                     assert_memory_equal(rec + 18 * 16 + 2 * 3, &b->m, 2);
+                } else { /* Q4_0, IQ4_NL (d, then qs[16]): y[2][3][1] = qs byte 9; then d[3] */
+                    const uint8_t *b = (const uint8_t *)(w + 3 * ws) + bs;
+                    assert_int_equal(rec[4 * (16 * 2 + 3) + 1], b[2 + 9]);
+                    assert_memory_equal(rec + 16 * 16 + 2 * 3, b, 2);
                 }
             }
             /* the side values, computed here from the blocks */
@@ -1339,7 +1343,7 @@ static void test_r16_vs_ref(void **state) {
                 for (int64_t b = 0; b < nb; b++) {
                     const int8_t *q;
                     float d;
-                    if (t == TF_DTYPE_Q8_0) {
+                    if (t != TF_DTYPE_Q4_1) { /* Q8_0 activation blocks */
                         const tf_block_q8_0 *xb = (const tf_block_q8_0 *)(ra + j * rs) + b;
                         q = xb->qs, d = tf_f16_to_f32(xb->d);
                     } else {
@@ -1349,10 +1353,10 @@ static void test_r16_vs_ref(void **state) {
                     int sum = 0;
                     for (int i = 0; i < 32; i++) sum += q[i];
                     assert_true(ad[b] == d);
-                    if (t == TF_DTYPE_Q8_0) {
+                    if (t != TF_DTYPE_Q4_1) { /* the u8 weights' offset: 8 for Q4_0, 128 for the others */
                         int32_t e;
                         memcpy(&e, ex + 4 * b, 4);
-                        assert_int_equal(e, -128 * sum);
+                        assert_int_equal(e, (t == TF_DTYPE_Q4_0 ? -8 : -128) * sum);
                     } else {
                         float e;
                         memcpy(&e, ex + 4 * b, 4);

@@ -125,24 +125,24 @@ void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t 
 /* n_rows rows of n columns (row stride tf_dtype_row_size(type, n)). */
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n);
 
-/* Row-interleaved weight groups ("R16", the AMX table's layout for Q8_0 and
- * Q4_1): the rows of a matrix in groups of 16 (the last group holds the
+/* Row-interleaved weight groups ("R16", the AMX table's layout for Q8_0,
+ * Q4_0, Q4_1 and IQ4_NL): the rows of a matrix in groups of 16 (the last group holds the
  * remaining n_rows % 16 rows, if any), each group in the bytes its rows take
  * in the file; within a group of nr rows, block b (of n / 32) is a record of
  * nr blocks' bytes:
  *   Q8_0: q[v][nr][4] for v = 0..7: quants 4 v .. 4 v + 3 of the group's row
  *         r's block b, each + 128 (u8); then d[nr] (f16);
- *   Q4_1: y[v][nr][4] for v = 0..3: qs bytes 4 v .. 4 v + 3 of row r's block
- *         (low nibbles: quants 4 v .., high: quants 16 + 4 v ..); then d[nr],
- *         then m[nr] (f16).
- * For nr = 16 the 512 quant bytes of Q8_0 (the nibbles of Q4_1 spread to
- * bytes: low nibbles then high) are the B operand of one int8 tile product
+ *   Q4_0, Q4_1, IQ4_NL: y[v][nr][4] for v = 0..3: qs bytes 4 v .. 4 v + 3 of
+ *         row r's block (low nibbles: quants 4 v .., high: quants 16 + 4 v ..);
+ *         then d[nr], then (Q4_1) m[nr] (f16).
+ * For nr = 16 the 512 quant bytes of Q8_0 (the nibbles of the others spread
+ * to bytes, low nibbles then high; IQ4_NL's as table value + 128) are the B operand of one int8 tile product
  * (8 rows of 64 bytes: a column per weight row), which gives every (token,
  * row) block sum of up to 16 tokens at once, and each 64 bytes one vector
  * for vpdpbusd. tf_weight_r16_pack writes groups [g0, g1) of n_rows rows of
  * n columns from the file's rows to dst (both laid out from the matrix's
  * first byte); tf_weight_r16_unpack_blocks writes row r's blocks [b0, b1)
- * back as the file holds them. tf_weight_r16_type: Q8_0 or Q4_1. */
+ * back as the file holds them. tf_weight_r16_type: one of those four. */
 int tf_weight_r16_type(tf_dtype type);
 void tf_weight_r16_pack(tf_dtype type, const void *rows, void *dst, int64_t n_rows, int64_t n, int64_t g0,
                         int64_t g1);
@@ -152,8 +152,9 @@ void tf_weight_r16_unpack_blocks(tf_dtype type, const void *w, int64_t n_rows, i
  * type (Q8_0; Q8_1 for Q4_1) as the quantizer writes them (a token's block is
  * 32 contiguous quants, as the tile unit reads them), then from byte
  * tf_act_r16_side_offset per block its d as f32 (ad[nb]) and ex[nb]: int32
- * -128 x the sum of its quants (Q8_0: removes the weights' +128 from a block
- * sum), or f32 d x that sum (Q4_1: what the weight's offset m multiplies).
+ * -128 (Q8_0, IQ4_NL) or -8 (Q4_0) x the sum of its quants, which removes
+ * the u8 weights' offset from a block sum, or f32 d x that sum (Q4_1: what
+ * the weight's offset m multiplies).
  * tf_act_r16_side fills them from the blocks. */
 size_t tf_act_r16_row_size(tf_dtype type, int64_t n);
 size_t tf_act_r16_side_offset(tf_dtype type, int64_t n);
@@ -225,7 +226,7 @@ typedef struct tf_cpu_kernels {
      * packed weight layout (tf_weight_pack_row), bitwise packed_tile's
      * results on the file's rows. */
     tf_vec_dot_tile_fn wpacked_tile[TF_DTYPE_COUNT];
-    /* Optional: products over R16 weights (the AMX table's Q8_0 and Q4_1),
+    /* Optional: products over R16 weights (the AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL),
      * with r16_act converting a whole row to R16 activations. */
     tf_act_quantize_fn r16_act[TF_DTYPE_COUNT];
     tf_r16_rows_fn r16_rows[TF_DTYPE_COUNT];

@@ -84,5 +84,11 @@ void tf_amx_r16_rows_q8_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, 
                           size_t as, int nt, float *out, int64_t ldo);
 void tf_amx_r16_rows_q4_1(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
                           size_t as, int nt, float *out, int64_t ldo);
+void tf_amx_act_r16_q4_0(const float *x, void *y, int64_t n);
+void tf_amx_act_r16_iq4_nl(const float *x, void *y, int64_t n);
+void tf_amx_r16_rows_q4_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
+                          size_t as, int nt, float *out, int64_t ldo);
+void tf_amx_r16_rows_iq4_nl(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
+                            size_t as, int nt, float *out, int64_t ldo);
 
 #endif

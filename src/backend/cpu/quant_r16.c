@@ -15,7 +15,12 @@
 
 #define R16_ROWS 16
 
-int tf_weight_r16_type(tf_dtype type) { return type == TF_DTYPE_Q8_0 || type == TF_DTYPE_Q4_1; }
+int tf_weight_r16_type(tf_dtype type) {
+    return type == TF_DTYPE_Q8_0 || type == TF_DTYPE_Q4_0 || type == TF_DTYPE_Q4_1 || type == TF_DTYPE_IQ4_NL;
+}
+
+/* The 4-bit types: the file block is d (f16), then m (f16, Q4_1), then the 16 nibble bytes. */
+static int r16_has_m(tf_dtype type) { return type == TF_DTYPE_Q4_1; }
 
 /* Rows of group g of a matrix of n_rows rows. */
 static int r16_group_rows(int64_t n_rows, int64_t g) {
@@ -35,19 +40,17 @@ static void r16_block(tf_dtype type, uint8_t *rec, int nr, int i, void *blk, int
             }
         if (unpack) memcpy(&x->d, rec + 32 * nr + 2 * i, 2);
         else memcpy(rec + 32 * nr + 2 * i, &x->d, 2);
-    } else {
-        tf_block_q4_1 *x = blk;
+    } else { /* Q4_0, IQ4_NL: d, qs[16]; Q4_1: d, m, qs[16] */
+        uint8_t *x = blk, *qs = x + (r16_has_m(type) ? 4 : 2);
         for (int v = 0; v < 4; v++) {
             uint8_t *p = rec + 4 * (nr * v + i);
-            if (unpack) memcpy(x->qs + 4 * v, p, 4);
-            else memcpy(p, x->qs + 4 * v, 4);
+            if (unpack) memcpy(qs + 4 * v, p, 4);
+            else memcpy(p, qs + 4 * v, 4);
         }
-        if (unpack) {
-            memcpy(&x->d, rec + 16 * nr + 2 * i, 2);
-            memcpy(&x->m, rec + 18 * nr + 2 * i, 2);
-        } else {
-            memcpy(rec + 16 * nr + 2 * i, &x->d, 2);
-            memcpy(rec + 18 * nr + 2 * i, &x->m, 2);
+        for (int f = 0; f < (r16_has_m(type) ? 2 : 1); f++) { /* d, then m */
+            uint8_t *p = rec + (16 + 2 * f) * nr + 2 * i;
+            if (unpack) memcpy(x + 2 * f, p, 2);
+            else memcpy(p, x + 2 * f, 2);
         }
     }
 }
@@ -117,11 +120,11 @@ void tf_act_r16_side(tf_dtype type, void *vrow, int64_t n) {
         const int8_t *q = act_quants(type, row, b, &ad[b]);
         int s = 0;
         for (int i = 0; i < 32; i++) s += q[i];
-        if (type == TF_DTYPE_Q8_0) {
-            int32_t v = -128 * s;
-            memcpy(ex + 4 * b, &v, 4);
-        } else {
+        if (r16_has_m(type)) {
             float v = ad[b] * (float)s; /* exact: 11 x 12 significant bits */
+            memcpy(ex + 4 * b, &v, 4);
+        } else { /* the u8 weights' offset: Q8_0's +128, Q4_0's 8, IQ4_NL's table + 128 */
+            int32_t v = (type == TF_DTYPE_Q4_0 ? -8 : -128) * s;
             memcpy(ex + 4 * b, &v, 4);
         }
     }
@@ -145,11 +148,20 @@ float tf_ref_r16_dot(tf_dtype type, int64_t n, const void *w, const void *act) {
             const tf_block_q8_0 *x = (const tf_block_q8_0 *)(wr + (size_t)b * bs);
             dw = tf_f16_to_f32(x->d);
             for (int i = 0; i < 32; i++) s += x->qs[i] * qa[i];
-        } else {
+        } else if (type == TF_DTYPE_Q4_1) {
             const tf_block_q4_1 *x = (const tf_block_q4_1 *)(wr + (size_t)b * bs);
             dw = tf_f16_to_f32(x->d);
             mw = tf_f16_to_f32(x->m);
             for (int i = 0; i < 16; i++) s += (x->qs[i] & 0xF) * qa[i] + (x->qs[i] >> 4) * qa[i + 16];
+        } else if (type == TF_DTYPE_Q4_0) {
+            const tf_block_q4_0 *x = (const tf_block_q4_0 *)(wr + (size_t)b * bs);
+            dw = tf_f16_to_f32(x->d);
+            for (int i = 0; i < 16; i++) s += ((x->qs[i] & 0xF) - 8) * qa[i] + ((x->qs[i] >> 4) - 8) * qa[i + 16];
+        } else {
+            const tf_block_iq4_nl *x = (const tf_block_iq4_nl *)(wr + (size_t)b * bs);
+            dw = tf_f16_to_f32(x->d);
+            for (int i = 0; i < 16; i++)
+                s += tf_iq4_values[x->qs[i] & 0xF] * qa[i] + tf_iq4_values[x->qs[i] >> 4] * qa[i + 16];
         }
         acc = fmaf((float)s, dw * da, acc);
         if (type == TF_DTYPE_Q4_1) {

@@ -1,6 +1,6 @@
 /*
- * quant_r16_amx_avx512.c — the AMX table's Q8_0 and Q4_1 matrix products
- * over R16 weights (quant.h "Row-interleaved weight groups") and its R16
+ * quant_r16_amx_avx512.c — the AMX table's Q8_0, Q4_0, Q4_1 and IQ4_NL
+ * matrix products over R16 weights (quant.h "Row-interleaved weight groups") and its R16
  * activations.
  *
  * The packed path (quant_packed_avx512.c) holds 16 blocks of one weight row
@@ -8,7 +8,8 @@
  * row. In R16 a block of 16 rows is one B operand of the tile unit's int8
  * product: TDPBSUD multiplies up to 16 tokens' quants of that block (the A
  * tile: each token's 32 quants as they lie in its activation block) by the 16
- * rows' quants (Q8_0: + 128; Q4_1: its nibbles, spread to bytes in a small
+ * rows' quants (Q8_0: + 128; the 4-bit types: their nibbles, IQ4_NL's
+ * looked up in its value table (+ 128), spread to bytes in a small
  * ring a few blocks ahead, since a tile cannot load nibbles and a tile load
  * right after the stores that wrote its bytes waits for them) and leaves
  * every (token, row) block sum in the C tile, for
@@ -18,7 +19,7 @@
  * instead (8 per block of 16 rows and token, the token's 4 quants
  * broadcast; below 5 tokens the tile unit's fixed cost per block is more).
  *
- * Both give the same exact block sums (Q8_0: the +128 removed by the
+ * Both give the same exact block sums (the u8 weights' offset removed by the
  * activation's ex term) and then the same float steps, acc = fma(isum,
  * d_w d_a, acc) (Q4_1: then acc = fma(m_w, d_a sum_a, acc)) block after
  * block, 16 rows per vector: a row's result is bitwise
@@ -34,12 +35,13 @@
 
 #define TF_AI static inline __attribute__((always_inline))
 #define R16 16
-enum { K8 = 0, K41 = 1 }; /* Q8_0, Q4_1 */
+enum { K8, K40, K41, KNL }; /* Q8_0, Q4_0, Q4_1, IQ4_NL */
 
-TF_AI int wbytes(int kind) { return kind == K8 ? 34 : 20; }    /* bytes of a weight block */
-TF_AI int abytes(int kind) { return kind == K8 ? 34 : 36; }    /* bytes of an activation block */
-TF_AI int aqoff(int kind) { return kind == K8 ? 2 : 4; }       /* its quants' offset */
+TF_AI int wbytes(int kind) { return kind == K8 ? 34 : kind == K41 ? 20 : 18; } /* bytes of a weight block */
+TF_AI int abytes(int kind) { return kind == K41 ? 36 : 34; } /* bytes of an activation block (Q8_1, Q8_0) */
+TF_AI int aqoff(int kind) { return kind == K41 ? 4 : 2; }    /* its quants' offset */
 TF_AI int doff(int kind, int nr) { return (kind == K8 ? 32 : 16) * nr; } /* d[] in a record */
+TF_AI int int_ex(int kind) { return kind != K41; } /* the ex term is an int32 start of the block sum */
 
 TF_AI int32_t quad(const char *q) {
     int32_t v;
@@ -60,8 +62,16 @@ TF_AI __m512i rec_vec(const uint8_t *p, int nr, int full) {
 }
 
 /* A record's quants as the 8 u8 vectors of the B operand: w[v] holds quants
- * 4 v .. 4 v + 3 of each row (Q4_1: low nibbles of y[v], then high). */
-TF_AI void rec_quants(int kind, const uint8_t *rec, int nr, int full, __m512i w[8]) {
+ * 4 v .. 4 v + 3 of each row (4-bit types: low nibbles of y[v], then high;
+ * IQ4_NL: looked up in the value table + 128). */
+TF_AI __m512i nl_table(int kind) { /* IQ4_NL's values + 128 in every 128-bit lane */
+    if (kind != KNL) return _mm512_setzero_si512();
+    int8_t t[16];
+    for (int i = 0; i < 16; i++) t[i] = (int8_t)(tf_iq4_values[i] + 128);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+}
+
+TF_AI void rec_quants(int kind, const uint8_t *rec, int nr, int full, __m512i tbl, __m512i w[8]) {
     if (kind == K8) {
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) w[v] = rec_vec(rec + 4 * nr * v, nr, full);
@@ -72,6 +82,10 @@ TF_AI void rec_quants(int kind, const uint8_t *rec, int nr, int full, __m512i w[
             const __m512i y = rec_vec(rec + 4 * nr * v, nr, full);
             w[v] = _mm512_and_si512(y, lo4);
             w[v + 4] = _mm512_and_si512(_mm512_srli_epi16(y, 4), lo4);
+            if (kind == KNL) {
+                w[v] = _mm512_shuffle_epi8(tbl, w[v]);
+                w[v + 4] = _mm512_shuffle_epi8(tbl, w[v + 4]);
+            }
         }
     }
 }
@@ -90,6 +104,7 @@ TF_AI void prefetch_record(const uint8_t *p, size_t rb) {
 TF_AI void vnni_group(int kind, int T, int full, int64_t nb, const uint8_t *grp, int nr, const char *a, size_t as,
                       size_t side, float *out, int64_t ldo) {
     const size_t rb = (size_t)nr * wbytes(kind);
+    const __m512i tbl = nl_table(kind);
     const float *ad[4];
     const char *ex[4];
     __m512 acc[4];
@@ -103,10 +118,10 @@ TF_AI void vnni_group(int kind, int T, int full, int64_t nb, const uint8_t *grp,
     for (int64_t b = 0; b < nb; b++, rec += rb) {
         prefetch_record(rec + PREFETCH_RECORDS * rb, rb);
         __m512i w[8], s0[4], s1[4];
-        rec_quants(kind, rec, nr, full, w);
+        rec_quants(kind, rec, nr, full, tbl, w);
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
-            s0[t] = kind == K8 ? _mm512_set1_epi32(quad(ex[t] + 4 * b)) : _mm512_setzero_si512();
+            s0[t] = int_ex(kind) ? _mm512_set1_epi32(quad(ex[t] + 4 * b)) : _mm512_setzero_si512();
             s1[t] = _mm512_setzero_si512();
         }
 #pragma GCC unroll 4
@@ -198,13 +213,13 @@ TF_AI void tile_block(int p, const void *bq, const char *a, size_t as, int32_t (
     }
 }
 
-/* Q4_1: block b's nibbles spread to the B operand's bytes in ring slot b % 4
- * (written two blocks before its tile load reads it). */
+/* 4-bit types: block b's nibbles spread to the B operand's bytes in ring
+ * slot b % 4 (written two blocks before its tile load reads it). */
 #define RING 4
 #define RING_AHEAD 2
-TF_AI void spread_block(const uint8_t *rec, uint8_t (*ring)[512], int64_t b) {
+TF_AI void spread_block(int kind, const uint8_t *rec, __m512i tbl, uint8_t (*ring)[512], int64_t b) {
     __m512i w[8];
-    rec_quants(K41, rec, R16, 1, w);
+    rec_quants(kind, rec, R16, 1, tbl, w);
 #pragma GCC unroll 8
     for (int v = 0; v < 8; v++) _mm512_store_si512(ring[b % RING] + 64 * v, w[v]);
 }
@@ -215,8 +230,9 @@ TF_AI void spread_block(const uint8_t *rec, uint8_t (*ring)[512], int64_t b) {
 TF_AI void tile_group(int kind, int M, int64_t nb, const uint8_t *grp, const char *act, size_t as, size_t side,
                       float *out, int64_t ldo) {
     const size_t rb = (size_t)R16 * wbytes(kind);
+    const __m512i tbl = nl_table(kind);
     _Alignas(64) int32_t cbuf[2][R16][16]; /* [p][token][row] */
-    _Alignas(64) uint8_t ring[RING][512];  /* Q4_1's spread quants */
+    _Alignas(64) uint8_t ring[RING][512];  /* the 4-bit types' spread quants */
     const float *ad[R16];
     const char *ex[R16];
 #pragma GCC unroll 16
@@ -227,13 +243,13 @@ TF_AI void tile_group(int kind, int M, int64_t nb, const uint8_t *grp, const cha
     __m512 acc[R16];
 #pragma GCC unroll 16
     for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps();
-    if (kind == K41)
-        for (int64_t b = 0; b < RING_AHEAD && b < nb; b++) spread_block(grp + (size_t)b * rb, ring, b);
+    if (kind != K8)
+        for (int64_t b = 0; b < RING_AHEAD && b < nb; b++) spread_block(kind, grp + (size_t)b * rb, tbl, ring, b);
     const uint8_t *rec = grp;
     for (int64_t b = 0; b < nb; b++, rec += rb) {
         const int p = (int)(b & 1);
         prefetch_record(rec + PREFETCH_RECORDS * rb, rb);
-        if (kind == K41 && b + RING_AHEAD < nb) spread_block(rec + RING_AHEAD * rb, ring, b + RING_AHEAD);
+        if (kind != K8 && b + RING_AHEAD < nb) spread_block(kind, rec + RING_AHEAD * rb, tbl, ring, b + RING_AHEAD);
         tile_block(p, kind == K8 ? (const void *)rec : (const void *)ring[b % RING],
                    act + (size_t)b * abytes(kind) + aqoff(kind), as, cbuf[p]);
         const __m512 dw = rec_f16(rec + doff(kind, R16), R16, 1);
@@ -241,7 +257,7 @@ TF_AI void tile_group(int kind, int M, int64_t nb, const uint8_t *grp, const cha
 #pragma GCC unroll 16
         for (int t = 0; t < M; t++) {
             __m512i s = _mm512_load_si512(cbuf[p][t]);
-            if (kind == K8) s = _mm512_add_epi32(s, _mm512_set1_epi32(quad(ex[t] + 4 * b)));
+            if (int_ex(kind)) s = _mm512_add_epi32(s, _mm512_set1_epi32(quad(ex[t] + 4 * b)));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(ad[t][b])), acc[t]);
             if (kind == K41) {
                 float e;
@@ -270,7 +286,7 @@ TF_AI void r16_rows(int kind, int64_t n, const void *w, int64_t n_rows, int64_t 
                     size_t as, int nt, float *out, int64_t ldo) {
     const int64_t nb = n / 32;
     const size_t row = (size_t)nb * wbytes(kind);
-    const size_t side = tf_act_r16_side_offset(kind == K8 ? TF_DTYPE_Q8_0 : TF_DTYPE_Q4_1, n);
+    const size_t side = tf_act_r16_side_offset(kind == K41 ? TF_DTYPE_Q4_1 : TF_DTYPE_Q8_0, n);
     const char *act = vact;
     /* more than VNNI_TOKS tokens: in tiles of m = min(nt, 16) (the tiles are
      * configured for m rows); fewer, the rest of a count past 16 that is not
@@ -300,6 +316,16 @@ void tf_amx_r16_rows_q4_1(int64_t n, const void *w, int64_t n_rows, int64_t r0, 
     r16_rows(K41, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
 }
 
+void tf_amx_r16_rows_q4_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
+                          size_t as, int nt, float *out, int64_t ldo) {
+    r16_rows(K40, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
+}
+
+void tf_amx_r16_rows_iq4_nl(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
+                            size_t as, int nt, float *out, int64_t ldo) {
+    r16_rows(KNL, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
+}
+
 /* f32 -> R16 activations: the table's quantizer (bitwise the reference's
  * blocks), then the side values. */
 void tf_amx_act_r16_q8_0(const float *x, void *y, int64_t n) {
@@ -310,4 +336,14 @@ void tf_amx_act_r16_q8_0(const float *x, void *y, int64_t n) {
 void tf_amx_act_r16_q4_1(const float *x, void *y, int64_t n) {
     tf_avx512_quantize_q8_1(x, y, n);
     tf_act_r16_side(TF_DTYPE_Q4_1, y, n);
+}
+
+void tf_amx_act_r16_q4_0(const float *x, void *y, int64_t n) {
+    tf_avx512_quantize_q8_0(x, y, n);
+    tf_act_r16_side(TF_DTYPE_Q4_0, y, n);
+}
+
+void tf_amx_act_r16_iq4_nl(const float *x, void *y, int64_t n) {
+    tf_avx512_quantize_q8_0(x, y, n);
+    tf_act_r16_side(TF_DTYPE_IQ4_NL, y, n);
 }
