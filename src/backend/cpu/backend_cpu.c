@@ -74,8 +74,8 @@ static tf_status cpu_ok(tf_backend *be, const char *what, tf_err *err) {
 }
 
 /* The layouts are quant.h's TF_WLAYOUT_*: R16 where the table has its
- * products (the AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL), else the packed weight rows where the
- * kernels have them. */
+ * products (the AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL), else the packed
+ * weight rows where the kernels have them. */
 static uint32_t cpu_weight_layout(const tf_backend *be, uint32_t type) {
     const tf_cpu_kernels *k = ctx_of(be)->kern;
     if (type >= TF_DTYPE_COUNT) return TF_WLAYOUT_FILE;

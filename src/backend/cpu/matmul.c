@@ -25,8 +25,9 @@
  * unpacked once for all the tokens of a verification pass. Weights the
  * backend holds in the packed weight layout go to wpacked_tile, which skips
  * the per-call rearrangement of each row. Weights in the R16 layout (the
- * AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL) go to r16_rows in one call per thread, over its groups
- * of 16 rows and all the tokens, with activations in the R16 format.
+ * AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL) go to r16_rows in one call per
+ * thread, over its groups of 16 rows and all the tokens, with activations
+ * in the R16 format.
  */
 #include "backend/cpu/quant.h"
 

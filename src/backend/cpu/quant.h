@@ -226,8 +226,9 @@ typedef struct tf_cpu_kernels {
      * packed weight layout (tf_weight_pack_row), bitwise packed_tile's
      * results on the file's rows. */
     tf_vec_dot_tile_fn wpacked_tile[TF_DTYPE_COUNT];
-    /* Optional: products over R16 weights (the AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL),
-     * with r16_act converting a whole row to R16 activations. */
+    /* Optional: products over R16 weights (the AMX table's Q8_0, Q4_0,
+     * Q4_1, IQ4_NL), with r16_act converting a whole row to R16
+     * activations. */
     tf_act_quantize_fn r16_act[TF_DTYPE_COUNT];
     tf_r16_rows_fn r16_rows[TF_DTYPE_COUNT];
 } tf_cpu_kernels;

@@ -5,9 +5,10 @@
  * Five static tables: scalar (the tf_ref_* functions behind adapters), avx2,
  * avx512, avx512 with VNNI (avx512 float kernels, VNNI integer dot
  * products) and amx (the VNNI table plus Q8_0, Q4_0, Q4_1 and IQ4_NL
- * products over R16 weights on the tile unit). tf_cpu_kernels_get caps the request to what the CPU reports
- * through __builtin_cpu_supports (which also checks that the OS saves the
- * vector state), so a table is never handed out on a CPU that cannot run it.
+ * products over R16 weights on the tile unit). tf_cpu_kernels_get caps the
+ * request to what the CPU reports through __builtin_cpu_supports (which
+ * also checks that the OS saves the vector state), so a table is never
+ * handed out on a CPU that cannot run it.
  */
 #include "backend/cpu/quant_impl.h"
 
@@ -138,7 +139,8 @@ static const tf_cpu_kernels k_avx512 = KERNEL_TABLE("avx512");
 #define WTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_wpacked_tile_##nm)
 static const tf_cpu_kernels k_avx512_vnni = KERNEL_TABLE("avx512_vnni");
 
-/* AMX: the VNNI table, plus Q8_0, Q4_0, Q4_1 and IQ4_NL products over R16 weights on the int8 tiles. */
+/* AMX: the VNNI table, plus Q8_0, Q4_0, Q4_1 and IQ4_NL products over R16
+ * weights on the int8 tiles. */
 #undef R16_ACT
 #undef R16_ROWS
 #define R16_ACT                                                                                              \

@@ -78,17 +78,14 @@ TF_DTYPE_LIST(TF_FAMILY_DECLS_)
 #undef TF_PACK_DECLS_Q32
 
 /* The AMX table's R16 path (quant_r16_amx_avx512.c). */
-void tf_amx_act_r16_q8_0(const float *x, void *y, int64_t n);
-void tf_amx_act_r16_q4_1(const float *x, void *y, int64_t n);
-void tf_amx_r16_rows_q8_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                          size_t as, int nt, float *out, int64_t ldo);
-void tf_amx_r16_rows_q4_1(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                          size_t as, int nt, float *out, int64_t ldo);
-void tf_amx_act_r16_q4_0(const float *x, void *y, int64_t n);
-void tf_amx_act_r16_iq4_nl(const float *x, void *y, int64_t n);
-void tf_amx_r16_rows_q4_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                          size_t as, int nt, float *out, int64_t ldo);
-void tf_amx_r16_rows_iq4_nl(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                            size_t as, int nt, float *out, int64_t ldo);
+#define TF_R16_DECLS(nm)                                                                                     \
+    void tf_amx_act_r16_##nm(const float *x, void *y, int64_t n);                                           \
+    void tf_amx_r16_rows_##nm(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act, \
+                              size_t as, int nt, float *out, int64_t ldo);
+TF_R16_DECLS(q8_0)
+TF_R16_DECLS(q4_0)
+TF_R16_DECLS(q4_1)
+TF_R16_DECLS(iq4_nl)
+#undef TF_R16_DECLS
 
 #endif

@@ -306,44 +306,20 @@ TF_AI void r16_rows(int kind, int64_t n, const void *w, int64_t n_rows, int64_t 
     if (tiles) _tile_release();
 }
 
-void tf_amx_r16_rows_q8_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                          size_t as, int nt, float *out, int64_t ldo) {
-    r16_rows(K8, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
-}
-
-void tf_amx_r16_rows_q4_1(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                          size_t as, int nt, float *out, int64_t ldo) {
-    r16_rows(K41, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
-}
-
-void tf_amx_r16_rows_q4_0(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                          size_t as, int nt, float *out, int64_t ldo) {
-    r16_rows(K40, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
-}
-
-void tf_amx_r16_rows_iq4_nl(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act,
-                            size_t as, int nt, float *out, int64_t ldo) {
-    r16_rows(KNL, n, w, n_rows, r0, r1, act, as, nt, out, ldo);
-}
-
-/* f32 -> R16 activations: the table's quantizer (bitwise the reference's
- * blocks), then the side values. */
-void tf_amx_act_r16_q8_0(const float *x, void *y, int64_t n) {
-    tf_avx512_quantize_q8_0(x, y, n);
-    tf_act_r16_side(TF_DTYPE_Q8_0, y, n);
-}
-
-void tf_amx_act_r16_q4_1(const float *x, void *y, int64_t n) {
-    tf_avx512_quantize_q8_1(x, y, n);
-    tf_act_r16_side(TF_DTYPE_Q4_1, y, n);
-}
-
-void tf_amx_act_r16_q4_0(const float *x, void *y, int64_t n) {
-    tf_avx512_quantize_q8_0(x, y, n);
-    tf_act_r16_side(TF_DTYPE_Q4_0, y, n);
-}
-
-void tf_amx_act_r16_iq4_nl(const float *x, void *y, int64_t n) {
-    tf_avx512_quantize_q8_0(x, y, n);
-    tf_act_r16_side(TF_DTYPE_IQ4_NL, y, n);
-}
+/* The table's entries per type: the products, and f32 -> R16 activations
+ * (the table's quantizer, bitwise the reference's blocks, then the side
+ * values). */
+#define R16_ENTRIES(nm, KIND, TYPE, quantize)                                                                 \
+    void tf_amx_r16_rows_##nm(int64_t n, const void *w, int64_t n_rows, int64_t r0, int64_t r1, const void *act, \
+                              size_t as, int nt, float *out, int64_t ldo) {                                      \
+        r16_rows(KIND, n, w, n_rows, r0, r1, act, as, nt, out, ldo);                                            \
+    }                                                                                                            \
+    void tf_amx_act_r16_##nm(const float *x, void *y, int64_t n) {                                              \
+        quantize(x, y, n);                                                                                       \
+        tf_act_r16_side(TYPE, y, n);                                                                             \
+    }
+R16_ENTRIES(q8_0, K8, TF_DTYPE_Q8_0, tf_avx512_quantize_q8_0)
+R16_ENTRIES(q4_0, K40, TF_DTYPE_Q4_0, tf_avx512_quantize_q8_0)
+R16_ENTRIES(q4_1, K41, TF_DTYPE_Q4_1, tf_avx512_quantize_q8_1)
+R16_ENTRIES(iq4_nl, KNL, TF_DTYPE_IQ4_NL, tf_avx512_quantize_q8_0)
+#undef R16_ENTRIES
