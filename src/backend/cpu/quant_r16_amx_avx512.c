@@ -1,31 +1,31 @@
 /*
  * quant_r16_amx_avx512.c — the AMX table's Q8_0, Q4_0, Q4_1 and IQ4_NL
- * matrix products over R16 weights (quant.h "Row-interleaved weight groups") and its R16
- * activations.
+ * matrix products over R16 weights (quant.h "Row-interleaved weight
+ * groups") and its R16 activations.
  *
  * The packed path (quant_packed_avx512.c) holds 16 blocks of one weight row
  * in a vector's lanes, so each token costs 8 vpdpbusd per 16 blocks of every
  * row. In R16 a block of 16 rows is one B operand of the tile unit's int8
  * product: TDPBSUD multiplies up to 16 tokens' quants of that block (the A
- * tile: each token's 32 quants as they lie in its activation block) by the 16
- * rows' quants (Q8_0: + 128; the 4-bit types: their nibbles, IQ4_NL's
- * looked up in its value table (+ 128), spread to bytes in a small
- * ring a few blocks ahead, since a tile cannot load nibbles and a tile load
- * right after the stores that wrote its bytes waits for them) and leaves
- * every (token, row) block sum in the C tile, for
- * up to 16 tokens at the cost of one instruction; consecutive blocks use
- * alternate tiles, so one block's product runs while the vector unit does
- * the float steps of the block before. Up to 4 tokens go through vpdpbusd
- * instead (8 per block of 16 rows and token, the token's 4 quants
- * broadcast; below 5 tokens the tile unit's fixed cost per block is more).
+ * tile: each token's 32 quants as they lie in its activation block) by the
+ * 16 rows' quants and leaves every (token, row) block sum in the C tile at
+ * the cost of one instruction. The B operand is the record itself for Q8_0
+ * (quants + 128); the 4-bit types' nibbles (IQ4_NL's looked up in its value
+ * table, + 128) are spread to bytes in a small ring two blocks ahead, since
+ * a tile cannot load nibbles and a tile load right after the stores that
+ * wrote its bytes waits for them. Consecutive blocks use alternate tiles, so
+ * one block's product runs while the vector unit does the float steps of
+ * the block before. Up to 4 tokens go through vpdpbusd instead (8 per block
+ * of 16 rows and token, the token's 4 quants broadcast; below 5 tokens the
+ * tile unit's fixed cost per block is more).
  *
  * Both give the same exact block sums (the u8 weights' offset removed by the
  * activation's ex term) and then the same float steps, acc = fma(isum,
  * d_w d_a, acc) (Q4_1: then acc = fma(m_w, d_a sum_a, acc)) block after
- * block, 16 rows per vector: a row's result is bitwise
- * tf_ref_r16_dot whichever path ran it and however many tokens came with it
- * (the batch invariance greedy equality rests on). Compiled without FMA
- * contraction (Makefile).
+ * block, 16 rows per vector: a row's result is bitwise tf_ref_r16_dot
+ * whichever path ran it and however many tokens came with it (the batch
+ * invariance greedy equality rests on). Compiled without FMA contraction
+ * (Makefile).
  */
 #pragma GCC target("avx512vnni,amx-tile,amx-int8")
 #include "backend/cpu/quant_impl.h"
