@@ -119,7 +119,9 @@ void tf_act_r16_side(tf_dtype type, void *vrow, int64_t n) {
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *q = act_quants(type, row, b, &ad[b]);
         int s = 0;
-        for (int i = 0; i < 32; i++) s += q[i];
+        if (tf_act_type(type) == TF_DTYPE_Q8_1) s = ((const tf_block_q8_1 *)row)[b].sum; /* the quantizer's */
+        else
+            for (int i = 0; i < 32; i++) s += q[i];
         if (r16_has_m(type)) {
             float v = ad[b] * (float)s; /* exact: 11 x 12 significant bits */
             memcpy(ex + 4 * b, &v, 4);
