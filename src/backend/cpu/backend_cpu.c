@@ -34,7 +34,7 @@ static bool cpu_supports(const tf_backend *be, tf_op op, uint32_t type) {
     case TF_OP_EMBED:
     case TF_OP_MATMUL: {
         const tf_cpu_kernels *k = be->ctx ? ctx_of(be)->kern : tf_cpu_kernels_get(TF_ISA_SCALAR); /* a probe */
-        return type < TF_DTYPE_COUNT && k->dequantize[type] != NULL && k->vec_dot[type] != NULL;
+        return type < TF_DTYPE_COUNT && k->dequantize[type] != NULL && k->vec_dot_tile[type] != NULL;
     }
     case TF_OP_KV_STORE:
     case TF_OP_RC_SUMS:

@@ -191,7 +191,6 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
 
 /* Dispatch table of the fast variants. */
 typedef void (*tf_act_quantize_fn)(const float *x, void *y, int64_t n);
-typedef float (*tf_vec_dot_fn)(int64_t n, const void *w, const void *act);
 typedef void (*tf_dequant_fn)(const void *x, float *y, int64_t n);
 
 /* Largest tile of one vec_dot_tile call, in weight rows and in tokens; each
@@ -210,7 +209,6 @@ typedef void (*tf_vec_dot_tile_fn)(int64_t n, const void *w, size_t w_stride, in
 typedef struct tf_cpu_kernels {
     const char *isa; /* "scalar", "avx2", "avx512", "avx512_vnni", "amx" */
     tf_act_quantize_fn act_quantize[TF_DTYPE_COUNT]; /* indexed by weight type */
-    tf_vec_dot_fn vec_dot[TF_DTYPE_COUNT];          /* indexed by weight type */
     tf_dequant_fn dequantize[TF_DTYPE_COUNT];       /* indexed by weight type */
     tf_vec_dot_tile_fn vec_dot_tile[TF_DTYPE_COUNT]; /* indexed by weight type */
     uint8_t tile_rows[TF_DTYPE_COUNT]; /* rows per vec_dot_tile call, <= TF_TILE_ROWS_MAX */

@@ -21,18 +21,10 @@
  * Activations from the quantizers lie in [-127, 127] (the Q8_0 path negates
  * them).
  */
-#include "backend/cpu/quant_impl.h"
+#include "backend/cpu/quant_x86_inl.h"
 
-#include <immintrin.h>
-#include <string.h>
-
-#include "core/fp16.h"
-
-#define TF_AI static inline __attribute__((always_inline))
 #define AVX2_TILE_R 4 /* rows per register tile */
 #define AVX2_TILE_T 2 /* tokens per register tile */
-
-static float f16(uint16_t h) { return tf_f16_to_f32(h); }
 
 TF_AI float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -82,12 +74,6 @@ TF_AI __m256i dot_u8s8(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-/* Bit `from` of every byte moved to bit `to` (other bits cleared). */
-TF_AI __m256i bit_move(__m256i v, int from, int to) {
-    __m256i m = from < to ? _mm256_slli_epi16(v, to - from) : from > to ? _mm256_srli_epi16(v, from - to) : v;
-    return _mm256_and_si256(m, _mm256_set1_epi8((char)(1 << to)));
-}
-
 /* Bits 0..31 of `bits` as 32 bytes, byte j = `val` where bit j is set, else 0. */
 TF_AI __m256i bits_to_bytes(uint32_t bits, char val) {
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
@@ -98,8 +84,6 @@ TF_AI __m256i bits_to_bytes(uint32_t bits, char val) {
 }
 
 /* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
-
-enum { KF_F32, KF_F16, KF_BF16 };
 
 TF_AI __m256 load_w8(int kind, const char *row, int64_t i) {
     if (kind == KF_F32) return _mm256_loadu_ps((const float *)row + i);
@@ -143,28 +127,8 @@ TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t
         }
 }
 
-/* 1 x 1 dot with four independent accumulators. */
-TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++)
-            acc[u] = _mm256_fmadd_ps(load_w8(kind, w, i + 8 * u), _mm256_loadu_ps(a + i + 8 * u), acc[u]);
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load_w8(kind, w, i), _mm256_loadu_ps(a + i), acc[0]);
-    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++) s += load_w1(kind, w, i) * a[i];
-    return s;
-}
-
 /* ---- Q8_0 / Q4_x / Q5_x / IQ4 weights against Q8_0 / Q8_1 activations ------ */
 
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1, K0_IQ4_NL, K0_IQ4_XS };
-
-/* Formats x = d q + m, whose activations are Q8_1 blocks. */
-#define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
-/* Formats whose weights are s8 values (Q8_0's quants, IQ4's table values). */
-#define K0_SIGNED(kind) ((kind) == K0_Q8_0 || (kind) == K0_IQ4_NL || (kind) == K0_IQ4_XS)
 
 /* Nibbles of 16 bytes of a Q4_0 / Q4_1 block as u8 [elements 0..15 | elements 16..31]. */
 TF_AI __m256i load_nibbles(const uint8_t *qs) {
@@ -178,14 +142,6 @@ TF_AI __m256i load_nibbles(const uint8_t *qs) {
 TF_AI __m256i load_iq4(const uint8_t *qs) {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tf_iq4_values));
     return _mm256_shuffle_epi8(table, load_nibbles(qs));
-}
-
-/* IQ4_XS: block ib of a row counted in sub-blocks of 32: its indices and its
- * scale d (ls - 32) (exact). */
-TF_AI const uint8_t *iq4xs_sub(const char *row, int64_t ib, float *scale) {
-    const tf_block_iq4_xs *b = (const tf_block_iq4_xs *)row + ib / 8;
-    *scale = f16(b->d) * (float)(tf_iq4_xs_scale(b, (int)(ib % 8)) - 32);
-    return b->qs + 16 * (ib % 8);
 }
 
 /* Quants of a Q5_0 / Q5_1 block as u8 in element order: the nibbles plus bit
@@ -276,8 +232,6 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
 
 /* ---- K-quant weights against Q8_K activations ------------------------------------ */
 
-enum { KK_Q4_K, KK_Q6_K, KK_Q5_K, KK_Q3_K, KK_Q2_K };
-
 /* One weight row's super-block unpacked (see quant_avx512.c): u8 quants in
  * element order, a float scale per lane for each 32 elements (lane l of
  * chunk c covers elements 32 c + 4 l .. +3), int16 weights for the 16 bsums
@@ -288,16 +242,6 @@ typedef struct {
     __m256i m16;
     float corr;
 } kq_row;
-
-static inline void q4k_unpack_scales(const uint8_t *s, uint64_t *sc, uint64_t *m) {
-    uint32_t u[3];
-    memcpy(u, s, 12);
-    uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
-    uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    *sc = sc_lo | (uint64_t)sc_hi << 32;
-    *m = m_lo | (uint64_t)m_hi << 32;
-}
 
 TF_AI void q4k_prep(const tf_block_q4_k *b, kq_row *k) {
     uint64_t sc, m;
@@ -361,41 +305,11 @@ TF_AI void q5k_prep(const tf_block_q5_k *b, kq_row *k) {
     }
 }
 
-/* Q3_K's 16 packed 6-bit scales as bytes 0..63 (q3k_scale of quant_ref.c,
- * four groups at a time). */
-static inline __m128i q3k_unpack_scales(const uint8_t *s) {
-    uint32_t u[3], o[4];
-    memcpy(u, s, 12);
-    o[0] = (u[0] & 0x0f0f0f0fu) | ((u[2] & 0x03030303u) << 4);
-    o[1] = (u[1] & 0x0f0f0f0fu) | (((u[2] >> 2) & 0x03030303u) << 4);
-    o[2] = ((u[0] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 4) & 0x03030303u) << 4);
-    o[3] = ((u[1] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 6) & 0x03030303u) << 4);
-    return _mm_loadu_si128((const __m128i *)o);
-}
-
 /* Per-16 int8 scales s[16] times d as the 8 per-32 lane scale vectors. */
 TF_AI void kq_scales16(kq_row *k, const int8_t *s, float d) {
     for (int c = 0; c < 8; c++) {
         __m128 lo = _mm_set1_ps(d * (float)s[2 * c]), hi = _mm_set1_ps(d * (float)s[2 * c + 1]);
         k->scale[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
-    }
-}
-
-/* Q2_K / Q3_K: the 2-bit fields of qs (64 bytes) as u8 quants in element
- * order (element 128 h + 32 j + l is bits 2j of qs[32 h + l]); Q3_K ORs in
- * bit 2 from hmask. */
-TF_AI void q2bits_unpack(const uint8_t *qs, const uint8_t *hmask, uint8_t *q) {
-    const __m256i three = _mm256_set1_epi8(3);
-    __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            __m256i x = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three);
-            if (hmask) x = _mm256_or_si256(x, bit_move(hm, 4 * h + j, 2));
-            _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * j), x);
-        }
     }
 }
 
@@ -557,73 +471,6 @@ void tf_avx2_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *
 void tf_avx2_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
                        int64_t ldo) {
     tile_dispatch(2, KK_Q5_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-
-/* ---- single dot products ------------------------------------------------------- */
-
-float tf_avx2_vec_dot_f32(int64_t n, const void *w, const void *a) { return float_dot1(KF_F32, n, w, a); }
-float tf_avx2_vec_dot_f16(int64_t n, const void *w, const void *a) { return float_dot1(KF_F16, n, w, a); }
-float tf_avx2_vec_dot_bf16(int64_t n, const void *w, const void *a) { return float_dot1(KF_BF16, n, w, a); }
-
-float tf_avx2_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q8_0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q4_0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q4_1(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q4_1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q4_K, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q6_K, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q5_0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q5_1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_iq4_nl(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_IQ4_NL, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_iq4_xs(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_IQ4_XS, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q2_K, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q3_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q3_K, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx2_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q5_K, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
 }
 
 /* ---- activation quantization ------------------------------------------------------- */

@@ -36,7 +36,7 @@
  * The VNNI table's matrix products for Q8_0 / Q4_x / Q5_x / IQ4 use the packed path
  * instead (quant_packed_avx512.c): whole-block int32 sums over packed
  * activations, tiles of one weight row by up to 16 tokens. The q0_* tiles
- * remain the vec_dot / vec_dot_tile kernels of both tables and the matrix
+ * remain the vec_dot_tile kernels of both tables and the matrix
  * product of the non-VNNI table.
  */
 #include "backend/cpu/quant_avx512_inl.h"
@@ -55,8 +55,6 @@ TF_AI void store_sums(int R, int T, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MA
 }
 
 /* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
-
-enum { KF_F32, KF_F16, KF_BF16 };
 
 TF_AI __m512 load_w16(int kind, const char *row, int64_t i, __mmask16 m, int masked) {
     if (kind == KF_F32)
@@ -102,24 +100,6 @@ TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t
         }
     }
     store_sums(R, T, acc, out, ldo);
-}
-
-/* 1 x 1 dot with four independent accumulators (a single chain of FMAs would
- * be latency-bound). */
-TF_AI float float_dot1(int kind, int64_t n, const char *w, const float *a) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++)
-            acc[u] = _mm512_fmadd_ps(load_w16(kind, w, i + 16 * u, 0, 0), _mm512_loadu_ps(a + i + 16 * u), acc[u]);
-    for (; i + 16 <= n; i += 16)
-        acc[0] = _mm512_fmadd_ps(load_w16(kind, w, i, 0, 0), _mm512_loadu_ps(a + i), acc[0]);
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        acc[1] = _mm512_fmadd_ps(load_w16(kind, w, i, m, 1), _mm512_maskz_loadu_ps(m, a + i), acc[1]);
-    }
-    return hsum_tree(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
 /* ---- Q8_0 / Q4_x / Q5_x / IQ4 weights against Q8_0 / Q8_1 activations ------ */
@@ -276,8 +256,6 @@ TF_AI void q0_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
 
 /* ---- K-quant weights against Q8_K activations ------------------------------------ */
 
-enum { KK_Q4_K, KK_Q6_K, KK_Q5_K, KK_Q3_K, KK_Q2_K };
-
 /* One weight row's super-block, unpacked: quants as u8 in element order,
  * per-lane float scales for each 64-element quarter (lane l of quarter g
  * covers elements 64 g + 4 l .. +3), int16 weights for the activation's 16
@@ -290,17 +268,6 @@ typedef struct {
     __m256i m16;
     float corr;
 } kq_row;
-
-/* Q4_K packed 6-bit scales -> sc[0..7] in bytes 0..7 of *sc, mins likewise. */
-static inline void q4k_unpack_scales(const uint8_t *s, uint64_t *sc, uint64_t *m) {
-    uint32_t u[3];
-    memcpy(u, s, 12);
-    uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
-    uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    *sc = sc_lo | (uint64_t)sc_hi << 32;
-    *m = m_lo | (uint64_t)m_hi << 32;
-}
 
 TF_AI void q4k_prep(const tf_block_q4_k *b, kq_row *k) {
     uint64_t sc, m;
@@ -346,12 +313,6 @@ TF_AI void q6k_prep(const tf_block_q6_k *b, kq_row *k) {
     }
 }
 
-/* Bit `from` of every byte moved to bit `to` (other bits cleared). */
-TF_AI __m256i bit_move(__m256i v, int from, int to) {
-    __m256i m = from < to ? _mm256_slli_epi16(v, to - from) : from > to ? _mm256_srli_epi16(v, from - to) : v;
-    return _mm256_and_si256(m, _mm256_set1_epi8((char)(1 << to)));
-}
-
 TF_AI void q5k_prep(const tf_block_q5_k *b, kq_row *k) {
     uint64_t sc, m;
     q4k_unpack_scales(b->scales, &sc, &m);
@@ -375,18 +336,6 @@ TF_AI void q5k_prep(const tf_block_q5_k *b, kq_row *k) {
     }
 }
 
-/* Q3_K's 16 packed 6-bit scales as bytes 0..63 (q3k_scale of quant_ref.c,
- * four groups at a time). */
-static inline __m128i q3k_unpack_scales(const uint8_t *s) {
-    uint32_t u[3], o[4];
-    memcpy(u, s, 12);
-    o[0] = (u[0] & 0x0f0f0f0fu) | ((u[2] & 0x03030303u) << 4);
-    o[1] = (u[1] & 0x0f0f0f0fu) | (((u[2] >> 2) & 0x03030303u) << 4);
-    o[2] = ((u[0] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 4) & 0x03030303u) << 4);
-    o[3] = ((u[1] >> 4) & 0x0f0f0f0fu) | (((u[2] >> 6) & 0x03030303u) << 4);
-    return _mm_loadu_si128((const __m128i *)o);
-}
-
 /* Per-16 int8 scales (s8) times d as the per-lane scales of the 4 quarters
  * (lane l of quarter g: group 4g + l/4), as q6k_prep. */
 TF_AI void kq_scales16(kq_row *k, __m128i s8, float d) {
@@ -395,24 +344,6 @@ TF_AI void kq_scales16(kq_row *k, __m128i s8, float d) {
         __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(4 * g),
                                        _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
         k->scale[g] = _mm512_permutexvar_ps(idx, scf);
-    }
-}
-
-/* Q2_K / Q3_K: the 2-bit fields of qs (64 bytes) as u8 quants in element
- * order (element 128 h + 32 j + l is bits 2j of qs[32 h + l]); Q3_K ORs in
- * bit 2 from hmask. */
-TF_AI void q2bits_unpack(const uint8_t *qs, const uint8_t *hmask, uint8_t *q) {
-    const __m256i three = _mm256_set1_epi8(3);
-    __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            __m256i x = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three);
-            if (hmask) x = _mm256_or_si256(x, bit_move(hm, 4 * h + j, 2));
-            _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * j), x);
-        }
     }
 }
 
@@ -634,133 +565,6 @@ void tf_avx512vnni_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, cons
     tile_dispatch(1, K0_IQ4_XS, 1, n, w, ws, nr, a, as, nt, out, ldo);
 }
 
-/* ---- single dot products ------------------------------------------------------- */
-
-float tf_avx512_vec_dot_f32(int64_t n, const void *w, const void *a) { return float_dot1(KF_F32, n, w, a); }
-float tf_avx512_vec_dot_f16(int64_t n, const void *w, const void *a) { return float_dot1(KF_F16, n, w, a); }
-float tf_avx512_vec_dot_bf16(int64_t n, const void *w, const void *a) { return float_dot1(KF_BF16, n, w, a); }
-
-float tf_avx512_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q8_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q4_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q4_1(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q4_1, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q4_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q6_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q8_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q8_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q4_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q4_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q4_1(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q4_1, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q4_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q4_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q6_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q6_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q5_0, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q5_0(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q5_0, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q5_1, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q2_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q5_1(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_Q5_1, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q2_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q2_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q3_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q3_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q3_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q3_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q5_K, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_q5_k(int64_t n, const void *w, const void *a) {
-    float r;
-    kq_kernel(KK_Q5_K, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_iq4_nl(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_IQ4_NL, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_iq4_nl(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_IQ4_NL, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512_vec_dot_iq4_xs(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_IQ4_XS, 0, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-float tf_avx512vnni_vec_dot_iq4_xs(int64_t n, const void *w, const void *a) {
-    float r;
-    q0_kernel(K0_IQ4_XS, 1, 1, 1, n, w, 0, a, 0, &r, 1);
-    return r;
-}
-
 /* ---- activation quantization ------------------------------------------------------- */
 
 /* f32 -> Q8_0, bitwise equal to the reference (same d, 1/d and rounding). */
@@ -809,203 +613,5 @@ void tf_avx512_quantize_q8_k(const float *x, void *vy, int64_t n) {
             _mm_storeu_si128((__m128i *)(y[i].qs + 16 * g), _mm512_cvtepi32_epi8(q));
             y[i].bsums[g] = (int16_t)_mm512_reduce_add_epi32(q);
         }
-    }
-}
-
-/* ---- dequantization ------------------------------------------------------------------ */
-
-void tf_avx512_dequantize_f16(const void *vx, float *y, int64_t n) {
-    const uint16_t *x = vx;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_w16(KF_F16, (const char *)x, i, 0, 0));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, load_w16(KF_F16, (const char *)x, i, m, 1));
-    }
-}
-
-void tf_avx512_dequantize_bf16(const void *vx, float *y, int64_t n) {
-    const uint16_t *x = vx;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_w16(KF_BF16, (const char *)x, i, 0, 0));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, load_w16(KF_BF16, (const char *)x, i, m, 1));
-    }
-}
-
-void tf_avx512_dequantize_q8_0(const void *vx, float *y, int64_t n) {
-    const tf_block_q8_0 *x = vx;
-    for (int64_t i = 0; i < n / TF_QK8_0; i++, y += TF_QK8_0) {
-        __m512 d = _mm512_set1_ps(f16(x[i].d));
-        for (int h = 0; h < 2; h++) {
-            __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(x[i].qs + 16 * h)));
-            _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
-        }
-    }
-}
-
-void tf_avx512_dequantize_q4_0(const void *vx, float *y, int64_t n) {
-    const tf_block_q4_0 *x = vx;
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m512i eight = _mm512_set1_epi32(8);
-    for (int64_t i = 0; i < n / TF_QK4_0; i++, y += TF_QK4_0) {
-        __m512 d = _mm512_set1_ps(f16(x[i].d));
-        __m128i v = _mm_loadu_si128((const __m128i *)x[i].qs);
-        __m512i lo = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(v, low4)), eight);
-        __m512i hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), low4)), eight);
-        _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
-        _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
-    }
-}
-
-void tf_avx512_dequantize_q4_1(const void *vx, float *y, int64_t n) {
-    const tf_block_q4_1 *x = vx;
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n / TF_QK4_1; i++, y += TF_QK4_1) {
-        __m512 d = _mm512_set1_ps(f16(x[i].d)), m = _mm512_set1_ps(f16(x[i].m));
-        __m128i v = _mm_loadu_si128((const __m128i *)x[i].qs);
-        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(v, low4));
-        __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), low4));
-        _mm512_storeu_ps(y, _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), d, m));
-        _mm512_storeu_ps(y + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), d, m));
-    }
-}
-
-void tf_avx512_dequantize_q4_k(const void *vx, float *y, int64_t n) {
-    const tf_block_q4_k *x = vx;
-    kq_row k;
-    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
-        q4k_prep(&x[i], &k);
-        uint64_t sc, m;
-        q4k_unpack_scales(x[i].scales, &sc, &m);
-        float d = f16(x[i].d), dmin = f16(x[i].dmin);
-        for (int j = 0; j < 8; j++) {
-            __m512 s = _mm512_set1_ps(d * (float)((sc >> (8 * j)) & 0xFF));
-            __m512 o = _mm512_set1_ps(dmin * (float)((m >> (8 * j)) & 0xFF));
-            for (int h = 0; h < 2; h++) {
-                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(k.q + 32 * j + 16 * h)));
-                _mm512_storeu_ps(y + 32 * j + 16 * h, _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(q), s), o));
-            }
-        }
-    }
-}
-
-void tf_avx512_dequantize_q6_k(const void *vx, float *y, int64_t n) {
-    const tf_block_q6_k *x = vx;
-    kq_row k;
-    const __m512i off = _mm512_set1_epi32(32);
-    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
-        q6k_prep(&x[i], &k);
-        float d = f16(x[i].d);
-        for (int g = 0; g < 16; g++) {
-            __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(k.q + 16 * g))), off);
-            _mm512_storeu_ps(y + 16 * g, _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(d * (float)x[i].scales[g])));
-        }
-    }
-}
-
-void tf_avx512_dequantize_q5_0(const void *vx, float *y, int64_t n) {
-    const tf_block_q5_0 *x = vx;
-    const __m512i sixteen = _mm512_set1_epi32(16);
-    for (int64_t i = 0; i < n / TF_QK5_0; i++, y += TF_QK5_0) {
-        __m512 d = _mm512_set1_ps(f16(x[i].d));
-        uint8_t q[64]; /* [lo | (unused) | hi | (unused)] */
-        _mm512_storeu_si512(q, load_q5_pair(x[i].qh, x[i].qs, NULL, NULL, 0));
-        for (int h = 0; h < 2; h++) {
-            __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 32 * h))), sixteen);
-            _mm512_storeu_ps(y + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(v), d));
-        }
-    }
-}
-
-void tf_avx512_dequantize_q5_1(const void *vx, float *y, int64_t n) {
-    const tf_block_q5_1 *x = vx;
-    for (int64_t i = 0; i < n / TF_QK5_1; i++, y += TF_QK5_1) {
-        __m512 d = _mm512_set1_ps(f16(x[i].d)), m = _mm512_set1_ps(f16(x[i].m));
-        uint8_t q[64]; /* [lo | (unused) | hi | (unused)] */
-        _mm512_storeu_si512(q, load_q5_pair(x[i].qh, x[i].qs, NULL, NULL, 0));
-        for (int h = 0; h < 2; h++) {
-            __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 32 * h)));
-            _mm512_storeu_ps(y + 16 * h, _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), d), m));
-        }
-    }
-}
-
-/* y[16 g + i] = mul[g] * (q[16 g + i] - qoff) - off[g] for a super-block of
- * unpacked quants. */
-static void kq_dequant_groups(const uint8_t *q, const float *mul, const float *off, int qoff, float *y) {
-    const __m512i vqoff = _mm512_set1_epi32(qoff);
-    for (int g = 0; g < 16; g++) {
-        __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 16 * g))), vqoff);
-        _mm512_storeu_ps(y + 16 * g, _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(mul[g])),
-                                                   _mm512_set1_ps(off[g])));
-    }
-}
-
-void tf_avx512_dequantize_q5_k(const void *vx, float *y, int64_t n) {
-    const tf_block_q5_k *x = vx;
-    kq_row k;
-    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
-        q5k_prep(&x[i], &k);
-        uint64_t sc, m;
-        q4k_unpack_scales(x[i].scales, &sc, &m);
-        float d = f16(x[i].d), dmin = f16(x[i].dmin), mul[16], off[16];
-        for (int g = 0; g < 16; g++) {
-            mul[g] = d * (float)((sc >> (8 * (g / 2))) & 0xFF);
-            off[g] = dmin * (float)((m >> (8 * (g / 2))) & 0xFF);
-        }
-        kq_dequant_groups(k.q, mul, off, 0, y);
-    }
-}
-
-void tf_avx512_dequantize_q3_k(const void *vx, float *y, int64_t n) {
-    const tf_block_q3_k *x = vx;
-    kq_row k;
-    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
-        q2bits_unpack(x[i].qs, x[i].hmask, k.q);
-        uint8_t s[16];
-        _mm_storeu_si128((__m128i *)s, q3k_unpack_scales(x[i].scales));
-        float d = f16(x[i].d), mul[16], off[16] = {0};
-        for (int g = 0; g < 16; g++) mul[g] = d * (float)(s[g] - 32);
-        kq_dequant_groups(k.q, mul, off, 4, y);
-    }
-}
-
-void tf_avx512_dequantize_q2_k(const void *vx, float *y, int64_t n) {
-    const tf_block_q2_k *x = vx;
-    kq_row k;
-    for (int64_t i = 0; i < n / TF_QK_K; i++, y += TF_QK_K) {
-        q2bits_unpack(x[i].qs, NULL, k.q);
-        float d = f16(x[i].d), dmin = f16(x[i].dmin), mul[16], off[16];
-        for (int g = 0; g < 16; g++) {
-            mul[g] = d * (float)(x[i].scales[g] & 0xF);
-            off[g] = dmin * (float)(x[i].scales[g] >> 4);
-        }
-        kq_dequant_groups(k.q, mul, off, 0, y);
-    }
-}
-
-/* 16 bytes of IQ4 indices (a block of 32) times scale d into y[0..31]. */
-TF_AI void iq4_dequant32(const uint8_t *qs, float d, float *y) {
-    const __m128i table = _mm_loadu_si128((const __m128i *)tf_iq4_values), low4 = _mm_set1_epi8(0x0F);
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(v, low4));
-    __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4));
-    __m512 vd = _mm512_set1_ps(d);
-    _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), vd));
-    _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), vd));
-}
-
-void tf_avx512_dequantize_iq4_nl(const void *vx, float *y, int64_t n) {
-    const tf_block_iq4_nl *x = vx;
-    for (int64_t i = 0; i < n / TF_QK4_NL; i++, y += TF_QK4_NL) iq4_dequant32(x[i].qs, f16(x[i].d), y);
-}
-
-void tf_avx512_dequantize_iq4_xs(const void *vx, float *y, int64_t n) {
-    for (int64_t ib = 0; ib < n / 32; ib++, y += 32) {
-        float d;
-        const uint8_t *qs = iq4xs_sub(vx, ib, &d);
-        iq4_dequant32(qs, d, y);
     }
 }

@@ -8,15 +8,13 @@
 #ifndef TF_BACKEND_CPU_QUANT_AVX512_INL_H
 #define TF_BACKEND_CPU_QUANT_AVX512_INL_H
 
-#include "backend/cpu/quant_impl.h"
+#include "backend/cpu/quant_x86_inl.h"
 
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "core/fp16.h"
-
-#define TF_AI static inline __attribute__((always_inline))
 
 /* The sum of a's 16 lanes in the order of the packed path's reference
  * (reduce16 in quant_pack.c): halves of 8, then of 4, then (0 + 2) + (1 + 3).
@@ -28,7 +26,6 @@ TF_AI float hsum_tree(__m512 a) {
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
-
 
 /* vpdpbusd (acc += u8 x s8, 4 products per int32 lane), emitted through asm so
  * that this file needs no VNNI compiler flag; only reached from the
@@ -50,8 +47,6 @@ TF_AI __m512i dpbusd_plain(__m512i u, __m512i s) {
     return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
 }
 
-static float f16(uint16_t h) { return _cvtsh_ss(h); } /* exact, as tf_f16_to_f32 */
-
 /* [sum(a), sum(b), sum(c), sum(d)]: four horizontal sums in 14 operations
  * (fold 512 -> 128 bits across the four vectors, then within 128 bits), each
  * with hsum_tree's additions, bit for bit. */
@@ -64,11 +59,6 @@ TF_AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), z));
 }
 
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1, K0_IQ4_NL, K0_IQ4_XS };
-
-/* Formats x = d q + m, whose activations are Q8_1 blocks. */
-#define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
-#define K0_IS_IQ4(kind) ((kind) == K0_IQ4_NL || (kind) == K0_IQ4_XS)
 
 /* IQ4's value table V in every 128-bit lane, as s8 (offset 0) or as the u8
  * V + 128 (offset 128), for vpshufb lookups. */
@@ -76,14 +66,6 @@ TF_AI __m512i iq4_table(int offset) {
     __m128i v = _mm_loadu_si128((const __m128i *)tf_iq4_values);
     if (offset) v = _mm_xor_si128(v, _mm_set1_epi8((char)0x80));
     return _mm512_broadcast_i32x4(v);
-}
-
-/* IQ4_XS: block ib of a row counted in sub-blocks of 32: its indices and its
- * scale d (ls - 32) (exact). */
-TF_AI const uint8_t *iq4xs_sub(const char *row, int64_t ib, float *scale) {
-    const tf_block_iq4_xs *b = (const tf_block_iq4_xs *)row + ib / 8;
-    *scale = f16(b->d) * (float)(tf_iq4_xs_scale(b, (int)(ib % 8)) - 32);
-    return b->qs + 16 * (ib % 8);
 }
 
 /* Lane -> block maps of the int32 lanes: Q8_0 vectors hold [block0 | block1]

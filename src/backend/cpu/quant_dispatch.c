@@ -34,9 +34,6 @@ static void tf_scalar_quantize_q8_k(const float *x, void *y, int64_t n) { tf_ref
     static void tf_scalar_dequantize_##nm(const void *x, float *y, int64_t n) {                             \
         tf_ref_dequantize_row(TF_DTYPE_##ID, x, y, n);                                                      \
     }                                                                                                        \
-    static float tf_scalar_vec_dot_##nm(int64_t n, const void *w, const void *a) {                          \
-        return tf_ref_vec_dot(TF_DTYPE_##ID, n, w, a);                                                       \
-    }                                                                                                        \
     /* the tile contract by nr x nt calls of the reference dot product */                                    \
     static void tf_scalar_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,  \
                                     int nt, float *out, int64_t ldo) {                                       \
@@ -53,8 +50,10 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
 /*
  * One table per ISA, every slot generated from the registry. A table is
  * described by the names below, defined before each KERNEL_TABLE:
- *   FLOAT_ISA  prefix of the dequantize and activation functions and of the
- *              float types' dot products;
+ *   FLOAT_ISA  prefix of the activation functions and of the float types'
+ *              dot products;
+ *   DEQ_ISA    prefix of the dequantize functions (the x86 tables share
+ *              AVX2's: a row per embedded token is no hot path);
  *   INT_ISA    prefix of the integer families' (Q32, QK) dot products;
  *   ROWS_*, TOKS_*  tile shape per family;
  *   PACK_*     the packed path's slots per family (empty: none).
@@ -64,8 +63,7 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
 #define ISA_Q32 INT_ISA
 #define ISA_QK INT_ISA
 #define ACTQ_(ID, nm, id, bs, bytes, act, ...) KSLOT(ID, TF_KFN(FLOAT_ISA, quantize, act))
-#define DOT_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TF_KFN(ISA_##fam, vec_dot, nm))
-#define DEQ_(ID, nm, ...) KSLOT(ID, TF_KFN(FLOAT_ISA, dequantize, nm))
+#define DEQ_(ID, nm, ...) KSLOT(ID, TF_KFN(DEQ_ISA, dequantize, nm))
 #define TILE_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TF_KFN(ISA_##fam, tile, nm))
 #define ROWS_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, ROWS_##fam)
 #define TOKS_(ID, nm, id, bs, bytes, act, fam, ...) KSLOT(ID, TOKS_##fam)
@@ -74,7 +72,7 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
 #define WTILE_(ID, nm, id, bs, bytes, act, fam, ...) WTILE_##fam(ID, nm)
 #define KERNEL_TABLE(name)                                                                                   \
     {                                                                                                        \
-        .isa = name, .act_quantize = {TF_DTYPE_LIST(ACTQ_)}, .vec_dot = {TF_DTYPE_LIST(DOT_)},              \
+        .isa = name, .act_quantize = {TF_DTYPE_LIST(ACTQ_)},                                            \
         .dequantize = {TF_DTYPE_LIST(DEQ_)}, .vec_dot_tile = {TF_DTYPE_LIST(TILE_)},                         \
         .tile_rows = {TF_DTYPE_LIST(ROWS_)}, .tile_toks = {TF_DTYPE_LIST(TOKS_)},                            \
         .act_pack = {TF_DTYPE_LIST(APACK_)}, .packed_tile = {TF_DTYPE_LIST(PTILE_)},                         \
@@ -86,6 +84,7 @@ TF_DTYPE_LIST(TF_SCALAR_ADAPTERS_)
 
 #define FLOAT_ISA scalar
 #define INT_ISA scalar
+#define DEQ_ISA scalar
 #define ROWS_FLOAT 4
 #define ROWS_Q32 4
 #define ROWS_QK 4
@@ -108,8 +107,10 @@ static const tf_cpu_kernels k_scalar = KERNEL_TABLE("scalar");
 #undef TOKS_FLOAT
 #undef TOKS_Q32
 #undef TOKS_QK
+#undef DEQ_ISA
 #define FLOAT_ISA avx2
 #define INT_ISA avx2
+#define DEQ_ISA avx2
 #define TOKS_FLOAT 2
 #define TOKS_Q32 2
 #define TOKS_QK 2

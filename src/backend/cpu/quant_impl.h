@@ -3,7 +3,7 @@
  * functions that quant_dispatch.c assembles into the tables of quant.h.
  *
  * Each function has the signature of its table slot (tf_act_quantize_fn,
- * tf_vec_dot_fn, tf_dequant_fn, tf_vec_dot_tile_fn) and the contract of
+ * tf_dequant_fn, tf_vec_dot_tile_fn) and the contract of
  * the matching tf_ref_* function; it may only be called on a CPU that has
  * the ISA in its name (avx2: AVX2+FMA+F16C; avx512: F/BW/VL/DQ+FMA+F16C;
  * avx512vnni: avx512 plus AVX512-VNNI).
@@ -24,7 +24,6 @@ void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);
 /* Slots that every table fills with the same plain C function: F32 weights
  * dequantize by a copy, and F32 activations (float weights) are a copy. */
 #define tf_avx2_dequantize_f32 tf_cpu_dequantize_f32
-#define tf_avx512_dequantize_f32 tf_cpu_dequantize_f32
 #define tf_avx2_quantize_f32 tf_cpu_copy_f32
 #define tf_avx512_quantize_f32 tf_cpu_copy_f32
 
@@ -37,12 +36,16 @@ TF_ACT_DECLS(avx2)
 TF_ACT_DECLS(avx512)
 #undef TF_ACT_DECLS
 
-/* Per weight type of the registry (dtype_list.h), for the ISA TF_DECL_ISA:
- * dequantize, vec_dot and tile (every family); the VNNI variants of the
- * integer families' vec_dot and tile; the packed path of family Q32. */
+/* Dequantization, per weight type of the registry (dtype_list.h): one set,
+ * in AVX2, for every x86 table (its only use is a row per embedded token). */
+#define TF_DEQUANT_DECLS_(ID, nm, ...) void tf_avx2_dequantize_##nm(const void *x, float *y, int64_t n);
+TF_DTYPE_LIST(TF_DEQUANT_DECLS_)
+#undef TF_DEQUANT_DECLS_
+
+/* Per weight type, for the ISA TF_DECL_ISA: the tile (every family); the
+ * VNNI variants of the integer families' tile; the packed path of family
+ * Q32. */
 #define TF_KERNEL_DECLS_(ID, nm, ...)                                                                        \
-    void TF_KFN(TF_DECL_ISA, dequantize, nm)(const void *x, float *y, int64_t n);                           \
-    float TF_KFN(TF_DECL_ISA, vec_dot, nm)(int64_t n, const void *w, const void *a);                        \
     void TF_KFN(TF_DECL_ISA, tile, nm)(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, \
                                         int nt, float *out, int64_t ldo);
 #define TF_DECL_ISA avx2
@@ -55,7 +58,6 @@ TF_DTYPE_LIST(TF_KERNEL_DECLS_)
 
 #define TF_VNNI_DECLS_FLOAT(nm)
 #define TF_VNNI_DECLS_Q32(nm)                                                                                \
-    float tf_avx512vnni_vec_dot_##nm(int64_t n, const void *w, const void *a);                              \
     void tf_avx512vnni_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as,      \
                                  int nt, float *out, int64_t ldo);
 #define TF_VNNI_DECLS_QK(nm) TF_VNNI_DECLS_Q32(nm)
