@@ -86,16 +86,16 @@ TF_AI __m256i bits_to_bytes(uint32_t bits, char val) {
 /* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
 
 TF_AI __m256 load_w8(int kind, const char *row, int64_t i) {
-    if (kind == KF_F32) return _mm256_loadu_ps((const float *)row + i);
+    if (kind == K_F32) return _mm256_loadu_ps((const float *)row + i);
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + i));
-    if (kind == KF_F16) return _mm256_cvtph_ps(h);
+    if (kind == K_F16) return _mm256_cvtph_ps(h);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 TF_AI float load_w1(int kind, const char *row, int64_t i) {
-    if (kind == KF_F32) return ((const float *)row)[i];
+    if (kind == K_F32) return ((const float *)row)[i];
     uint16_t h = ((const uint16_t *)row)[i];
-    return kind == KF_F16 ? tf_f16_to_f32(h) : tf_bf16_to_f32(h);
+    return kind == K_F16 ? tf_f16_to_f32(h) : tf_bf16_to_f32(h);
 }
 
 TF_AI void float_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a, size_t as,
@@ -165,26 +165,26 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const char *row = w + r * ws;
-            if (kind == K0_Q8_0) {
+            if (kind == K_Q8_0) {
                 const tf_block_q8_0 *b = (const tf_block_q8_0 *)row + ib;
                 wq[r] = _mm256_loadu_si256((const __m256i *)b->qs);
                 wd[r] = f16(b->d);
-            } else if (kind == K0_IQ4_NL) {
+            } else if (kind == K_IQ4_NL) {
                 const tf_block_iq4_nl *b = (const tf_block_iq4_nl *)row + ib;
                 wq[r] = load_iq4(b->qs);
                 wd[r] = f16(b->d);
-            } else if (kind == K0_IQ4_XS) {
+            } else if (kind == K_IQ4_XS) {
                 wq[r] = load_iq4(iq4xs_sub(row, ib, &wd[r]));
-            } else if (kind == K0_Q4_0) {
+            } else if (kind == K_Q4_0) {
                 const tf_block_q4_0 *b = (const tf_block_q4_0 *)row + ib;
                 wq[r] = load_nibbles(b->qs);
                 wd[r] = f16(b->d);
-            } else if (kind == K0_Q4_1) {
+            } else if (kind == K_Q4_1) {
                 const tf_block_q4_1 *b = (const tf_block_q4_1 *)row + ib;
                 wq[r] = load_nibbles(b->qs);
                 wd[r] = f16(b->d);
                 wm[r] = f16(b->m);
-            } else if (kind == K0_Q5_0) {
+            } else if (kind == K_Q5_0) {
                 const tf_block_q5_0 *b = (const tf_block_q5_0 *)row + ib;
                 wq[r] = load_q5(b->qh, b->qs);
                 wd[r] = f16(b->d);
@@ -211,8 +211,8 @@ TF_AI void q0_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
                 ad = f16(ab->d);
             }
             /* int16 pair sums of 8 a (Q4_0) or 16 a (Q5_0) */
-            __m256i bias = kind == K0_Q4_0 || kind == K0_Q5_0
-                               ? _mm256_maddubs_epi16(_mm256_set1_epi8(kind == K0_Q4_0 ? 8 : 16), aq)
+            __m256i bias = kind == K_Q4_0 || kind == K_Q5_0
+                               ? _mm256_maddubs_epi16(_mm256_set1_epi8(kind == K_Q4_0 ? 8 : 16), aq)
                                : aq;
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
@@ -340,10 +340,10 @@ TF_AI void q2k_prep(const tf_block_q2_k *b, kq_row *k) {
 
 TF_AI void kq_prep(int kind, const char *row, int64_t ib, kq_row *k) {
     switch (kind) {
-    case KK_Q4_K: q4k_prep((const tf_block_q4_k *)row + ib, k); break;
-    case KK_Q6_K: q6k_prep((const tf_block_q6_k *)row + ib, k); break;
-    case KK_Q5_K: q5k_prep((const tf_block_q5_k *)row + ib, k); break;
-    case KK_Q3_K: q3k_prep((const tf_block_q3_k *)row + ib, k); break;
+    case K_Q4_K: q4k_prep((const tf_block_q4_k *)row + ib, k); break;
+    case K_Q6_K: q6k_prep((const tf_block_q6_k *)row + ib, k); break;
+    case K_Q5_K: q5k_prep((const tf_block_q5_k *)row + ib, k); break;
+    case K_Q3_K: q3k_prep((const tf_block_q3_k *)row + ib, k); break;
     default: q2k_prep((const tf_block_q2_k *)row + ib, k); break;
     }
 }
@@ -412,66 +412,10 @@ TF_AI void tile_dispatch(int fam, int kind, int64_t n, const void *vw, size_t ws
     }
 }
 
-void tf_avx2_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                      int64_t ldo) {
-    tile_dispatch(0, KF_F32, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_f16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                      int64_t ldo) {
-    tile_dispatch(0, KF_F16, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_bf16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(0, KF_BF16, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(1, K0_Q8_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(1, K0_Q4_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(1, K0_Q4_1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(2, KK_Q4_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(2, KK_Q6_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(1, K0_Q5_0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(1, K0_Q5_1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(1, K0_IQ4_NL, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(1, K0_IQ4_XS, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(2, KK_Q2_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(2, KK_Q3_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx2_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                       int64_t ldo) {
-    tile_dispatch(2, KK_Q5_K, n, w, ws, nr, a, as, nt, out, ldo);
-}
+/* tf_avx2_tile_<nm> for every type of the registry. */
+#define TILE_ENTRY_(ID, nm, id, bs, bytes, act, fam, ...) TF_X86_TILE_ENTRY(avx2, nm, TF_X86_FAM_##fam, K_##ID)
+TF_DTYPE_LIST(TILE_ENTRY_)
+#undef TILE_ENTRY_
 
 /* ---- activation quantization ------------------------------------------------------- */
 
@@ -538,15 +482,15 @@ void tf_avx2_quantize_q8_k(const float *x, void *vy, int64_t n) {
 void tf_avx2_dequantize_f16(const void *vx, float *y, int64_t n) {
     const char *x = vx;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_w8(KF_F16, x, i));
-    for (; i < n; i++) y[i] = load_w1(KF_F16, x, i);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_w8(K_F16, x, i));
+    for (; i < n; i++) y[i] = load_w1(K_F16, x, i);
 }
 
 void tf_avx2_dequantize_bf16(const void *vx, float *y, int64_t n) {
     const char *x = vx;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_w8(KF_BF16, x, i));
-    for (; i < n; i++) y[i] = load_w1(KF_BF16, x, i);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_w8(K_BF16, x, i));
+    for (; i < n; i++) y[i] = load_w1(K_BF16, x, i);
 }
 
 void tf_avx2_dequantize_q8_0(const void *vx, float *y, int64_t n) {

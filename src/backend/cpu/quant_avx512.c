@@ -57,11 +57,11 @@ TF_AI void store_sums(int R, int T, __m512 acc[TF_TILE_ROWS_MAX][TF_TILE_TOKS_MA
 /* ---- float weights (f32, f16, bf16) against f32 activations ------------------ */
 
 TF_AI __m512 load_w16(int kind, const char *row, int64_t i, __mmask16 m, int masked) {
-    if (kind == KF_F32)
+    if (kind == K_F32)
         return masked ? _mm512_maskz_loadu_ps(m, (const float *)row + i) : _mm512_loadu_ps((const float *)row + i);
     const uint16_t *p = (const uint16_t *)row + i;
     __m256i h = masked ? _mm256_maskz_loadu_epi16(m, p) : _mm256_loadu_si256((const __m256i *)p);
-    if (kind == KF_F16) return _mm512_cvtph_ps(h);
+    if (kind == K_F16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
@@ -152,7 +152,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         const char *row = w + r * ws;
-        if (kind == K0_Q8_0) {
+        if (kind == K_Q8_0) {
             const tf_block_q8_0 *b = (const tf_block_q8_0 *)row + ib;
             wq[r] = load_q8_0_pair(b, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
@@ -160,7 +160,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
                 wx[r] = _mm512_sub_epi32(zero, dpbusd_vnni(zero, _mm512_set1_epi8((char)0x80), wq[r]));
         } else if (K0_IS_IQ4(kind)) {
             /* VNNI: u8 V + 128; plain: s8 V, then as Q8_0 */
-            if (kind == K0_IQ4_NL) {
+            if (kind == K_IQ4_NL) {
                 const tf_block_iq4_nl *b = (const tf_block_iq4_nl *)row + ib;
                 wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
                 wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
@@ -172,16 +172,16 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
                 wd[r] = block_scales_f32(kind, _mm_setr_ps(d0, d1, 0.0f, 0.0f));
             }
             wq[r] = _mm512_shuffle_epi8(iq4_table(vnni ? 128 : 0), wq[r]);
-        } else if (kind == K0_Q4_0) {
+        } else if (kind == K_Q4_0) {
             const tf_block_q4_0 *b = (const tf_block_q4_0 *)row + ib;
             wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
-        } else if (kind == K0_Q4_1) {
+        } else if (kind == K_Q4_1) {
             const tf_block_q4_1 *b = (const tf_block_q4_1 *)row + ib;
             wq[r] = load_nibble_pair(b[0].qs, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
             wm[r] = block_scales(kind, b[0].m, two ? b[1].m : 0);
-        } else if (kind == K0_Q5_0) {
+        } else if (kind == K_Q5_0) {
             const tf_block_q5_0 *b = (const tf_block_q5_0 *)row + ib;
             wq[r] = load_q5_pair(b[0].qh, b[0].qs, b[1].qh, b[1].qs, two);
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
@@ -191,7 +191,7 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             wd[r] = block_scales(kind, b[0].d, two ? b[1].d : 0);
             wm[r] = block_scales(kind, b[0].m, two ? b[1].m : 0);
         }
-        if (!vnni && (kind == K0_Q8_0 || K0_IS_IQ4(kind))) { /* s8 weights: |w| and the sign */
+        if (!vnni && (kind == K_Q8_0 || K0_IS_IQ4(kind))) { /* s8 weights: |w| and the sign */
             wx[r] = _mm512_abs_epi8(wq[r]);
             wneg[r] = _mm512_movepi8_mask(wq[r]);
         }
@@ -214,21 +214,21 @@ TF_AI void q0_step(int kind, int vnni, int R, int T, int64_t ib, int two, const 
             ad = block_scales(kind, ab[0].d, two ? ab[1].d : 0);
         }
         __m512i abias = zero, au = zero;
-        if (kind != K0_Q8_0) aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
-        if (kind == K0_Q4_0 || kind == K0_Q5_0 || (K0_IS_IQ4(kind) && vnni)) {
-            const __m512i off = _mm512_set1_epi8((char)(kind == K0_Q4_0 ? 8 : kind == K0_Q5_0 ? 16 : 128));
+        if (kind != K_Q8_0) aq = _mm512_shuffle_i64x2(aq, aq, _MM_SHUFFLE(3, 1, 2, 0)); /* [lo0 lo1 hi0 hi1] order */
+        if (kind == K_Q4_0 || kind == K_Q5_0 || (K0_IS_IQ4(kind) && vnni)) {
+            const __m512i off = _mm512_set1_epi8((char)(kind == K_Q4_0 ? 8 : kind == K_Q5_0 ? 16 : 128));
             if (vnni) abias = _mm512_sub_epi32(zero, dpbusd_vnni(zero, off, aq));
             else abias = _mm512_maddubs_epi16(off, aq); /* int16 pair sums of 8 a (16 a) */
-        } else if (kind == K0_Q8_0 && vnni) {
+        } else if (kind == K_Q8_0 && vnni) {
             au = _mm512_xor_si512(aq, _mm512_set1_epi8((char)0x80)); /* a + 128 as u8 */
         }
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             __m512i s;
-            if (kind == K0_Q8_0 || (K0_IS_IQ4(kind) && !vnni)) {
+            if (kind == K_Q8_0 || (K0_IS_IQ4(kind) && !vnni)) {
                 if (vnni) s = dpbusd_vnni(wx[r], au, wq[r]);
                 else s = dpbusd_plain(wx[r], _mm512_mask_sub_epi8(aq, wneg[r], zero, aq));
-            } else if (kind == K0_Q4_0 || kind == K0_Q5_0 || K0_IS_IQ4(kind)) {
+            } else if (kind == K_Q4_0 || kind == K_Q5_0 || K0_IS_IQ4(kind)) {
                 if (vnni) s = dpbusd_vnni(abias, wq[r], aq);
                 else s = _mm512_madd_epi16(_mm512_sub_epi16(_mm512_maddubs_epi16(wq[r], aq), abias),
                                            _mm512_set1_epi16(1));
@@ -370,10 +370,10 @@ TF_AI void q2k_prep(const tf_block_q2_k *b, kq_row *k) {
 
 TF_AI void kq_prep(int kind, const char *row, int64_t ib, kq_row *k) {
     switch (kind) {
-    case KK_Q4_K: q4k_prep((const tf_block_q4_k *)row + ib, k); break;
-    case KK_Q6_K: q6k_prep((const tf_block_q6_k *)row + ib, k); break;
-    case KK_Q5_K: q5k_prep((const tf_block_q5_k *)row + ib, k); break;
-    case KK_Q3_K: q3k_prep((const tf_block_q3_k *)row + ib, k); break;
+    case K_Q4_K: q4k_prep((const tf_block_q4_k *)row + ib, k); break;
+    case K_Q6_K: q6k_prep((const tf_block_q6_k *)row + ib, k); break;
+    case K_Q5_K: q5k_prep((const tf_block_q5_k *)row + ib, k); break;
+    case K_Q3_K: q3k_prep((const tf_block_q3_k *)row + ib, k); break;
     default: q2k_prep((const tf_block_q2_k *)row + ib, k); break;
     }
 }
@@ -456,114 +456,17 @@ TF_AI void tile_dispatch(int fam, int kind, int vnni, int64_t n, const void *vw,
     for (; r < nr; r++) run_rows(fam, kind, vnni, 1, nt, n, w + r * ws, ws, a, as, out + r, ldo);
 }
 
-void tf_avx512_tile_f32(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                        int64_t ldo) {
-    tile_dispatch(0, KF_F32, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_f16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                        int64_t ldo) {
-    tile_dispatch(0, KF_F16, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_bf16(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(0, KF_BF16, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(1, K0_Q8_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(1, K0_Q4_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(1, K0_Q4_1, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(2, KK_Q4_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, float *out,
-                         int64_t ldo) {
-    tile_dispatch(2, KK_Q6_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q8_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q8_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q4_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q4_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q4_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q4_1, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q4_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q4_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q6_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q6_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                         float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q5_0, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q5_0(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q5_0, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                         float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q5_1, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                         float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q2_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q5_1(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(1, K0_Q5_1, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q2_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q2_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                         float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q3_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q3_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q3_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                         float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q5_K, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_q5_k(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                             float *out, int64_t ldo) {
-    tile_dispatch(2, KK_Q5_K, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                           float *out, int64_t ldo) {
-    tile_dispatch(1, K0_IQ4_NL, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_iq4_nl(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                               float *out, int64_t ldo) {
-    tile_dispatch(1, K0_IQ4_NL, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                           float *out, int64_t ldo) {
-    tile_dispatch(1, K0_IQ4_XS, 0, n, w, ws, nr, a, as, nt, out, ldo);
-}
-void tf_avx512vnni_tile_iq4_xs(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt,
-                               float *out, int64_t ldo) {
-    tile_dispatch(1, K0_IQ4_XS, 1, n, w, ws, nr, a, as, nt, out, ldo);
-}
+/* tf_avx512_tile_<nm> for every type, tf_avx512vnni_tile_<nm> for the integer families. */
+#define VNNI_ENTRY_FLOAT(ID, nm)
+#define VNNI_ENTRY_Q32(ID, nm) TF_X86_TILE_ENTRY(avx512vnni, nm, TF_X86_FAM_Q32, K_##ID, 1)
+#define VNNI_ENTRY_QK(ID, nm) TF_X86_TILE_ENTRY(avx512vnni, nm, TF_X86_FAM_QK, K_##ID, 1)
+#define TILE_ENTRY_(ID, nm, id, bs, bytes, act, fam, ...)                                                   \
+    TF_X86_TILE_ENTRY(avx512, nm, TF_X86_FAM_##fam, K_##ID, 0) VNNI_ENTRY_##fam(ID, nm)
+TF_DTYPE_LIST(TILE_ENTRY_)
+#undef TILE_ENTRY_
+#undef VNNI_ENTRY_FLOAT
+#undef VNNI_ENTRY_Q32
+#undef VNNI_ENTRY_QK
 
 /* ---- activation quantization ------------------------------------------------------- */
 

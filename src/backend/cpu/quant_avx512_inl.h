@@ -72,7 +72,7 @@ TF_AI __m512i iq4_table(int offset) {
  * in 256-bit halves; Q4_x / Q5_x vectors hold [lo0 | lo1 | hi0 | hi1] in
  * 128-bit quarters (elements 0..15 = lo, 16..31 = hi of each block). */
 TF_AI __m512i block_lane_map(int kind) {
-    if (kind == K0_Q8_0) return _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    if (kind == K_Q8_0) return _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
 }
 

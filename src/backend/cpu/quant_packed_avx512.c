@@ -24,31 +24,31 @@
  * iq4xs_sub, and its "qs offset" is that of the indices iq4xs_sub returns. */
 TF_AI int pk_block_bytes(int kind) {
     switch (kind) {
-    case K0_Q8_0: return sizeof(tf_block_q8_0);
-    case K0_Q4_0: return sizeof(tf_block_q4_0);
-    case K0_Q4_1: return sizeof(tf_block_q4_1);
-    case K0_Q5_0: return sizeof(tf_block_q5_0);
-    case K0_IQ4_NL: return sizeof(tf_block_iq4_nl);
+    case K_Q8_0: return sizeof(tf_block_q8_0);
+    case K_Q4_0: return sizeof(tf_block_q4_0);
+    case K_Q4_1: return sizeof(tf_block_q4_1);
+    case K_Q5_0: return sizeof(tf_block_q5_0);
+    case K_IQ4_NL: return sizeof(tf_block_iq4_nl);
     default: return sizeof(tf_block_q5_1);
     }
 }
 /* Bytes of a group of 16 blocks (IQ4_XS: two super-blocks). */
 TF_AI int pk_group_bytes(int kind) {
-    return kind == K0_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
+    return kind == K_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
 }
 TF_AI int pk_qs_offset(int kind) {
     switch (kind) {
-    case K0_IQ4_XS: return 0;
-    case K0_Q8_0: case K0_Q4_0: case K0_IQ4_NL: return 2;
-    case K0_Q4_1: return 4;
-    case K0_Q5_0: return 6;
+    case K_IQ4_XS: return 0;
+    case K_Q8_0: case K_Q4_0: case K_IQ4_NL: return 2;
+    case K_Q4_1: return 4;
+    case K_Q5_0: return 6;
     default: return 8;
     }
 }
-TF_AI int pk_qh_offset(int kind) { return kind == K0_Q5_0 ? 2 : 4; }
-#define PK_IS_Q5(kind) ((kind) == K0_Q5_0 || (kind) == K0_Q5_1)
+TF_AI int pk_qh_offset(int kind) { return kind == K_Q5_0 ? 2 : 4; }
+#define PK_IS_Q5(kind) ((kind) == K_Q5_0 || (kind) == K_Q5_1)
 /* Formats whose ex term is the int32 start value of the block sums. */
-#define PK_INT_EX(kind) ((kind) == K0_Q8_0 || (kind) == K0_Q4_0 || (kind) == K0_Q5_0 || K0_IS_IQ4(kind))
+#define PK_INT_EX(kind) ((kind) == K_Q8_0 || (kind) == K_Q4_0 || (kind) == K_Q5_0 || K0_IS_IQ4(kind))
 
 /* 16 bytes at p, p + stride, p + 2 stride, p + 3 stride as the four 128-bit
  * chunks of a vector. */
@@ -184,7 +184,7 @@ TF_AI void pk_finish_quants(int kind, pk_wgroup *wg, __m512i qh) {
 TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
-    if (kind == K0_Q8_0) {
+    if (kind == K_Q8_0) {
         pk_group_quants32(blocks, bs, qs, wg->q);
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) wg->q[v] = _mm512_xor_si512(wg->q[v], _mm512_set1_epi8((char)0x80));
@@ -193,7 +193,7 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
         /* IQ4_XS: blocks 4 k .. 4 k + 3 are sub-blocks 4 (k % 2) .. of super-block k / 2, 16 bytes apart */
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
-            x[k] = kind == K0_IQ4_XS ? load_4x16(blocks + (k / 2) * (int)sizeof(tf_block_iq4_xs) +
+            x[k] = kind == K_IQ4_XS ? load_4x16(blocks + (k / 2) * (int)sizeof(tf_block_iq4_xs) +
                                                      (int)offsetof(tf_block_iq4_xs, qs) + 64 * (k % 2), 16)
                                      : load_4x16(blocks + 4 * k * bs + qs, bs);
         transpose_4x4_dwords(x, y);
@@ -208,7 +208,7 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
                                         : _mm512_setzero_si512());
     }
     /* d (and m) of each block: the f16 words at the block's start */
-    wg->d = kind == K0_IQ4_XS ? pk_iq4xs_scales(blocks, blocks + sizeof(tf_block_iq4_xs))
+    wg->d = kind == K_IQ4_XS ? pk_iq4xs_scales(blocks, blocks + sizeof(tf_block_iq4_xs))
                               : _mm512_cvtph_ps(pk_group_words(kind, blocks, 0));
     wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
 }
@@ -216,7 +216,7 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
 /* A group record of the packed weight layout (quant.h) at p: the vectors of
  * pk_load_group without the rearrangement. */
 TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
-    if (kind == K0_Q8_0) {
+    if (kind == K_Q8_0) {
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) wg->q[v] = _mm512_loadu_si512(p + 64 * v);
         wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
@@ -232,7 +232,7 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
     }
     pk_finish_quants(kind, wg,
                      PK_IS_Q5(kind) ? _mm512_loadu_si512(p + (K0_HAS_MIN(kind) ? 320 : 288)) : _mm512_setzero_si512());
-    if (kind == K0_IQ4_XS) {
+    if (kind == K_IQ4_XS) {
         wg->d = pk_iq4xs_scales(p + 256, p + 264);
         wg->m = _mm512_setzero_ps();
         return;
@@ -245,9 +245,9 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
 /* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
  * (Q8_0 as w + 128, IQ4 as V + 128). */
 TF_AI __m256i pk_block_quants(int kind, const char *block) {
-    if (!block) return kind == K0_Q8_0 ? _mm256_set1_epi8((char)0x80) : _mm256_setzero_si256();
+    if (!block) return kind == K_Q8_0 ? _mm256_set1_epi8((char)0x80) : _mm256_setzero_si256();
     const char *qs = block + pk_qs_offset(kind);
-    if (kind == K0_Q8_0)
+    if (kind == K_Q8_0)
         return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs), _mm256_set1_epi8((char)0x80));
     __m128i q = _mm_loadu_si128((const __m128i *)qs);
     __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
@@ -268,7 +268,7 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
     for (int h = 0; h < 2; h++) {
         const char *blk = NULL;
         if (h == 0 || two) {
-            if (kind == K0_IQ4_XS) blk = (const char *)iq4xs_sub(row, b + h, &d[h]);
+            if (kind == K_IQ4_XS) blk = (const char *)iq4xs_sub(row, b + h, &d[h]);
             else {
                 uint16_t w16[2];
                 blk = row + (b + h) * pk_block_bytes(kind);
@@ -281,8 +281,8 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
     }
     wg->q[0] = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
     /* lanes 0..7: block 0, 8..15: block 1 */
-    wg->d = block_scales_f32(K0_Q8_0, _mm_setr_ps(d[0], d[1], 0.0f, 0.0f));
-    wg->m = block_scales_f32(K0_Q8_0, _mm_setr_ps(m[0], m[1], 0.0f, 0.0f));
+    wg->d = block_scales_f32(K_Q8_0, _mm_setr_ps(d[0], d[1], 0.0f, 0.0f));
+    wg->m = block_scales_f32(K_Q8_0, _mm_setr_ps(m[0], m[1], 0.0f, 0.0f));
 }
 
 /* acc += one group (nv = 8 vectors) or tail pair (nv = 1) of one token,
@@ -374,13 +374,13 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
                                          size_t as, int nt, float *out, int64_t ldo) {                         \
         pk_tile(KIND, 1, n, w, ws, nr, a, as, nt, out, ldo);                                                   \
     }
-PK_ENTRIES(q8_0, K0_Q8_0)
-PK_ENTRIES(q4_0, K0_Q4_0)
-PK_ENTRIES(q4_1, K0_Q4_1)
-PK_ENTRIES(q5_0, K0_Q5_0)
-PK_ENTRIES(q5_1, K0_Q5_1)
-PK_ENTRIES(iq4_nl, K0_IQ4_NL)
-PK_ENTRIES(iq4_xs, K0_IQ4_XS)
+PK_ENTRIES(q8_0, K_Q8_0)
+PK_ENTRIES(q4_0, K_Q4_0)
+PK_ENTRIES(q4_1, K_Q4_1)
+PK_ENTRIES(q5_0, K_Q5_0)
+PK_ENTRIES(q5_1, K_Q5_1)
+PK_ENTRIES(iq4_nl, K_IQ4_NL)
+PK_ENTRIES(iq4_xs, K_IQ4_XS)
 #undef PK_ENTRIES
 
 /* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with

@@ -19,16 +19,28 @@
 
 TF_AI float f16(uint16_t h) { return _cvtsh_ss(h); } /* exact, as tf_f16_to_f32 */
 
-/* Kernel kinds: float weights, the 32-element block formats, the K-quants. */
-enum { KF_F32, KF_F16, KF_BF16 };
-enum { K0_Q8_0, K0_Q4_0, K0_Q4_1, K0_Q5_0, K0_Q5_1, K0_IQ4_NL, K0_IQ4_XS };
-enum { KK_Q4_K, KK_Q6_K, KK_Q5_K, KK_Q3_K, KK_Q2_K };
+/* Kernel kinds within each family of the registry (core/dtype_list.h),
+ * K_<ID> for TF_DTYPE_<ID>, and the families as the kernels number them. */
+enum { K_F32, K_F16, K_BF16 };                                       /* FLOAT */
+enum { K_Q8_0, K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1, K_IQ4_NL, K_IQ4_XS }; /* Q32 */
+enum { K_Q4_K, K_Q6_K, K_Q5_K, K_Q3_K, K_Q2_K };                     /* QK */
+#define TF_X86_FAM_FLOAT 0
+#define TF_X86_FAM_Q32 1
+#define TF_X86_FAM_QK 2
+
+/* The tile entry point tf_<isa>_tile_<nm> (tf_vec_dot_tile_fn) as a call of
+ * the including file's tile_dispatch(<its leading arguments>, the tile's). */
+#define TF_X86_TILE_ENTRY(isa, nm, ...)                                                                      \
+    void tf_##isa##_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, int nt, \
+                              float *out, int64_t ldo) {                                                     \
+        tile_dispatch(__VA_ARGS__, n, w, ws, nr, a, as, nt, out, ldo);                                       \
+    }
 
 /* Formats x = d q + m, whose activations are Q8_1 blocks. */
-#define K0_HAS_MIN(kind) ((kind) == K0_Q4_1 || (kind) == K0_Q5_1)
+#define K0_HAS_MIN(kind) ((kind) == K_Q4_1 || (kind) == K_Q5_1)
 /* Formats whose weights are s8 values (Q8_0's quants, IQ4's table values). */
-#define K0_SIGNED(kind) ((kind) == K0_Q8_0 || (kind) == K0_IQ4_NL || (kind) == K0_IQ4_XS)
-#define K0_IS_IQ4(kind) ((kind) == K0_IQ4_NL || (kind) == K0_IQ4_XS)
+#define K0_SIGNED(kind) ((kind) == K_Q8_0 || (kind) == K_IQ4_NL || (kind) == K_IQ4_XS)
+#define K0_IS_IQ4(kind) ((kind) == K_IQ4_NL || (kind) == K_IQ4_XS)
 
 /* IQ4_XS: block ib of a row counted in sub-blocks of 32: its indices and its
  * scale d (ls - 32) (exact). */
