@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
             for (int r = -1; r < reps; r++) { /* one warm-up */
                 kv.n_used = L;
                 double t0 = bench_now();
-                if (tf_forward(&f, &kv, tok, pos, n, L, NULL, 0, &err) != TF_OK) {
+                if (tf_forward(&f, &kv, tok, pos, n, L, NULL, 0, NULL, &err) != TF_OK) {
                     fprintf(stderr, "kvscale: %s\n", err.msg);
                     return 1;
                 }

@@ -187,7 +187,7 @@ static void check_logits(const char *path, int n) {
         tok[i] = (int32_t)((i * 37 + 5) % m->hp.n_vocab);
         pos[i] = i;
     }
-    OK(tf_forward(&f, &kv, tok, pos, n, 0, NULL, 0, &err));
+    OK(tf_forward(&f, &kv, tok, pos, n, 0, NULL, 0, NULL, &err));
     int32_t nv = m->hp.n_vocab;
     int argmax_first = -1, distinct_argmax = 0;
     for (int r = 0; r < n; r++) {

@@ -1062,18 +1062,18 @@ static void streaming_equals_full(const tf_model *m) {
     assert_int_equal(tf_fwd_init(&ff, m, 1, 1, N, g_pool, TF_ISA_BEST, &err), TF_OK);
     assert_int_equal(tf_fwd_init(&fs, m, 1, 1, sc.view.n_slots, g_pool, TF_ISA_BEST, &err), TF_OK);
     size_t kvd = (size_t)hp->n_head_kv * hp->head_dim;
-    fs.cap_k = malloc(sizeof(float) * hp->n_layer * kvd);
-    fs.cap_v = malloc(sizeof(float) * hp->n_layer * kvd);
+    const tf_fwd_out kvout = {.k = malloc(sizeof(float) * hp->n_layer * kvd),
+                              .v = malloc(sizeof(float) * hp->n_layer * kvd)};
     double num = 0, den = 0;
     for (int32_t t = 0; t < N; t++) {
         int32_t tok = 3 + (t * 37 + 11) % 256, pos0;
-        assert_int_equal(tf_forward(&ff, &kv, &tok, &t, 1, t, NULL, 0, &err), TF_OK);
+        assert_int_equal(tf_forward(&ff, &kv, &tok, &t, 1, t, NULL, 0, NULL, &err), TF_OK);
         int32_t slot0;
         assert_int_equal(tf_scache_view(&sc, 1, &slot0, &pos0, &err), TF_OK);
         assert_int_equal(pos0, t);
         assert_int_equal(slot0, t); /* nothing slid out: no gap */
-        assert_int_equal(tf_forward(&fs, &sc.view, &tok, &pos0, 1, slot0, NULL, 0, &err), TF_OK);
-        assert_int_equal(tf_scache_append(&sc, fs.cap_k, fs.cap_v, 1, 1, &err), TF_OK);
+        assert_int_equal(tf_forward(&fs, &sc.view, &tok, &pos0, 1, slot0, NULL, 0, &kvout, &err), TF_OK);
+        assert_int_equal(tf_scache_append(&sc, kvout.k, kvout.v, 1, 1, &err), TF_OK);
         for (int32_t v = 0; v < hp->n_vocab; v++) {
             double a = ff.logits[v], b = fs.logits[v];
             num += (a - b) * (a - b);
@@ -1083,9 +1083,8 @@ static void streaming_equals_full(const tf_model *m) {
     print_message("%s architecture: streaming view vs full cache, logits NMSE %g\n", tf_arch_name(hp->arch),
                   num / den);
     assert_true(num / den < 1e-12);
-    free(fs.cap_k);
-    free(fs.cap_v);
-    fs.cap_k = fs.cap_v = NULL;
+    free(kvout.k);
+    free(kvout.v);
     tf_fwd_free(&ff);
     tf_fwd_free(&fs);
     tf_scache_free(&sc);

@@ -57,15 +57,17 @@ static void dist_copy(tf_dist *dst, const tf_dist *src) {
 
 /* ---- per-level cache operations ---- */
 
-/* Where the level's next token goes and how the pass is positioned. */
-static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n, int32_t logits_from) {
+/* Where the level's next token goes and how the pass is positioned. qout
+ * (NULL: none): the target's queries the caller keeps for retrieval scoring. */
+static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n, int32_t logits_from,
+                               const tf_fwd_out *qout) {
     spec_level *L = &s->lv[i];
     int64_t c = L->n_cached;
     tf_status st = TF_OK;
     switch (L->kind) {
     case LEVEL_FULL: {
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
-        st = tf_forward(&L->fwd, &s->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, &s->err);
+        st = tf_forward(&L->fwd, &s->kv_p, toks, L->pos, n, (int32_t)c, NULL, logits_from, qout, &s->err);
         if (st == TF_OK && s->has_rc) tf_rcache_note_append(&s->rc, &s->kv_p, (int32_t)c, n);
         break;
     }
@@ -75,7 +77,7 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
             return tf_errf(&s->err, TF_ERR_INTERNAL, "retrieval view full (%d + %d > %d slots)", slot0, n,
                            L->view.n_slots);
         for (int32_t j = 0; j < n; j++) L->pos[j] = (int32_t)(c + j);
-        st = tf_forward(&L->fwd, &L->view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
+        st = tf_forward(&L->fwd, &L->view, toks, L->pos, n, slot0, NULL, logits_from, NULL, &s->err);
         break;
     }
     case LEVEL_STREAMING: {
@@ -83,11 +85,10 @@ static tf_status level_forward(tf_spec *s, int i, const int32_t *toks, int32_t n
         int32_t slot0, pos0;
         const bool keys = tf_scache_wants_keys(&L->sc); /* the sinks' keys, captured while they are fed */
         TF_TRY(tf_scache_view(&L->sc, n, &slot0, &pos0, &s->err));
-        L->fwd.cap_k = keys ? L->cap_k : NULL;
-        L->fwd.cap_v = keys ? L->cap_v : NULL;
+        const tf_fwd_out kvout = {.k = keys ? L->cap_k : NULL, .v = keys ? L->cap_v : NULL};
         for (int32_t j = 0; j < n; j++) L->pos[j] = pos0 + j;
-        st = tf_forward(&L->fwd, &L->sc.view, toks, L->pos, n, slot0, NULL, logits_from, &s->err);
-        if (st == TF_OK) st = tf_scache_append(&L->sc, L->fwd.cap_k, L->fwd.cap_v, n, L->fwd.n_batch, &s->err);
+        st = tf_forward(&L->fwd, &L->sc.view, toks, L->pos, n, slot0, NULL, logits_from, &kvout, &s->err);
+        if (st == TF_OK) st = tf_scache_append(&L->sc, kvout.k, kvout.v, n, L->fwd.n_batch, &s->err);
         break;
     }
     case LEVEL_LOOKUP: return tf_errf(&s->err, TF_ERR_INTERNAL, "a lookup level has no forward pass");
@@ -179,13 +180,9 @@ static tf_status level_feed(tf_spec *s, int i, int64_t upto, int64_t need_from) 
         return tf_errf(&s->err, TF_ERR_INTERNAL, "level %d: %d tokens exceed its batch of %d", i, n, L->fwd.n_batch);
     int32_t from = (int32_t)(need_from - 1 - c);
     double t0 = now_s();
-    if (i == 0 && s->q_cap) {
-        L->fwd.cap_q = s->q_cap;
-        L->fwd.cap_q_row = 0;
-        L->fwd.cap_q_max = s->q_cap_rows;
-    }
+    const tf_fwd_out qout = {.q = s->q_cap, .q_row = 0, .q_max = s->q_cap_rows};
     L->last_feed = c;
-    TF_TRY(level_forward(s, i, s->seq + c, n, from));
+    TF_TRY(level_forward(s, i, s->seq + c, n, from, i == 0 && s->q_cap ? &qout : NULL));
     TF_TRY(level_dists(s, L, c, from, n));
     L->st.passes++;
     L->st.rows += n;
@@ -536,7 +533,7 @@ tf_status tf_spec_eval(tf_spec *s, const int32_t *tokens, int32_t n, int32_t log
         return tf_errf(&s->err, TF_ERR_RANGE, "eval: %d tokens after %lld (at most %d at once, %d in all)", n,
                        (long long)L->n_cached, L->fwd.n_batch, s->cfg.n_ctx);
     memcpy(s->seq + L->n_cached, tokens, sizeof(int32_t) * (size_t)n);
-    TF_TRY(level_forward(s, 0, tokens, n, logits_from));
+    TF_TRY(level_forward(s, 0, tokens, n, logits_from, NULL));
     s->n_seq = L->n_cached;
     return TF_OK;
 }
@@ -693,13 +690,10 @@ static tf_status feed_quiet(tf_spec *s, int i, int64_t upto, tf_progress_fn prog
     spec_level *L = &s->lv[i];
     while (L->n_cached < upto) {
         int32_t nb = (int32_t)(upto - L->n_cached < L->fwd.n_batch ? upto - L->n_cached : L->fwd.n_batch);
-        if (i == 0 && s->q_cap && L->n_cached + nb == upto) { /* the prompt's newest query */
-            L->fwd.cap_q = s->q_cap;
-            L->fwd.cap_q_row = nb - 1;
-            L->fwd.cap_q_max = s->q_cap_rows; /* layer stride of q_cap, as save_last_query reads it */
-        }
-        TF_TRY(level_forward(s, i, s->seq + L->n_cached, nb, nb));
-        L->fwd.cap_q = NULL; /* prefill time is not level time: the statistics describe decoding */
+        /* the prompt's newest query, at q_cap's layer stride as save_last_query reads it */
+        const tf_fwd_out qout = {.q = s->q_cap, .q_row = nb - 1, .q_max = s->q_cap_rows};
+        const bool last = i == 0 && s->q_cap && L->n_cached + nb == upto;
+        TF_TRY(level_forward(s, i, s->seq + L->n_cached, nb, nb, last ? &qout : NULL));
         *done += nb;
         if (progress && !progress(ud, (uint64_t)*done, (uint64_t)total))
             return tf_errf(&s->err, TF_ERR_CANCELLED, "prefill cancelled after %lld tokens", (long long)*done);

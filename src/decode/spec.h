@@ -94,7 +94,7 @@ typedef struct spec_level {
     tf_fwd fwd;
     tf_kv_cache view;    /* RETRIEVAL: gathered slots [0, r_sel) then this round's tokens */
     tf_scache sc;        /* STREAMING */
-    float *cap_k, *cap_v; /* STREAMING: the forward's captures of unrotated keys and values (backend buffers) */
+    float *cap_k, *cap_v; /* STREAMING: the forward's out.k / out.v, unrotated keys and values (backend buffers) */
     int64_t n_cached;    /* tokens of the working sequence this level's cache holds */
     int64_t r_base;      /* RETRIEVAL: sequence tokens the gathered part stands for */
     int32_t r_sel;

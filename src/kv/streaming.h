@@ -96,7 +96,7 @@ static inline bool tf_scache_wants_keys(const tf_scache *c) { return c->n_seen <
 
 /* Record the n tokens the forward pass stored into the view. k, v: their
  * unrotated keys and values, [n_layer][ld_rows][kv_dim] in the backend's
- * memory (the forward's cap_k / cap_v with ld_rows = its n_batch), read only
+ * memory (the forward's out.k / out.v with ld_rows = its n_batch), read only
  * when tf_scache_wants_keys() said so before the call (else may be NULL). */
 tf_status tf_scache_append(tf_scache *c, const float *k, const float *v, int32_t n, int32_t ld_rows, tf_err *err);
 

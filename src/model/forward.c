@@ -134,7 +134,8 @@ static tf_status forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_
 }
 
 /* Enqueue the pass after its inputs are in f->args_d. */
-static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv, tf_err *err) {
+static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv,
+                         const tf_fwd_out *out, tf_err *err) {
     tf_backend *be = f->be;
     const tf_backend_ops *o = be->ops;
     const tf_bweights *w = f->w;
@@ -157,16 +158,16 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
             o->add_bias(be, f->k, L->bk, n, kv_dim);
             o->add_bias(be, f->v, L->bv, n, kv_dim);
         }
-        if (f->cap_k) {
+        if (out->k) {
             size_t off = (size_t)il * f->n_batch * kv_dim, bytes = sizeof(float) * (size_t)n * kv_dim;
-            TF_TRY(o->copy(be, f->cap_k + off, f->k, bytes, err));
-            TF_TRY(o->copy(be, f->cap_v + off, f->v, bytes, err));
+            TF_TRY(o->copy(be, out->k + off, f->k, bytes, err));
+            TF_TRY(o->copy(be, out->v + off, f->v, bytes, err));
         }
         o->rope(be, f->q, q_dim, hp->n_head, hd, &rp);
-        if (f->cap_q) {
-            int32_t r0 = f->cap_q_row, r1 = n < r0 + f->cap_q_max ? n : r0 + f->cap_q_max;
+        if (out->q) {
+            int32_t r0 = out->q_row, r1 = n < r0 + out->q_max ? n : r0 + out->q_max;
             if (r1 > r0)
-                TF_TRY(o->copy(be, f->cap_q + (size_t)il * f->cap_q_max * q_dim, f->q + (size_t)r0 * q_dim,
+                TF_TRY(o->copy(be, out->q + (size_t)il * out->q_max * q_dim, f->q + (size_t)r0 * q_dim,
                                sizeof(float) * (size_t)(r1 - r0) * q_dim, err));
         }
         o->rope(be, f->k, kv_dim, hp->n_head_kv, hd, &rp);
@@ -197,14 +198,14 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
 /* The graph of this shape, captured on first use (the oldest is dropped when
  * the table is full). */
 static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv,
-                           tf_err *err) {
+                           const tf_fwd_out *out, tf_err *err) {
     tf_backend *be = f->be;
     const tf_backend_ops *o = be->ops;
     int gi = 0;
     for (; gi < f->n_graph; gi++) {
         const __typeof__(f->graph[0]) *G = &f->graph[gi];
-        if (G->n == n && G->logits_from == logits_from && G->kv == (const void *)kv->k && G->cap_q == f->cap_q &&
-            G->cap_q_row == f->cap_q_row && G->cap_q_max == f->cap_q_max && G->cap_k == f->cap_k)
+        if (G->n == n && G->logits_from == logits_from && G->kv == (const void *)kv->k && G->out.q == out->q &&
+            G->out.q_row == out->q_row && G->out.q_max == out->q_max && G->out.k == out->k && G->out.v == out->v)
             break;
     }
     if (gi == f->n_graph) {
@@ -216,7 +217,7 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
         gi = f->n_graph;
         TF_TRY(o->graph_begin(be, err));
         tf_status st = o->upload(be, f->args_d, f->args_h, f->args_bytes, err);
-        if (st == TF_OK) st = enqueue(f, kv, n, logits_from, max_kv, err);
+        if (st == TF_OK) st = enqueue(f, kv, n, logits_from, max_kv, out, err);
         void *g = NULL;
         tf_err end_err = {0};
         tf_status st2 = o->graph_end(be, &g, &end_err);
@@ -228,10 +229,7 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
         f->graph[gi].n = n;
         f->graph[gi].logits_from = logits_from;
         f->graph[gi].kv = kv->k;
-        f->graph[gi].cap_q = f->cap_q;
-        f->graph[gi].cap_q_row = f->cap_q_row;
-        f->graph[gi].cap_q_max = f->cap_q_max;
-        f->graph[gi].cap_k = f->cap_k;
+        f->graph[gi].out = *out;
         f->graph[gi].g = g;
         f->n_graph++;
         f->graph_captures++;
@@ -241,7 +239,16 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
 }
 
 tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
-                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err) {
+                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, const tf_fwd_out *out, tf_err *err) {
+    static const tf_fwd_out none;
+    if (!out) out = &none;
+    if (!out->k != !out->v)
+        return tf_errf(err, TF_ERR_INVALID_ARG,
+                       "forward: keys and values are output together (asked: keys %s, values %s)",
+                       out->k ? "yes" : "no", out->v ? "yes" : "no");
+    if (out->q && (out->q_row < 0 || out->q_max < 1))
+        return tf_errf(err, TF_ERR_INVALID_ARG, "forward: queries from row %d, %d rows (expected >= 0 and >= 1)",
+                       out->q_row, out->q_max);
     const tf_hparams *hp = &f->m->hp;
     const tf_backend_ops *o = f->be->ops;
     TF_TRY(forward_check(hp, f->n_batch, f->n_logits, kv->n_slots, tokens, n, slot0, kv_len, logits_from, err));
@@ -276,9 +283,9 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
         return tf_errf(err, TF_ERR_INTERNAL, "forward: a cache of %d slots exceeds the scratch's %d", max_kv,
                        f->n_kv_max);
     f->pending = !o->host_memory;
-    if (graph) return run_graph(f, kv, n, logits_from, max_kv, err);
+    if (graph) return run_graph(f, kv, n, logits_from, max_kv, out, err);
     TF_TRY(o->upload(f->be, f->args_d, f->args_h, f->args_bytes, err));
-    return enqueue(f, kv, n, logits_from, max_kv, err);
+    return enqueue(f, kv, n, logits_from, max_kv, out, err);
 }
 
 tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err) {

@@ -26,6 +26,18 @@
 
 #define TF_FWD_GRAPHS 12
 
+/* What a pass writes besides the cache and the logits, when its caller asks
+ * (tf_forward's out; backend buffers owned by the caller, NULL: not written):
+ *   q:  [n_layer][q_max][n_head*head_dim]  post-RoPE queries of rows
+ *       [q_row, q_row + q_max) (the retrieval cache's scoring);
+ *   k, v: [n_layer][n_batch][n_head_kv*head_dim]  pre-RoPE keys and values of
+ *       every row (the streaming cache's sinks, rotated by slot later). */
+typedef struct tf_fwd_out {
+    float *q;
+    int32_t q_row, q_max;
+    float *k, *v;
+} tf_fwd_out;
+
 typedef struct tf_fwd {
     tf_backend *be;               /* not owned (except own_be below) */
     const tf_bweights *w;         /* not owned (except own_w below) */
@@ -49,22 +61,14 @@ typedef struct tf_fwd {
     size_t args_bytes;
     bool pending;                 /* the staging may still be read by an enqueued copy */
     size_t bytes;                 /* total reserved */
-    /* Optional captures (backend buffers owned by the caller; NULL: off):
-     *   cap_q:  [n_layer][cap_q_max][n_head*head_dim]  post-RoPE queries of
-     *           rows [cap_q_row, cap_q_row + cap_q_max) (retrieval scoring);
-     *   cap_k, cap_v: [n_layer][n_batch][n_head_kv*head_dim]  pre-RoPE keys
-     *           and values of every row (the streaming cache stores keys
-     *           unrotated and rotates them by slot position). */
-    float *cap_q;
-    int32_t cap_q_row, cap_q_max;
-    float *cap_k, *cap_v;
     /* Graphs (backends with graph_rows > 0, when use_graphs is set): passes
      * of up to graph_rows rows are captured once per shape (rows, logits
      * rows, cache, captures) and replayed. */
     bool use_graphs;
     struct {
-        int32_t n, logits_from, cap_q_row, cap_q_max;
-        const void *kv, *cap_q, *cap_k;
+        int32_t n, logits_from;
+        const void *kv;
+        tf_fwd_out out;
         void *g;
     } graph[TF_FWD_GRAPHS];
     int n_graph;
@@ -88,10 +92,11 @@ void tf_fwd_free(tf_fwd *f);
  * pos[] is recorded per slot); row i attends to slots [0, kv_len[i]) (NULL:
  * slot0 + i + 1, the causal full-cache view). Logits of rows
  * [logits_from, n) are written to f->logits (at most n_logits rows;
- * logits_from == n computes none). On a device the work is enqueued: read
+ * logits_from == n computes none); out (NULL: none) asks for the rows
+ * tf_fwd_out describes. On a device the work is enqueued: read
  * the results with tf_fwd_argmax / tf_fwd_logits. */
 tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const int32_t *pos, int32_t n,
-                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, tf_err *err);
+                     int32_t slot0, const int32_t *kv_len, int32_t logits_from, const tf_fwd_out *out, tf_err *err);
 
 /* Greedy tokens of the first n_rows logits rows of the last pass, to host out. */
 tf_status tf_fwd_argmax(tf_fwd *f, int32_t n_rows, int32_t *out, tf_err *err);
