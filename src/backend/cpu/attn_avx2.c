@@ -20,5 +20,34 @@
         r_;                                                                               \
     })
 #define CVT_F16_1(h) _cvtsh_ss(h)
+/* comparisons and narrowing in two 256-bit halves (GCC would go lane by lane) */
+#define CMP_HALVES_(a, b, pred)                                                           \
+    ({                                                                                    \
+        v16f a_ = (a), b_ = (b);                                                          \
+        __m256 al_, ah_, bl_, bh_;                                                        \
+        memcpy(&al_, &a_, 32);                                                            \
+        memcpy(&ah_, (char *)&a_ + 32, 32);                                               \
+        memcpy(&bl_, &b_, 32);                                                            \
+        memcpy(&bh_, (char *)&b_ + 32, 32);                                               \
+        __m256 lo_ = _mm256_cmp_ps(al_, bl_, pred), hi_ = _mm256_cmp_ps(ah_, bh_, pred);  \
+        v16i r_;                                                                          \
+        memcpy(&r_, &lo_, 32);                                                            \
+        memcpy((char *)&r_ + 32, &hi_, 32);                                               \
+        r_;                                                                               \
+    })
+#define VGT_PS(a, b) CMP_HALVES_(a, b, _CMP_GT_OQ)
+#define VGE_PS(a, b) CMP_HALVES_(a, b, _CMP_GE_OQ)
+#define VNARROW16(u)                                                                      \
+    ({                                                                                    \
+        v16u u_ = (u);                                                                    \
+        __m256i lo_, hi_;                                                                 \
+        memcpy(&lo_, &u_, 32);                                                            \
+        memcpy(&hi_, (char *)&u_ + 32, 32);                                               \
+        __m256i p_ = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo_, hi_), 0xD8);       \
+        v16h h_;                                                                          \
+        memcpy(&h_, &p_, 32);                                                             \
+        h_;                                                                               \
+    })
+#define ATTN_VREGS 16
 #define ATTN_ISA(name) ATTN_CAT_(name, _avx2)
 #include "backend/cpu/attn_kernel.inc"
