@@ -386,8 +386,8 @@ TF_AI void kq_kernel(int kind, int R, int T, int64_t n, const char *w, size_t ws
 
 TF_AI void run_kernel(int fam, int kind, int R, int T, int64_t n, const char *w, size_t ws, const char *a,
                       size_t as, float *out, int64_t ldo) {
-    if (fam == 0) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
-    else if (fam == 1) q0_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+    if (fam == TF_X86_FAM_FLOAT) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+    else if (fam == TF_X86_FAM_Q32) q0_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
     else kq_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
 }
 

@@ -423,8 +423,8 @@ TF_AI void kq_kernel(int kind, int vnni, int R, int T, int64_t n, const char *w,
  * 1 Q8_0/Q4_0/Q5_0, 2 K-quants), `kind` its format. */
 TF_AI void run_kernel(int fam, int kind, int vnni, int R, int T, int64_t n, const char *w, size_t ws,
                       const char *a, size_t as, float *out, int64_t ldo) {
-    if (fam == 0) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
-    else if (fam == 1) q0_kernel(kind, vnni, R, T, n, w, ws, a, as, out, ldo);
+    if (fam == TF_X86_FAM_FLOAT) float_kernel(kind, R, T, n, w, ws, a, as, out, ldo);
+    else if (fam == TF_X86_FAM_Q32) q0_kernel(kind, vnni, R, T, n, w, ws, a, as, out, ldo);
     else kq_kernel(kind, vnni, R, T, n, w, ws, a, as, out, ldo);
 }
 
@@ -442,7 +442,7 @@ TF_AI void tile_dispatch(int fam, int kind, int vnni, int64_t n, const void *vw,
                          size_t as, int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
     int r = 0;
-    if (fam == 0 && nr == 8) {
+    if (fam == TF_X86_FAM_FLOAT && nr == 8) {
         switch (nt) {
         case 1: run_kernel(fam, kind, vnni, 8, 1, n, w, ws, a, as, out, ldo); return;
         case 2: run_kernel(fam, kind, vnni, 8, 2, n, w, ws, a, as, out, ldo); return;
