@@ -29,9 +29,9 @@
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 5
-#define TF_VERSION_PATCH 1
-#define TF_VERSION_STRING "2.5.1"
+#define TF_VERSION_MINOR 6
+#define TF_VERSION_PATCH 0
+#define TF_VERSION_STRING "2.6.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -397,13 +397,24 @@ TF_API bool tf_middle_from_name(const char *name, tf_middle *out);
 #define TF_BATCH_CPU 256
 #define TF_BATCH_CUDA 2048
 
+/* tf_decoder_params.gamma2's default (since 2.6.0): the candidates per target
+ * pass follow the temperature, TF_GAMMA2_GREEDY at 0 and TF_GAMMA2_SAMPLED
+ * above (measured on SmolLM2-135M at 8K: docs/BENCHMARKS.md, "Sampling at
+ * T = 0.6"). */
+#define TF_GAMMA2_BY_TEMP (-1)
+#define TF_GAMMA2_GREEDY 6
+#define TF_GAMMA2_SAMPLED 4
+
 typedef struct tf_decoder_params {
     tf_decode_mode mode;
     int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
-    /* candidate tokens per target pass; 0: chosen per pass (1..8) from the
-     * running acceptance and the measured cost of a draft token and of a
+    /* candidate tokens per target pass, 1..15; 0: chosen per pass (1..8) from
+     * the running acceptance and the measured cost of a draft token and of a
      * target pass by its row count — the output distribution is the same, but
-     * with sampling the same seed reproduces a text only with a fixed gamma2 */
+     * with sampling the same seed reproduces a text only with a fixed gamma2;
+     * TF_GAMMA2_BY_TEMP (the default since 2.6.0): TF_GAMMA2_GREEDY when
+     * sampling.temp is 0, TF_GAMMA2_SAMPLED when sampling (a sampled
+     * candidate is accepted less often, so fewer pay), see tf_decoder_gamma2 */
     int32_t gamma2;
     /* retrieval cache tokens (B); 0 (the default): an eighth of
      * n_ctx rounded down to whole chunks, within 256..4096 (measured best at
@@ -440,6 +451,9 @@ typedef struct tf_decoder_params {
 } tf_decoder_params;
 
 TF_API tf_decoder_params tf_decoder_default_params(void);
+/* The gamma2 a decoder made from params uses: params->gamma2, or with
+ * TF_GAMMA2_BY_TEMP the value for params->sampling.temp (0: adaptive). */
+TF_API int32_t tf_decoder_gamma2(const tf_decoder_params *params);
 /* Check params without loading a model: ranges, gamma1 + gamma2 within the
  * 15 candidates a target pass verifies exactly, the device (cuda needs a CUDA
  * build). n_ctx 0 and n_threads 0 mean "decided by tf_decoder_init". What

@@ -138,7 +138,8 @@ static void test_help_states_defaults(void **state) {
     int n = 0;
 #define ROW(fl, ...) (rows[n].flag = fl, snprintf(rows[n].want, sizeof rows[n].want, __VA_ARGS__), n++)
     ROW("--gamma1", "(default %d)", d.gamma1);
-    ROW("--gamma2", "(default %d)", d.gamma2);
+    assert_int_equal(d.gamma2, TF_GAMMA2_BY_TEMP); /* stated as the two values it stands for */
+    ROW("--gamma2", "(default: %d greedy, %d sampled)", TF_GAMMA2_GREEDY, TF_GAMMA2_SAMPLED);
     ROW("--budget", "(default %d)", d.budget);
     ROW("--chunk", "(default %d)", d.chunk);
     ROW("--rebuild-stride", "(default %d)", d.rebuild_stride);
@@ -158,6 +159,41 @@ static void test_help_states_defaults(void **state) {
         help_line(rows[i].flag, line, sizeof line);
         if (!strstr(line, rows[i].want)) fail_msg("%s: help says '%s', the library's default is '%s'", rows[i].flag, line, rows[i].want);
     }
+}
+
+/* gamma2's default follows the temperature (since 2.6.0): -1 in the
+ * parameters, accepted by the check, resolved by tf_decoder_gamma2 (6 greedy,
+ * 4 sampled; a value given stays as given), and what the CLI reports using. */
+static void test_gamma2_default(void **state) {
+    (void)state;
+    tf_decoder_params p = tf_decoder_default_params();
+    assert_int_equal(p.gamma2, -1);
+    assert_int_equal(TF_GAMMA2_BY_TEMP, -1);
+    char err[256] = "";
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_OK);
+    p.sampling.temp = 0;
+    assert_int_equal(tf_decoder_gamma2(&p), 6);
+    p.sampling.temp = 0.6f;
+    assert_int_equal(tf_decoder_gamma2(&p), 4);
+    p.gamma2 = 5;
+    assert_int_equal(tf_decoder_gamma2(&p), 5);
+    p.gamma2 = 0;
+    assert_int_equal(tf_decoder_gamma2(&p), 0);
+    p.gamma2 = -2;
+    assert_int_equal(tf_decoder_params_check(&p, err, sizeof err), TF_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "gamma2 -2: expected -1 (by the temperature), 0 (adaptive) or 1..15"));
+    TU_REQUIRE_SHARED(path_s, "models/stories260K/stories260K.gguf");
+    char args[1024];
+    snprintf(args, sizeof args, "generate -m %s -p \"Once upon a time\" --temp 0 -n 8 --mode draft --draft-lookup 2",
+             path_s);
+    EXPECT(args, 0, ", gamma2 6,");
+    snprintf(args, sizeof args,
+             "generate -m %s -p \"Once upon a time\" --temp 0.6 -s 3 -n 8 --mode draft --draft-lookup 2", path_s);
+    EXPECT(args, 0, ", gamma2 4,");
+    snprintf(args, sizeof args,
+             "generate -m %s -p \"Once upon a time\" --temp 0.6 -s 3 -n 8 --mode draft --draft-lookup 2 --gamma2 7",
+             path_s);
+    EXPECT(args, 0, ", gamma2 7,");
 }
 
 /* The prefill batch's default is the device's (since 2.4.0): 0 in the
@@ -498,6 +534,7 @@ int main(void) {
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_help_states_defaults),
         cmocka_unit_test(test_batch_default),
+        cmocka_unit_test(test_gamma2_default),
         cmocka_unit_test(test_isa_range),
         cmocka_unit_test(test_with_stories),
         cmocka_unit_test(test_hf_dir),

@@ -40,7 +40,7 @@ tf_decoder_params tf_decoder_default_params(void) {
     tf_sampler_params sp = tf_sampler_default_params();
     const tf_rcache_params rp = tf_rcache_default_params(); /* the retrieval cache's own defaults */
     return (tf_decoder_params){
-        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = 6, .budget = 0 /* by the context */, .chunk = rp.chunk,
+        .mode = TF_MODE_AR, .gamma1 = 2, .gamma2 = TF_GAMMA2_BY_TEMP, .budget = 0 /* by the context */, .chunk = rp.chunk,
         .recent = rp.recent,
         .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 0,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
@@ -83,9 +83,14 @@ int tf_cuda_devices(void) {
 #endif
 }
 
+int32_t tf_decoder_gamma2(const tf_decoder_params *p) {
+    if (p->gamma2 != TF_GAMMA2_BY_TEMP) return p->gamma2;
+    return p->sampling.temp > 0 ? TF_GAMMA2_SAMPLED : TF_GAMMA2_GREEDY;
+}
+
 tf_spec_cfg tf_api_spec_cfg(const tf_decoder_params *p, tf_device dev) {
     return (tf_spec_cfg){
-        .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = p->gamma2, .budget = p->budget,
+        .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = tf_decoder_gamma2(p), .budget = p->budget,
         .chunk = p->chunk, .recent = p->recent, .rebuild_stride = p->rebuild_stride,
         .rebuild_accept = p->rebuild_accept, .bypass_accept = p->bypass_accept, .bypass_probe = p->bypass_probe,
         .middle = (tf_spec_middle)p->middle,
@@ -110,6 +115,10 @@ static tf_status check_params(const tf_decoder_params *p, tf_err *err) {
         return tf_errf(err, TF_ERR_INVALID_ARG, "threads %d: expected 0 (all CPUs) or 1..%d", p->n_threads,
                        TF_MAX_THREADS);
     if (p->isa < 0 || p->isa > 4) return tf_errf(err, TF_ERR_INVALID_ARG, "isa %d: expected 0..4", p->isa);
+    if (p->gamma2 < TF_GAMMA2_BY_TEMP)
+        return tf_errf(err, TF_ERR_INVALID_ARG,
+                       "gamma2 %d: expected %d (by the temperature), 0 (adaptive) or 1..15", p->gamma2,
+                       TF_GAMMA2_BY_TEMP);
     if (!tf_kv_type_valid(p->kv_type))
         return tf_errf(err, TF_ERR_INVALID_ARG, "KV cache type %d: expected f32, f16, q8_0 or q4_0", (int)p->kv_type);
     TF_TRY(tf_api_check_device(p->device, err));

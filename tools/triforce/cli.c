@@ -79,7 +79,7 @@ static const opt_def k_opts[] = {
     {NULL, "--mode", OPT_STR, O(mode), "MODE",
      "ar | draft | retrieval | streaming | triforce (default: triforce with -md, else ar; spec = draft)", CMD_GENERATE | CMD_EVAL | CMD_SERVE, 0, 0},
     {NULL, "--gamma1", OPT_INT, O(gamma1), "N", "draft tokens per middle-level pass (default 2)", SPEC_RUN, 1, 16},
-    {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass, 0 = adapt to the measured costs and acceptance (default 6)", SPEC_RUN | CMD_EVAL, 0, 15},
+    {NULL, "--gamma2", OPT_INT, O(gamma2), "N", "candidate tokens per target pass, 0 = adapt to the measured costs and acceptance (default: 6 greedy, 4 sampled)", SPEC_RUN | CMD_EVAL, 0, 15},
     {NULL, "--budget", OPT_INT, O(budget), "N", "retrieval cache tokens; 0: an eighth of the context, in whole chunks, within 256..4096 (default 0)", SPEC_RUN | CMD_EVAL, 0, 1 << 28},
     {NULL, "--chunk", OPT_INT, O(chunk), "N", "retrieval chunk size (default 8)", SPEC_RUN | CMD_EVAL, 1, 64},
     {NULL, "--rebuild-stride", OPT_INT, O(rebuild_stride), "N", "rebuild the retrieval cache every N target passes (default 16)",
@@ -566,6 +566,13 @@ bool cli_decode_mode(const char *cmd, const cli_opts *o, tf_decode_mode *mode) {
         return false;
     }
     return cli_mode_has_draft(cmd, o, *mode);
+}
+
+int cli_gamma2(const cli_opts *o) {
+    tf_decoder_params dp = tf_decoder_default_params();
+    dp.gamma2 = o->gamma2;
+    dp.sampling.temp = o->temp;
+    return tf_decoder_gamma2(&dp);
 }
 
 tf_decoder_params cli_decoder_params(const cli_opts *o) {

@@ -145,6 +145,8 @@ bool cli_check_output(const char *cmd, const char *out, const char *in);
  * KV type, ISA and the sampling transform (seed 1; callers set mode, seed,
  * context and device). */
 tf_decoder_params cli_decoder_params(const cli_opts *o);
+/* The gamma2 the options give (--gamma2, or by --temp when not given). */
+int cli_gamma2(const cli_opts *o);
 /* tf_decoder_params_check before any model is loaded: false (the reason
  * printed) when the options cannot work whatever the models are. */
 bool cli_check_decoder_params(const char *cmd, const tf_decoder_params *dp);

@@ -586,7 +586,7 @@ int cmd_bench(int argc, char **argv) {
                 (long long)(o.seed >= 0 ? o.seed : 1));
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d%s, chunk %d, rebuild-stride %d, bypass-accept %g, middle %s, "
-                        "sinks %d, window %d", o.gamma1, o.gamma2, o.budget, o.budget ? "" : " (an eighth of each test's context)",
+                        "sinks %d, window %d", o.gamma1, cli_gamma2(&o), o.budget, o.budget ? "" : " (an eighth of each test's context)",
                 o.chunk, o.rebuild_stride, o.bypass_accept, o.middle, o.sinks, o.window);
     fputc('\n', stderr);
     for (int i = 0; i < o.depths.n; i++)

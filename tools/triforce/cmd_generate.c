@@ -208,7 +208,7 @@ static bool write_json(FILE *f, const char *path, const cli_opts *o, const char 
     fprintf(f, "  \"prefill_s\": %.6f,\n  \"decode_s\": %.6f,\n  \"decode_tok_s\": %.3f,\n", r->t_prefill, r->t_decode,
             r->t_decode > 0 ? r->n / r->t_decode : 0.0);
     fprintf(f, "  \"temp\": %g,\n  \"gamma1\": %d,\n  \"gamma2\": %d,\n  \"budget\": %d,\n  \"chunk\": %d,\n", o->temp,
-            o->gamma1, o->gamma2, o->budget, o->chunk);
+            o->gamma1, cli_gamma2(o), o->budget, o->chunk);
     fprintf(f, "  \"rebuild_stride\": %d,\n  \"bypass_accept\": %g,\n  \"sinks\": %d,\n  \"window\": %d,\n",
             o->rebuild_stride, o->bypass_accept, o->sinks, o->window);
     fprintf(f, "  \"middle\": \"%s\",\n  \"passes_via_middle\": %lld,\n  \"passes_skipping_middle\": %lld,\n",
@@ -337,7 +337,7 @@ int cmd_generate(int argc, char **argv) {
             o.top_p, o.min_p, (unsigned long long)seed);
     if (mode != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d%s, chunk %d, rebuild-stride %d, bypass-accept %g, sinks %d, "
-                "window %d", o.gamma1, o.gamma2, o.budget, o.budget ? "" : " (an eighth of the context)", o.chunk,
+                "window %d", o.gamma1, cli_gamma2(&o), o.budget, o.budget ? "" : " (an eighth of the context)", o.chunk,
                 o.rebuild_stride, o.bypass_accept, o.sinks, o.window);
     fprintf(stderr, "\n");
     /* the prompt is echoed as the generated text is written: invalid bytes as U+FFFD */
