@@ -17,5 +17,19 @@
         (__m512i)_mm512_cvtne2ps_pbh((__m512)(hi), (__m512)(lo))))
 #define CVT_I8V(c) ((v16f)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32((__m128i)(c))))
 #define CVT_F16_1(h) _cvtsh_ss(h)
+/* the softmax weights' steps (attn_kernel.inc): one instruction each */
+#define VFMA(a, b, c) ((v16f)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define VRINT(t) ((v16f)_mm512_roundscale_ps((__m512)(t), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define VSCALE2(p, n) ((v16f)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
+#define VANY_GT(a, b) (_mm512_cmp_ps_mask((__m512)(a), (__m512)(b), _CMP_GT_OQ) != 0)
+#define VMAX_PS(a, b) ((v16f)_mm512_max_ps((__m512)(a), (__m512)(b)))
+/* VCVTNEPS2BF16 rounds as bf16_round does (it reads a subnormal as zero: the
+ * weights have none) */
+#define BF16_NARROW(x, h)                                                                  \
+    ({                                                                                     \
+        __m256i h_ = (__m256i)_mm512_cvtneps_pbh((__m512)(x));                             \
+        memcpy(&(h), &h_, sizeof h_);                                                      \
+        (v16u)_mm512_slli_epi32(_mm512_cvtepu16_epi32(h_), 16);                            \
+    })
 
 #endif
