@@ -4,7 +4,8 @@
  * output head, each in its own memory and in the packed weight layout, run
  * in order as a forward pass runs them, after a 128 MiB read has evicted
  * them from the caches (HOT=1 skips that read). Prints the best of 15 passes
- * as ms and GB/s of weights read, for the layers and the head apart.
+ * as ms and GB/s of weights read, for the layers and the head apart
+ * (REPS=N: N passes instead, for a profiler).
  *
  * Build (after `make`, from the repository root):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc dev/decode_mm_lab.c build/libtriforce.a \
@@ -95,7 +96,8 @@ int main(int argc, char **argv) {
     const int hot = getenv("HOT") != NULL;
     double best_layers = 1e30, best_head = 1e30;
     long sink = 0;
-    for (int rep = 0; rep < 15; rep++) {
+    const int reps = getenv("REPS") && atoi(getenv("REPS")) > 0 ? atoi(getenv("REPS")) : 15;
+    for (int rep = 0; rep < reps; rep++) {
         if (!hot)
             for (size_t i = 0; i < flush_n; i += 64) sink += flush[i];
         double t0 = now_s();
