@@ -15,9 +15,11 @@
  *      from cache by all tokens. Wide float rows are also split along the
  *      columns (partial sums added into Y) so that the rows in use stay in
  *      L1 while the tokens stream past them.
- * Decode (n_tok == 1) reads every weight byte exactly once, in tile_rows
- * sequential streams per thread far apart (mm_gemv_spread). Nothing is
- * allocated.
+ * Decode (n_tok == 1) reads every weight byte exactly once: on the packed
+ * path as prefill does, each thread one stream through its rows, its tile
+ * kernel requesting the next tile's rows as it reads a tile; otherwise in
+ * tile_rows sequential streams per thread far apart (mm_gemv_spread). Nothing
+ * is allocated.
  *
  * Where the table has a packed path for the type (act_pack / packed_tile,
  * see quant.h) the activations are packed instead, a whole token row at a
@@ -199,7 +201,7 @@ static void mm_task(void *arg, int ith, int nth) {
                j->Y + t0 * j->ldy + r0, j->ldy);
         return;
     }
-    if (t1 - t0 == 1) {
+    if (t1 - t0 == 1 && !j->packed) {
         mm_gemv_spread(j, act + (size_t)t0 * j->a_row, j->Y + t0 * j->ldy, r0, r1);
         return;
     }
