@@ -5,7 +5,8 @@
  * in order as a forward pass runs them, after a 128 MiB read has evicted
  * them from the caches (HOT=1 skips that read). Prints the best of 15 passes
  * as ms and GB/s of weights read, for the layers and the head apart
- * (REPS=N: N passes instead, for a profiler).
+ * (REPS=N: N passes instead, for a profiler; ISA=avx2: the AVX2 kernels over the
+ * file's layout, the path of CPUs without AVX512-VNNI).
  *
  * Build (after `make`, from the repository root):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc dev/decode_mm_lab.c build/libtriforce.a \
@@ -47,14 +48,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "decode_mm_lab: %s\n", err.msg);
         return 1;
     }
-    const tf_cpu_kernels *k = tf_cpu_kernels_get(TF_ISA_BEST);
+    /* ISA=avx2: that table's kernels over the file's layout (the path of CPUs without VNNI) */
+    const int avx2 = getenv("ISA") && strcmp(getenv("ISA"), "avx2") == 0;
+    const tf_cpu_kernels *k = tf_cpu_kernels_get(avx2 ? TF_ISA_AVX2 : TF_ISA_BEST);
+    const int layout = avx2 ? TF_WLAYOUT_FILE : TF_WLAYOUT_PACKED;
     static const int64_t smol[7][2] = {{576, 576}, {192, 576}, {192, 576}, {576, 576}, {1536, 576}, {1536, 576}, {576, 1536}};
     static const int64_t tl[7][2] = {{2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048}, {5632, 2048}, {5632, 2048}, {2048, 5632}};
     const int64_t(*shp)[2] = tiny ? tl : smol;
     const int n_layer = tiny ? 22 : 30, nm = n_layer * 7 + 1;
     const int64_t head_rows = tiny ? 32000 : 49152, head_cols = tiny ? 2048 : 576, max_cols = tiny ? 5632 : 1536;
     const tf_dtype layer_type = tiny ? TF_DTYPE_Q8_0 : TF_DTYPE_Q4_1;
-    if (!k->wpacked_tile[layer_type] || !k->wpacked_tile[TF_DTYPE_Q8_0]) {
+    if (!avx2 && (!k->wpacked_tile[layer_type] || !k->wpacked_tile[TF_DTYPE_Q8_0])) {
         fprintf(stderr, "decode_mm_lab: this CPU's kernels (%s) have no packed weight layout\n", k->isa);
         return 1;
     }
@@ -79,7 +83,8 @@ int main(int argc, char **argv) {
             for (int64_t c = 0; c < m[i].cols; c++) row[c] = (float)(tf_rng_uniform(&rng) - 0.5);
             tf_ref_quantize_row(m[i].type, row, file + (size_t)r * ws, m[i].cols);
         }
-        tf_weight_pack_rows(m[i].type, file, m[i].w, m[i].rows, m[i].cols);
+        if (avx2) memcpy(m[i].w, file, bytes);
+        else tf_weight_pack_rows(m[i].type, file, m[i].w, m[i].rows, m[i].cols);
         free(file);
         *(head ? &head_bytes : &layer_bytes) += (double)bytes;
     }
@@ -102,10 +107,10 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < flush_n; i += 64) sink += flush[i];
         double t0 = now_s();
         for (int i = 0; i < nm - 1; i++)
-            tf_cpu_matmul(pool, k, m[i].type, m[i].w, TF_WLAYOUT_PACKED, m[i].rows, m[i].cols, x, n_tok, y,
+            tf_cpu_matmul(pool, k, m[i].type, m[i].w, layout, m[i].rows, m[i].cols, x, n_tok, y,
                           m[i].rows, act);
         double t1 = now_s();
-        tf_cpu_matmul(pool, k, m[nm - 1].type, m[nm - 1].w, TF_WLAYOUT_PACKED, m[nm - 1].rows, m[nm - 1].cols, x,
+        tf_cpu_matmul(pool, k, m[nm - 1].type, m[nm - 1].w, layout, m[nm - 1].rows, m[nm - 1].cols, x,
                       n_tok, y, m[nm - 1].rows, act);
         double t2 = now_s();
         if (t1 - t0 < best_layers) best_layers = t1 - t0;

@@ -56,14 +56,6 @@
 #define MM_LOCAL_ACT_BYTES (16 * 1024)
 /* Column chunks are multiples of this many elements (every block size divides it). */
 #define MM_COL_QUANTUM TF_QK_K
-/* One-token products over short weight rows (at most this many bytes) request
- * each stream's lines this far ahead of the tile reading them: the streams of
- * a small matrix are too short for the hardware prefetchers to reach full
- * speed (SmolLM2-135M's rows of 360-960 bytes: its decode's products ran at
- * 23 GB/s, with this at 37; measured in docs/BENCHMARKS.md). Long rows are
- * left to the hardware, which streams them faster alone (TinyLlama's 2 KiB
- * rows: 6% slower with it). */
-#define MM_PF_BYTES 1024
 
 typedef struct {
     const tf_cpu_kernels *k;
@@ -151,13 +143,6 @@ static void mm_gemv_spread(const mm_job *j, const char *act, float *y, int64_t r
         size_t slice = (size_t)per * j->w_row;
         for (int64_t i = 0; i < per; i++) {
             float part[TF_TILE_ROWS_MAX];
-            if (j->w_row <= MM_PF_BYTES) { /* each stream's bytes MM_PF_BYTES ahead of those this tile reads */
-                const size_t ahead = (size_t)i * j->w_row + MM_PF_BYTES;
-                const size_t end = ahead + j->w_row < slice ? ahead + j->w_row : slice;
-                const char *base = j->W + (size_t)r0 * j->w_row;
-                for (size_t b = ahead; b < end; b += 64)
-                    for (int k = 0; k < g; k++) __builtin_prefetch(base + k * slice + b, 0, 3);
-            }
             j->tile(j->n_cols, j->W + (size_t)(r0 + i) * j->w_row, slice, g, act, j->a_row, 1, part, 1);
             for (int k = 0; k < g; k++) y[r0 + k * per + i] = part[k];
         }
