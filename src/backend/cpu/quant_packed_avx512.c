@@ -353,7 +353,7 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
         float *o = out + r;
         /* the row nr rows on (the next tile's): with several tokens a row takes long enough that the
          * hardware prefetchers' streams fall behind, with one their streams through the short rows of
-         * small matrices never reach speed (one token over SmolLM2's or TinyLlama's matrices: 15-25%
+         * small matrices never reach speed (one token over SmolLM2's or TinyLlama's matrices: 12-20%
          * faster than four streams per thread far apart, docs/BENCHMARKS.md) */
         for (size_t b = 0; b < ws; b += 64) _mm_prefetch(row + nr * ws + b, _MM_HINT_T0);
         switch (nt) {
