@@ -1,13 +1,5 @@
 /* attn_avx512.c — attention work item compiled for AVX-512 without the BF16 instructions
  * (F16 conversion with vcvtph2ps zmm; bf16 dot products emulated exactly). */
-#include <immintrin.h>
-#define CVT_LOAD16(src) ((v16f)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src))))
-#define CVT_I8V(c) ((v16f)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32((__m128i)(c))))
-#define CVT_F16_1(h) _cvtsh_ss(h)
-#define VFMA(a, b, c) ((v16f)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
-#define VRINT(t) ((v16f)_mm512_roundscale_ps((__m512)(t), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
-#define VSCALE2(p, n) ((v16f)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
-#define VANY_GT(a, b) (_mm512_cmp_ps_mask((__m512)(a), (__m512)(b), _CMP_GT_OQ) != 0)
-#define VMAX_PS(a, b) ((v16f)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#include "backend/cpu/attn_avx512_isa.h"
 #define ATTN_ISA(name) ATTN_CAT_(name, _avx512)
 #include "backend/cpu/attn_kernel.inc"
