@@ -59,9 +59,26 @@ static void amx_end(void) { _tile_release(); }
 
 #define ROWS 16 /* rows per tile product */
 
+/* e^x for the softmax weights as vexp_p computes it (x <= 0, lanes below
+ * P_LOG_MIN discarded by the caller), with the instructions this variant
+ * has: the polynomial in fused steps, the rounding and the scaling by 2^n
+ * one instruction each. Its own bits (as the tile products are). */
+static inline __m512 exp_amx(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(P_LOG_MIN - 1.0f));
+    const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(t, n); /* exact, in [-1/2, 1/2] */
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.3333558146428443e-3f), f, _mm512_set1_ps(9.6181291076284772e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
 /* softmax_tile_bf16 for one row of the score tile (srow: its 64 scores), in
  * mask registers and with VCVTNEPS2BF16 for the rounding (the weights are 0
- * or in [e^-40, 1]: no NaN, no subnormal): the same steps and bits, fewer
+ * or in [e^-40, 1]: no NaN, no subnormal): the same steps, fewer
  * instructions. */
 static inline float softmax_amx(const attn_item *it, int r, const float *srow, int nbr, int nlo, int nvalid,
                                 uint16_t *pb) {
@@ -87,7 +104,7 @@ static inline float softmax_amx(const attn_item *it, int r, const float *srow, i
     for (int b = 0; b < nbr; b++) {
         const __m512 x = _mm512_sub_ps(s[b], mv);
         const __mmask16 keep = valid[b] & _mm512_cmp_ps_mask(x, _mm512_set1_ps(P_LOG_MIN), _CMP_GE_OQ);
-        const __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_mov_ps(keep, (__m512)vexp_p((v16f)x)));
+        const __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_mov_ps(keep, exp_amx(x)));
         _mm256_storeu_si256((__m256i *)(pb + 16 * b), h);
         psum = _mm512_add_ps(psum, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
     }

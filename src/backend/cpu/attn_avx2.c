@@ -48,19 +48,6 @@
         memcpy(&h_, &p_, 32);                                                             \
         h_;                                                                               \
     })
-/* fused multiply-add in two 256-bit halves */
-#define VFMA(a, b, c)                                                                     \
-    ({                                                                                    \
-        v16f a_ = (a), b_ = (b), c_ = (c), r_;                                            \
-        __m256 x_[2], y_[2], z_[2];                                                       \
-        memcpy(x_, &a_, 64);                                                              \
-        memcpy(y_, &b_, 64);                                                              \
-        memcpy(z_, &c_, 64);                                                              \
-        x_[0] = _mm256_fmadd_ps(x_[0], y_[0], z_[0]);                                     \
-        x_[1] = _mm256_fmadd_ps(x_[1], y_[1], z_[1]);                                     \
-        memcpy(&r_, x_, 64);                                                              \
-        r_;                                                                               \
-    })
 #define ATTN_VREGS 16
 #define ATTN_ISA(name) ATTN_CAT_(name, _avx2)
 #include "backend/cpu/attn_kernel.inc"

@@ -9,8 +9,8 @@
 #define CVT_LOAD16(src) ((v16f)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src))))
 #define CVT_I8V(c) ((v16f)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32((__m128i)(c))))
 #define CVT_F16_1(h) _cvtsh_ss(h)
-/* the softmax weights' steps (attn_kernel.inc): one instruction each */
-#define VFMA(a, b, c) ((v16f)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+/* the softmax weights' steps (attn_kernel.inc): one instruction each, the
+ * same results as the vector-extension steps they replace */
 #define VRINT(t) ((v16f)_mm512_roundscale_ps((__m512)(t), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VSCALE2(p, n) ((v16f)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
 #define VANY_GT(a, b) (_mm512_cmp_ps_mask((__m512)(a), (__m512)(b), _CMP_GT_OQ) != 0)
