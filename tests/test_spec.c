@@ -744,6 +744,49 @@ static void test_long_skip(void **state) {
     unlink(pg);
 }
 
+/* The route controller's situation (route.h): with a text lookup under
+ * three levels, whether the sequence's newest tokens occurred before (a
+ * proposal to judge) or not; a model draft always proposes. */
+static void test_route_ctx(void **state) {
+    (void)state;
+    const char *pt = gen_model(64, 8, 2, NULL, 24);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    const char *pd = gen_model(32, 2, 1, NULL, 25);
+    tf_model *t = load(tpath), *d = load(pd);
+    int32_t fresh[100], repeat[104];
+    for (int i = 0; i < 100; i++) fresh[i] = repeat[i] = 10 + i; /* no token twice */
+    for (int i = 0; i < 4; i++) repeat[100 + i] = 50 + i;       /* ends as positions 40..43 did */
+    const struct { int lookup; bool model; const int32_t *p; int n; int want; } cases[] = {
+        {4, false, fresh, 100, TF_ROUTE_CTX_NONE},    {4, false, repeat, 104, TF_ROUTE_CTX_DRAFT},
+        {5, false, repeat, 104, TF_ROUTE_CTX_NONE},   /* a match of 4 is below the minimum of 5 */
+        {0, true, fresh, 100, TF_ROUTE_CTX_DRAFT},    {0, true, repeat, 104, TF_ROUTE_CTX_DRAFT},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        tf_spec_cfg c = {
+            .mode = TF_SPEC_TRIFORCE, .gamma1 = 2, .gamma2 = 5, .budget = 64, .chunk = 8, .recent = 8,
+            .rebuild_stride = 4, .rebuild_accept = 0.3f, .sinks = 4, .window = 32, .n_ctx = 300, .n_batch = 64,
+            .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .middle = TF_SPEC_MIDDLE_AUTO, .lookup = cases[ci].lookup,
+            .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
+        };
+        tf_spec s;
+        tf_err err = {0};
+        assert_int_equal(tf_spec_init(&s, t, cases[ci].model ? d : NULL, &c, g_pool, &err), TF_OK);
+        assert_int_equal(tf_spec_prefill(&s, cases[ci].p, cases[ci].n, NULL, NULL), TF_OK);
+        if (tf_spec_route_ctx(&s) != cases[ci].want) {
+            print_error("case %zu (lookup %d, %s draft, %d-token prompt): situation %d, expected %d\n", ci,
+                        cases[ci].lookup, cases[ci].model ? "model" : "no", cases[ci].n, tf_spec_route_ctx(&s),
+                        cases[ci].want);
+            fail();
+        }
+        tf_spec_free(&s);
+    }
+    tf_model_free(t);
+    tf_model_free(d);
+    unlink(tpath);
+    unlink(pd);
+}
+
 static void test_skip_route_is_spec(void **state) {
     (void)state;
     const char *pt = gen_model(64, 8, 2, NULL, 21);
@@ -1138,6 +1181,7 @@ int main(void) {
         cmocka_unit_test(test_step_cap),
         cmocka_unit_test(test_gamma_controller),
         cmocka_unit_test(test_route_controller),
+        cmocka_unit_test(test_route_ctx),
         cmocka_unit_test(test_skip_route_is_spec),
         cmocka_unit_test(test_long_skip),
         cmocka_unit_test(test_greedy_equality_qwen2),

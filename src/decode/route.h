@@ -17,7 +17,8 @@
  * route each; until each route has been seen four times, the other one gets
  * every third pass; after that, one pass of the other route every 24 passes,
  * times how much faster the chosen route has been (at most every 128), keeps
- * that estimate current at a bounded cost.
+ * that estimate current at a bounded cost. A decoder keeps one controller per
+ * situation (TF_ROUTE_CTX_*, below) and asks the one of the situation at hand.
  *
  * The route changes which level drafts, never what is emitted: every target
  * pass is an exact speculative verification of whatever proposed. With
@@ -30,6 +31,14 @@
 #include <stdint.h>
 
 enum { TF_ROUTE_MIDDLE = 0, TF_ROUTE_SKIP = 1 };
+
+/* The situations a decoder keeps one controller each for, since the faster
+ * route differs between them: with a text lookup at the bottom, whether it
+ * has a match to propose before the pass (with one, the skip route lets the
+ * target judge the quote directly; without, the skip route is a plain
+ * one-token step and the middle level's own drafts are all there is). A
+ * model draft always proposes: one situation. */
+enum { TF_ROUTE_CTX_NONE = 0, TF_ROUTE_CTX_DRAFT = 1, TF_ROUTE_N_CTX = 2 };
 
 typedef struct tf_route_ctl {
     double tokens[2], seconds[2]; /* per route: decayed sums over its passes */

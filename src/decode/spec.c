@@ -328,18 +328,32 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
     return TF_OK;
 }
 
+int tf_spec_route_ctx(const tf_spec *s) {
+    int64_t from;
+    if (s->n_levels == 3 && s->lv[2].kind == LEVEL_LOOKUP &&
+        tf_lookup_match(s->seq, s->n_seq, s->cfg.lookup, TF_LOOKUP_MAX_MATCH, &from) == 0)
+        return TF_ROUTE_CTX_NONE;
+    return TF_ROUTE_CTX_DRAFT;
+}
+
 /* Extend the sequence by one target pass (>= 1 tokens). */
 static tf_status decode_pass(tf_spec *s) {
     if (s->n_seq >= s->cfg.n_ctx)
         return tf_errf(&s->err, TF_ERR_RANGE, "the context of %d tokens is full", s->cfg.n_ctx);
     const bool three = s->n_levels == 3;
     s->route = TF_ROUTE_MIDDLE;
-    /* auto: the controller's choice, except while the middle level bypasses
-     * its draft (the level nearest the target rejects it: no pass of the
-     * target alone over the draft's candidates is worth exploring) */
-    if (three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO &&
-        !(s->cfg.bypass_accept > 0 && s->lv[2].accept_ewma < s->cfg.bypass_accept))
-        s->route = tf_route_next(&s->rctl);
+    /* auto: the controller's choice for the situation at hand (route.h): a
+     * text lookup at the bottom proposes now or has nothing to propose. A
+     * model draft that the middle level bypasses (the level nearest the
+     * target rejects it) is not worth a target pass of its candidates, so
+     * then the middle route is taken without exploring; a lookup's rejection
+     * by the middle level says little of the target's verdict (what it
+     * quotes may lie outside the middle level's small cache) */
+    const bool lookup = three && s->lv[2].kind == LEVEL_LOOKUP;
+    const int ctx = tf_spec_route_ctx(s);
+    const bool auto_route = three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO;
+    if (auto_route && (lookup || !(s->cfg.bypass_accept > 0 && s->lv[2].accept_ewma < s->cfg.bypass_accept)))
+        s->route = tf_route_next(&s->rctl[ctx]);
     if (three && s->cfg.middle == TF_SPEC_MIDDLE_NEVER) s->route = TF_ROUTE_SKIP;
     double t0 = now_s();
     for (int i = 1; i < s->n_levels && s->route == TF_ROUTE_MIDDLE; i++) {
@@ -358,7 +372,7 @@ static tf_status decode_pass(tf_spec *s) {
     }
     int added;
     TF_TRY(extend(s, 0, 1, &added));
-    if (three && s->cfg.middle == TF_SPEC_MIDDLE_AUTO) tf_route_observe(&s->rctl, s->route, added, now_s() - t0);
+    if (auto_route) tf_route_observe(&s->rctl[ctx], s->route, added, now_s() - t0);
     s->route_passes[s->route]++;
     s->passes_since_rebuild++;
     if (s->q_cap) save_last_query(s, (int32_t)(s->lv[0].n_cached - 1 - s->lv[0].last_feed));
@@ -523,7 +537,7 @@ static void level_free(tf_spec *s, spec_level *L) {
 /* The running choices (gamma2 per route, the route) and the route counts, from scratch. */
 static void controllers_init(tf_spec *s) {
     for (int r = 0; r < 2; r++) tf_gamma_init(&s->gctl[r], TF_SPEC_GAMMA2_AUTO_MAX);
-    tf_route_init(&s->rctl);
+    for (int c = 0; c < TF_ROUTE_N_CTX; c++) tf_route_init(&s->rctl[c]);
     s->route_passes[0] = s->route_passes[1] = 0;
 }
 

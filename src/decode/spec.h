@@ -161,7 +161,7 @@ typedef struct tf_spec {
     int32_t passes_since_rebuild;
     tf_gamma_ctl gctl[2];     /* gamma2 0: the running choice, one per route (their drafts differ) */
     int route;                /* the current target pass's route: TF_ROUTE_MIDDLE or TF_ROUTE_SKIP */
-    tf_route_ctl rctl;        /* middle AUTO: the running choice */
+    tf_route_ctl rctl[TF_ROUTE_N_CTX]; /* middle AUTO: the running choice, per situation (route.h) */
     int64_t route_passes[2];  /* target passes per route while decoding */
     tf_err err;
 } tf_spec;
@@ -210,6 +210,11 @@ tf_status tf_spec_prefill_from(tf_spec *s, const tf_spec *src, tf_progress_fn pr
  * or a NULL out / n_out; TF_ERR_RANGE when the context is full and nothing is
  * left to hand out. */
 tf_status tf_spec_step(tf_spec *s, int32_t *out, int32_t cap, int32_t *n_out);
+
+/* The situation of the next target pass for the route controller (route.h):
+ * TF_ROUTE_CTX_NONE when a text lookup at the bottom of three levels has no
+ * match to propose for the sequence as it stands, else TF_ROUTE_CTX_DRAFT. */
+int tf_spec_route_ctx(const tf_spec *s);
 
 /* Forget the sequence (every cache emptied, nothing copied or freed) and
  * reseed; statistics restart. The next call must be tf_spec_prefill. */
