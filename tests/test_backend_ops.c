@@ -775,6 +775,64 @@ static void test_cpu_tables(void **state) {
     }
 }
 
+/* The CPU backend splits element-wise ops over several rows across its pool
+ * (backend_cpu.c): each value must be the one the op computes on a single
+ * thread, bit for bit, at every size around the split's threshold and its
+ * ragged ends (element counts not a multiple of 16, rows not a multiple of
+ * the threads). Fresh random data; the one-thread results come from the
+ * ops.h functions directly. */
+static void test_cpu_elementwise_split(void **state) {
+    (void)state;
+    tf_backend be;
+    assert_int_equal(tf_backend_cpu_init(&be, g_pool, TF_ISA_BEST, &g_err), TF_OK);
+    static const int rows[] = {1, 2, 3, 7, 8, 9, 33};
+    static const int dims[] = {576, 1536, 64 * 9};
+    int n_checked = 0;
+    for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+        for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+            const int n = rows[ri], dim = dims[di];
+            const size_t N = (size_t)n * dim + (size_t)(ri % 3) * 5; /* + a ragged tail for add / silu */
+            float *x = rnd(N, -3, 3), *u = rnd(N, -2, 2), *w = rnd(dim, 0.5f, 1.5f);
+            float *a = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N);
+            /* rmsnorm over n rows */
+            be.ops->rmsnorm(&be, a, x, w, n, dim, 1e-5f);
+            tf_op_rmsnorm(b, x, w, n, dim, dim, 1e-5f);
+            assert_memory_equal(a, b, sizeof(float) * (size_t)n * dim);
+            /* add and silu_mul over N values */
+            memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
+            be.ops->add(&be, a, u, (int64_t)N);
+            tf_op_add(b, u, (int64_t)N);
+            assert_memory_equal(a, b, sizeof(float) * N);
+            memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
+            be.ops->silu_mul(&be, a, u, (int64_t)N);
+            tf_op_silu_mul(b, u, (int64_t)N);
+            assert_memory_equal(a, b, sizeof(float) * N);
+            /* rope over n rows of dim / 64 heads of 64, both layouts */
+            for (int neox = 0; neox < 2; neox++) {
+                float freq[32];
+                for (int i = 0; i < 32; i++) freq[i] = powf(10000.0f, -2.0f * i / 64);
+                int32_t pos[33];
+                for (int i = 0; i < n; i++) pos[i] = (int32_t)(tf_rng_next(&g_rng) % 100000);
+                const size_t tb = be.ops->rope_table_bytes(&be, n, 64);
+                float *table = malloc(tb);
+                tf_rope_pass rp = {.pos = pos, .freq = freq, .mscale = 1.0f, .n = n, .n_rot = 64,
+                                   .neox = neox != 0, .table = table};
+                be.ops->rope_prepare(&be, &rp);
+                memcpy(a, x, sizeof(float) * N), memcpy(b, x, sizeof(float) * N);
+                be.ops->rope(&be, a, dim, dim / 64, 64, &rp);
+                tf_op_rope(b, n, dim, dim / 64, 64, 64, neox != 0, table, table + (size_t)n * 32);
+                assert_memory_equal(a, b, sizeof(float) * (size_t)n * dim);
+                free(table);
+            }
+            for (size_t i = 0; i < (size_t)n * dim; i++) assert_false(isnan(a[i]));
+            free(x), free(u), free(w), free(a), free(b);
+            n_checked++;
+        }
+    print_message("cpu: rmsnorm, add, silu_mul and rope on the pool equal one thread's bits at %d shapes\n",
+                  n_checked);
+    tf_backend_free(&be);
+}
+
 static void test_cuda_table(void **state) {
     (void)state;
 #ifdef TF_HAVE_CUDA
@@ -851,6 +909,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_tables),
+        cmocka_unit_test(test_cpu_elementwise_split),
         cmocka_unit_test(test_cuda_table),
         cmocka_unit_test(test_negative_control),
     };

@@ -142,9 +142,59 @@ static void cpu_embed(tf_backend *be, float *x, const tf_bmat *t, const int32_t 
     }
 }
 
+/* The element-wise ops over several rows (prefill, a verification pass) are
+ * split across the pool, by rows or by runs of elements: each value is
+ * computed exactly as on one thread, so the results are the same bits. With
+ * one row (decode) or few values they run on the calling thread: waking the
+ * pool would cost more than the op. */
+#define PARALLEL_MIN_ELEMS 4096
+
+typedef struct {
+    int kind; /* EW_* */
+    float *y;
+    const float *x, *w;
+    int64_t n, dim;
+    float eps;
+    int32_t n_head, head_dim;
+    const tf_rope_pass *rp;
+} ew_job;
+enum { EW_RMSNORM, EW_ROPE, EW_SILU_MUL, EW_ADD };
+
+static void ew_task(void *arg, int ith, int nth) {
+    const ew_job *j = arg;
+    long lo, hi;
+    if (j->kind == EW_SILU_MUL || j->kind == EW_ADD) { /* runs of 16 elements */
+        tf_split_range((long)((j->n + 15) / 16), ith, nth, &lo, &hi);
+        int64_t e0 = (int64_t)lo * 16, e1 = (int64_t)hi * 16 < j->n ? (int64_t)hi * 16 : j->n;
+        if (e1 <= e0) return;
+        if (j->kind == EW_SILU_MUL) tf_op_silu_mul(j->y + e0, j->x + e0, e1 - e0);
+        else tf_op_add(j->y + e0, j->x + e0, e1 - e0);
+        return;
+    }
+    tf_split_range((long)j->n, ith, nth, &lo, &hi);
+    if (hi <= lo) return;
+    if (j->kind == EW_RMSNORM) {
+        tf_op_rmsnorm(j->y + lo * j->dim, j->x + lo * j->dim, j->w, hi - lo, j->dim, j->dim, j->eps);
+        return;
+    }
+    const tf_rope_pass *rp = j->rp;
+    const int64_t half = rp->n_rot / 2;
+    const float *cos_t = rp->table, *sin_t = cos_t + (size_t)rp->n * (size_t)half;
+    tf_op_rope(j->y + lo * j->dim, hi - lo, j->dim, j->n_head, j->head_dim, rp->n_rot, rp->neox, cos_t + lo * half,
+               sin_t + lo * half);
+}
+
+/* Run j on the pool when it has `rows` >= 2 rows (or, element-wise, enough
+ * elements) of at least PARALLEL_MIN_ELEMS values in all; else here. */
+static void ew_run(tf_backend *be, ew_job *j, int64_t rows, int64_t elems) {
+    tf_pool *pool = ctx_of(be)->pool;
+    if (rows < 2 || elems < PARALLEL_MIN_ELEMS || tf_pool_size(pool) < 2) pool = NULL;
+    tf_pool_run(pool, ew_task, j);
+}
+
 static void cpu_rmsnorm(tf_backend *be, float *y, const float *x, const float *w, int32_t n, int32_t dim, float eps) {
-    (void)be;
-    tf_op_rmsnorm(y, x, w, n, dim, dim, eps);
+    ew_job j = {.kind = EW_RMSNORM, .y = y, .x = x, .w = w, .n = n, .dim = dim, .eps = eps};
+    ew_run(be, &j, n, (int64_t)n * dim);
 }
 
 /* The table: cos [n_max][n_rot/2], then sin. */
@@ -160,9 +210,8 @@ static void cpu_rope_prepare(tf_backend *be, const tf_rope_pass *rp) {
 }
 
 static void cpu_rope(tf_backend *be, float *x, int64_t ld, int32_t n_head, int32_t head_dim, const tf_rope_pass *rp) {
-    (void)be;
-    const float *cos_t = rp->table, *sin_t = cos_t + (size_t)rp->n * (rp->n_rot / 2);
-    tf_op_rope(x, rp->n, ld, n_head, head_dim, rp->n_rot, rp->neox, cos_t, sin_t);
+    ew_job j = {.kind = EW_ROPE, .y = x, .n = rp->n, .dim = ld, .n_head = n_head, .head_dim = head_dim, .rp = rp};
+    ew_run(be, &j, rp->n, (int64_t)rp->n * n_head * head_dim);
 }
 
 static size_t cpu_matmul_scratch(const tf_backend *be, const tf_bmat *w, int32_t n_max) {
@@ -186,13 +235,13 @@ static void cpu_add_bias(tf_backend *be, float *y, const float *b, int32_t n, in
 }
 
 static void cpu_add(tf_backend *be, float *y, const float *x, int64_t n) {
-    (void)be;
-    tf_op_add(y, x, n);
+    ew_job j = {.kind = EW_ADD, .y = y, .x = x, .n = n};
+    ew_run(be, &j, n, n);
 }
 
 static void cpu_silu_mul(tf_backend *be, float *g, const float *u, int64_t n) {
-    (void)be;
-    tf_op_silu_mul(g, u, n);
+    ew_job j = {.kind = EW_SILU_MUL, .y = g, .x = u, .n = n};
+    ew_run(be, &j, n, n);
 }
 
 static void cpu_kv_store(tf_backend *be, const tf_kv_view *kv, const int32_t *slot0, int32_t n, const float *k,
