@@ -1270,6 +1270,79 @@ static void test_matmul_batch_invariance(void **state) {
     tf_pool_free(pool);
 }
 
+/* tf_cpu_matmul_n (several matrices of one input in one job: a layer's
+ * q/k/v and gate/up) gives each matrix the bits tf_cpu_matmul gives it alone,
+ * in every table, for every type, in the file layout and (where the table
+ * has it) the packed weight layout, with and without threads, for 1..16
+ * tokens, with row counts that end inside a tile and output strides wider
+ * than the rows. Fresh random weights and activations. */
+static void test_matmul_n(void **state) {
+    (void)state;
+    enum { MAX_TOK = 16, N_W = 3 };
+    const int64_t rows[N_W] = {37, 5, 64}, cols = 512, ldy[N_W] = {40, 9, 64};
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x77);
+    tf_pool *pool;
+    tf_err err = {0};
+    assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
+    float *wf = malloc(sizeof(float) * 64 * cols), *x = malloc(sizeof(float) * MAX_TOK * cols);
+    float *one[N_W], *many[N_W];
+    for (int i = 0; i < N_W; i++) {
+        one[i] = malloc(sizeof(float) * MAX_TOK * ldy[i]);
+        many[i] = malloc(sizeof(float) * MAX_TOK * ldy[i]);
+    }
+    int n_checked = 0;
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tf_dtype t = k_types[ti];
+        size_t ws = tf_dtype_row_size(t, cols), as = tf_act_scratch_row_size(t, cols);
+        char *w[N_W], *wp[N_W], *act = malloc(as * MAX_TOK);
+        for (int i = 0; i < N_W; i++) {
+            w[i] = malloc(ws * (size_t)rows[i]);
+            wp[i] = malloc(ws * (size_t)rows[i]);
+            fill_gauss(&rng, wf, rows[i] * cols, 0.5);
+            for (int64_t r = 0; r < rows[i]; r++) tf_ref_quantize_row(t, wf + r * cols, w[i] + r * ws, cols);
+            if (tf_weight_packs(t)) tf_weight_pack_rows(t, w[i], wp[i], rows[i], cols);
+        }
+        fill_gauss(&rng, x, MAX_TOK * cols, 1.0);
+        for (int ki = 0; ki < g_n_tables; ki++)
+            for (int layout = 0; layout < 2; layout++) {
+                const tf_cpu_kernels *k = g_tables[ki];
+                if (layout == TF_WLAYOUT_PACKED && !(tf_weight_packs(t) && k->wpacked_tile[t] && k->act_pack[t]))
+                    continue;
+                const void *W[N_W] = {layout ? wp[0] : w[0], layout ? wp[1] : w[1], layout ? wp[2] : w[2]};
+                for (int pi = 0; pi < 2; pi++) {
+                    tf_pool *p = pi ? pool : NULL;
+                    static const int toks[] = {1, 2, 3, 8, 13, 16};
+                    for (size_t ni = 0; ni < sizeof toks / sizeof toks[0]; ni++) {
+                        const int n = toks[ni];
+                        for (int i = 0; i < N_W; i++) {
+                            for (int64_t e = 0; e < MAX_TOK * ldy[i]; e++) one[i][e] = many[i][e] = -1.0f;
+                            tf_cpu_matmul(p, k, t, W[i], layout, rows[i], cols, x, n, one[i], ldy[i], act);
+                        }
+                        tf_cpu_matmul_n(p, k, t, layout, N_W, W, rows, cols, x, n, many, ldy, act);
+                        for (int i = 0; i < N_W; i++) {
+                            for (int64_t e = 0; e < n * ldy[i]; e++) assert_false(isnan(many[i][e]));
+                            if (memcmp(one[i], many[i], sizeof(float) * (size_t)(n * ldy[i])) != 0) {
+                                print_error("matmul_n %s %s layout %d threads %d, %d tokens: matrix %d differs from "
+                                            "its product alone\n",
+                                            k->isa, tf_dtype_name(t), layout, pi ? 2 : 1, n, i);
+                                fail();
+                            }
+                        }
+                        n_checked++;
+                    }
+                }
+            }
+        for (int i = 0; i < N_W; i++) free(w[i]), free(wp[i]);
+        free(act);
+    }
+    print_message("matmul_n: %d cases equal to the products alone\n", n_checked);
+    for (int i = 0; i < N_W; i++) free(one[i]), free(many[i]);
+    free(wf);
+    free(x);
+    tf_pool_free(pool);
+}
+
 /* R16 (quant.h "Row-interleaved weight groups"): the layout round-trips and
  * holds the bytes quant.h names; the activations' side values are each
  * block's d and -128 x its quant sum; tf_ref_r16_dot agrees with the plain
@@ -1451,6 +1524,7 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_exact_rows),
         cmocka_unit_test(test_matmul_batch_invariance),
+        cmocka_unit_test(test_matmul_n),
         cmocka_unit_test(test_packed_vs_ref),
         cmocka_unit_test(test_r16_vs_ref),
     };

@@ -133,6 +133,20 @@ static tf_status forward_check(const tf_hparams *hp, int32_t n_batch, int32_t n_
     return TF_OK;
 }
 
+/* y[i] = w[i] x for n_w matrices of the same input: one backend call where the
+ * backend has matmul_n and the matrices share type, layout and width (the
+ * same bits either way), else one matmul each. */
+static tf_status matmul_same_input(tf_backend *be, int n_w, const tf_bmat *const *w, const float *x, int32_t n,
+                                   float *const *y, const int64_t *ldy, void *scratch, tf_err *err) {
+    const tf_backend_ops *o = be->ops;
+    bool one_call = o->matmul_n != NULL;
+    for (int i = 1; i < n_w && one_call; i++)
+        one_call = w[i]->type == w[0]->type && w[i]->layout == w[0]->layout && w[i]->n_cols == w[0]->n_cols;
+    if (one_call) return o->matmul_n(be, n_w, w, x, n, y, ldy, scratch, err);
+    for (int i = 0; i < n_w; i++) TF_TRY(o->matmul(be, w[i], x, n, y[i], ldy[i], scratch, err));
+    return TF_OK;
+}
+
 /* Enqueue the pass after its inputs are in f->args_d. */
 static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv,
                          const tf_fwd_out *out, tf_err *err) {
@@ -150,9 +164,12 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
     for (int il = 0; il < hp->n_layer; il++) {
         const tf_blayer *L = &w->layers[il];
         o->rmsnorm(be, f->xn, f->x, L->attn_norm, n, E, hp->rms_eps);
-        TF_TRY(o->matmul(be, &L->wq, f->xn, n, f->q, q_dim, f->mm_scratch, err));
-        TF_TRY(o->matmul(be, &L->wk, f->xn, n, f->k, kv_dim, f->mm_scratch, err));
-        TF_TRY(o->matmul(be, &L->wv, f->xn, n, f->v, kv_dim, f->mm_scratch, err));
+        {
+            const tf_bmat *wqkv[3] = {&L->wq, &L->wk, &L->wv};
+            float *const yqkv[3] = {f->q, f->k, f->v};
+            const int64_t ld[3] = {q_dim, kv_dim, kv_dim};
+            TF_TRY(matmul_same_input(be, 3, wqkv, f->xn, n, yqkv, ld, f->mm_scratch, err));
+        }
         if (L->bq) { /* qwen2; per row, so batch invariance holds */
             o->add_bias(be, f->q, L->bq, n, q_dim);
             o->add_bias(be, f->k, L->bk, n, kv_dim);
@@ -181,8 +198,12 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
         TF_TRY(o->matmul(be, &L->wo, f->att, n, f->tmp, E, f->mm_scratch, err));
         o->add(be, f->x, f->tmp, (int64_t)n * E);
         o->rmsnorm(be, f->xn, f->x, L->ffn_norm, n, E, hp->rms_eps);
-        TF_TRY(o->matmul(be, &L->w_gate, f->xn, n, f->gate, hp->n_ff, f->mm_scratch, err));
-        TF_TRY(o->matmul(be, &L->w_up, f->xn, n, f->up, hp->n_ff, f->mm_scratch, err));
+        {
+            const tf_bmat *wgu[2] = {&L->w_gate, &L->w_up};
+            float *const ygu[2] = {f->gate, f->up};
+            const int64_t ld[2] = {hp->n_ff, hp->n_ff};
+            TF_TRY(matmul_same_input(be, 2, wgu, f->xn, n, ygu, ld, f->mm_scratch, err));
+        }
         o->silu_mul(be, f->gate, f->up, (int64_t)n * hp->n_ff);
         TF_TRY(o->matmul(be, &L->w_down, f->gate, n, f->tmp, E, f->mm_scratch, err));
         o->add(be, f->x, f->tmp, (int64_t)n * E);

@@ -229,6 +229,26 @@ static tf_status cpu_matmul(tf_backend *be, const tf_bmat *w, const float *x, in
     return TF_OK;
 }
 
+static tf_status cpu_matmul_n(tf_backend *be, int n_w, const tf_bmat *const *w, const float *x, int32_t n,
+                              float *const *y, const int64_t *ldy, void *scratch, tf_err *err) {
+    cpu_ctx *c = ctx_of(be);
+    if (n_w < 1 || n_w > TF_MATMUL_N_MAX)
+        return tf_errf(err, TF_ERR_INTERNAL, "matmul_n: %d matrices (expected 1..%d)", n_w, TF_MATMUL_N_MAX);
+    const void *W[TF_MATMUL_N_MAX];
+    int64_t rows[TF_MATMUL_N_MAX], work = 0;
+    for (int i = 0; i < n_w; i++) {
+        if (w[i]->type != w[0]->type || w[i]->layout != w[0]->layout || w[i]->n_cols != w[0]->n_cols)
+            return tf_errf(err, TF_ERR_INTERNAL, "matmul_n: matrix %d differs from the first in type, layout or width",
+                           i);
+        W[i] = w[i]->data;
+        rows[i] = w[i]->n_rows;
+        work += w[i]->n_rows * w[i]->n_cols * n;
+    }
+    tf_cpu_matmul_n(work >= PARALLEL_MIN_WORK ? c->pool : NULL, c->kern, (tf_dtype)w[0]->type, (int)w[0]->layout, n_w,
+                    W, rows, w[0]->n_cols, x, n, y, ldy, scratch);
+    return TF_OK;
+}
+
 static void cpu_add_bias(tf_backend *be, float *y, const float *b, int32_t n, int64_t dim) {
     (void)be;
     tf_op_add_bias(y, b, n, dim, dim);
@@ -319,6 +339,7 @@ static const tf_backend_ops k_cpu_ops = {
     .rope = cpu_rope,
     .matmul_scratch = cpu_matmul_scratch,
     .matmul = cpu_matmul,
+    .matmul_n = cpu_matmul_n,
     .add_bias = cpu_add_bias,
     .add = cpu_add,
     .silu_mul = cpu_silu_mul,

@@ -2,7 +2,9 @@
  * matmul.c — the threaded matrix product Y = X W^T of quant.h on top of the
  * per-ISA tile kernels (tf_cpu_kernels.vec_dot_tile).
  *
- * One pool job per call, in two phases separated by a spin barrier:
+ * One pool job per call (tf_cpu_matmul_n: one for up to TF_MATMUL_N_MAX
+ * matrices of the same X, their row groups split across the threads as one
+ * sequence), in two phases separated by a spin barrier:
  *   1. the activations X are converted to act(wtype) into act_buf, the
  *      blocks of all tokens split evenly across the threads (F32 activations
  *      are used in place: no copy, no barrier). Small activations (decode)
@@ -57,17 +59,26 @@
 /* Column chunks are multiples of this many elements (every block size divides it). */
 #define MM_COL_QUANTUM TF_QK_K
 
+/* One matrix of a call (several: tf_cpu_matmul_n, all of the same input). */
+typedef struct {
+    const char *W;
+    int64_t n_rows;
+    float *Y;
+    int64_t ldy;
+    int64_t g0; /* its first row group (of tile_rows) in the call's sequence */
+} mm_mat;
+
 typedef struct {
     const tf_cpu_kernels *k;
     tf_vec_dot_tile_fn tile;
     tf_act_quantize_fn quantize; /* NULL: activations are X itself */
     tf_dtype wtype;
-    const char *W;
-    size_t w_row; /* bytes per weight row */
-    int64_t n_rows, n_cols, n_tok;
+    mm_mat mat[TF_MATMUL_N_MAX];
+    int n_mat;
+    int64_t n_groups; /* row groups of all the matrices */
+    size_t w_row;     /* bytes per weight row */
+    int64_t n_cols, n_tok;
     const float *X;
-    float *Y;
-    int64_t ldy;
     char *act;
     size_t a_row;        /* bytes per activation row */
     int64_t act_block;   /* elements per activation block */
@@ -107,26 +118,26 @@ static void mm_barrier(mm_job *j, int nth) {
 
 /* Rows [r0, r1) x tokens [t0, t1), columns [c0, c0 + nc), activations in
  * act; accumulate adds the result to Y instead of storing it. */
-static void mm_block(const mm_job *j, const char *act, int64_t r0, int64_t r1, int64_t t0, int64_t t1, int64_t c0,
-                     int64_t nc, int accumulate) {
+static void mm_block(const mm_job *j, const mm_mat *m, const char *act, int64_t r0, int64_t r1, int64_t t0,
+                     int64_t t1, int64_t c0, int64_t nc, int accumulate) {
     size_t w_off = tf_dtype_row_size(j->wtype, c0);
     TF_ASSERT(!j->packed || c0 == 0);
     size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c0) : (size_t)c0 * sizeof(float);
     for (int64_t r = r0; r < r1; r += j->tile_rows) {
         int nr = r1 - r < j->tile_rows ? (int)(r1 - r) : j->tile_rows;
-        const char *w = j->W + (size_t)r * j->w_row + w_off;
+        const char *w = m->W + (size_t)r * j->w_row + w_off;
         for (int64_t t = t0; t < t1; t += j->tile_toks) {
             int nt = t1 - t < j->tile_toks ? (int)(t1 - t) : j->tile_toks;
             const char *a = act + (size_t)t * j->a_row + a_off;
-            float *y = j->Y + t * j->ldy + r;
+            float *y = m->Y + t * m->ldy + r;
             if (!accumulate) {
-                j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, y, j->ldy);
+                j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, y, m->ldy);
                 continue;
             }
             float part[TF_TILE_TOKS_MAX * TF_TILE_ROWS_MAX];
             j->tile(nc, w, j->w_row, nr, a, j->a_row, nt, part, TF_TILE_ROWS_MAX);
             for (int tt = 0; tt < nt; tt++)
-                for (int rr = 0; rr < nr; rr++) y[tt * j->ldy + rr] += part[tt * TF_TILE_ROWS_MAX + rr];
+                for (int rr = 0; rr < nr; rr++) y[tt * m->ldy + rr] += part[tt * TF_TILE_ROWS_MAX + rr];
         }
     }
 }
@@ -136,21 +147,49 @@ static void mm_block(const mm_job *j, const char *act, int64_t r0, int64_t r1, i
  * sequential streams far apart (as many streams as a tile of long rows
  * gives; adjacent short rows would share pages and defeat the hardware
  * prefetcher). Rows past the last full slice run as ordinary tiles. */
-static void mm_gemv_spread(const mm_job *j, const char *act, float *y, int64_t r0, int64_t r1) {
+static void mm_gemv_spread(const mm_job *j, const mm_mat *m, const char *act, float *y, int64_t r0, int64_t r1) {
     int g = j->tile_rows;
     int64_t per = (r1 - r0) / g;
     if (g > 1 && per > 0) {
         size_t slice = (size_t)per * j->w_row;
         for (int64_t i = 0; i < per; i++) {
             float part[TF_TILE_ROWS_MAX];
-            j->tile(j->n_cols, j->W + (size_t)(r0 + i) * j->w_row, slice, g, act, j->a_row, 1, part, 1);
+            j->tile(j->n_cols, m->W + (size_t)(r0 + i) * j->w_row, slice, g, act, j->a_row, 1, part, 1);
             for (int k = 0; k < g; k++) y[r0 + k * per + i] = part[k];
         }
         r0 += per * g;
     }
     for (int64_t r = r0; r < r1; r += g) {
         int nr = r1 - r < g ? (int)(r1 - r) : g;
-        j->tile(j->n_cols, j->W + (size_t)r * j->w_row, j->w_row, nr, act, j->a_row, 1, y + r, 1);
+        j->tile(j->n_cols, m->W + (size_t)r * j->w_row, j->w_row, nr, act, j->a_row, 1, y + r, 1);
+    }
+}
+
+/* Rows [r0, r1) of matrix m x tokens [t0, t1), in the walk of the call's kind. */
+static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r0, int64_t r1, int64_t t0,
+                    int64_t t1) {
+    if (r0 >= r1 || t0 >= t1) return;
+    if (j->r16) { /* one call: it walks its groups of 16 rows and every token in tiles of 16 */
+        j->r16(j->n_cols, m->W, m->n_rows, r0, r1, act + (size_t)t0 * j->a_row, j->a_row, (int)(t1 - t0),
+               m->Y + t0 * m->ldy + r0, m->ldy);
+        return;
+    }
+    if (t1 - t0 == 1 && !j->packed) {
+        mm_gemv_spread(j, m, act + (size_t)t0 * j->a_row, m->Y + t0 * m->ldy, r0, r1);
+        return;
+    }
+    if (j->col_chunk >= j->n_cols) {
+        mm_block(j, m, act, r0, r1, t0, t1, 0, j->n_cols, 0);
+        return;
+    }
+    /* Column-chunked: per group of rows, every chunk against every token. */
+    const int64_t g = j->tile_rows;
+    for (int64_t r = r0; r < r1; r += g) {
+        int64_t re = r + g < r1 ? r + g : r1;
+        for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
+            int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
+            mm_block(j, m, act, r, re, t0, t1, c, nc, c > 0);
+        }
     }
 }
 
@@ -166,41 +205,22 @@ static void mm_task(void *arg, int ith, int nth) {
         mm_convert(j, j->act, ith, nth);
         if (nth > 1) mm_barrier(j, nth);
     }
-    /* Split groups of tile_rows rows across threads; with fewer groups than
-     * threads split the tokens instead. */
-    int64_t r0 = 0, r1 = j->n_rows, t0 = 0, t1 = j->n_tok, g = j->tile_rows;
+    /* Split the row groups (tile_rows rows) of all the matrices, in order,
+     * across threads; with fewer groups than threads split the tokens
+     * instead. */
+    const int64_t g = j->tile_rows;
     long lo, hi;
-    int64_t n_groups = (j->n_rows + g - 1) / g;
-    if (n_groups >= nth || j->n_tok < nth) {
-        tf_split_range((long)n_groups, ith, nth, &lo, &hi);
-        r0 = lo * g;
-        r1 = hi * g < j->n_rows ? hi * g : j->n_rows;
+    if (j->n_groups >= nth || j->n_tok < nth) {
+        tf_split_range((long)j->n_groups, ith, nth, &lo, &hi);
+        for (int i = 0; i < j->n_mat; i++) {
+            const mm_mat *m = &j->mat[i];
+            const int64_t m_groups = (m->n_rows + g - 1) / g;
+            int64_t a = lo > m->g0 ? lo - m->g0 : 0, b = hi - m->g0 < m_groups ? hi - m->g0 : m_groups;
+            if (a < b) mm_rows(j, m, act, a * g, b * g < m->n_rows ? b * g : m->n_rows, 0, j->n_tok);
+        }
     } else {
         tf_split_range((long)j->n_tok, ith, nth, &lo, &hi);
-        t0 = lo;
-        t1 = hi;
-    }
-    if (r0 >= r1 || t0 >= t1) return;
-    if (j->r16) { /* one call: it walks its groups of 16 rows and every token in tiles of 16 */
-        j->r16(j->n_cols, j->W, j->n_rows, r0, r1, act + (size_t)t0 * j->a_row, j->a_row, (int)(t1 - t0),
-               j->Y + t0 * j->ldy + r0, j->ldy);
-        return;
-    }
-    if (t1 - t0 == 1 && !j->packed) {
-        mm_gemv_spread(j, act + (size_t)t0 * j->a_row, j->Y + t0 * j->ldy, r0, r1);
-        return;
-    }
-    if (j->col_chunk >= j->n_cols) {
-        mm_block(j, act, r0, r1, t0, t1, 0, j->n_cols, 0);
-        return;
-    }
-    /* Column-chunked: per group of rows, every chunk against every token. */
-    for (int64_t r = r0; r < r1; r += g) {
-        int64_t re = r + g < r1 ? r + g : r1;
-        for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
-            int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
-            mm_block(j, act, r, re, t0, t1, c, nc, c > 0);
-        }
+        for (int i = 0; i < j->n_mat; i++) mm_rows(j, &j->mat[i], act, 0, j->mat[i].n_rows, lo, hi);
     }
 }
 
@@ -218,25 +238,22 @@ static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_
     return chunk < n_cols ? chunk : n_cols;
 }
 
-void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_layout,
-                   int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
-                   void *act_buf) {
-    if (n_rows <= 0 || n_tok <= 0) return;
-    TF_ASSERT(ldy >= n_rows && k->vec_dot_tile[wtype] && k->act_quantize[wtype]);
+void tf_cpu_matmul_n(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, int w_layout, int n_w,
+                     const void *const *W, const int64_t *n_rows, int64_t n_cols, const float *X, int64_t n_tok,
+                     float *const *Y, const int64_t *ldy, void *act_buf) {
+    TF_ASSERT(n_w >= 1 && n_w <= TF_MATMUL_N_MAX);
+    if (n_tok <= 0) return;
+    TF_ASSERT(k->vec_dot_tile[wtype] && k->act_quantize[wtype]);
     TF_ASSERT(k->tile_rows[wtype] >= 1 && k->tile_rows[wtype] <= TF_TILE_ROWS_MAX && k->tile_toks[wtype] >= 1 &&
               k->tile_toks[wtype] <= TF_TILE_TOKS_MAX);
     mm_job j = {
         .k = k,
         .tile = k->vec_dot_tile[wtype],
         .wtype = wtype,
-        .W = W,
         .w_row = tf_dtype_row_size(wtype, n_cols),
-        .n_rows = n_rows,
         .n_cols = n_cols,
         .n_tok = n_tok,
         .X = X,
-        .Y = Y,
-        .ldy = ldy,
         .tile_rows = k->tile_rows[wtype],
         .tile_toks = k->tile_toks[wtype],
     };
@@ -251,6 +268,14 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         j.tile_toks = TF_PACK_TOKS_MAX;
         j.packed = 1;
     }
+    for (int i = 0; i < n_w; i++) {
+        if (n_rows[i] <= 0) continue;
+        TF_ASSERT(ldy[i] >= n_rows[i]);
+        mm_mat *m = &j.mat[j.n_mat++];
+        *m = (mm_mat){.W = W[i], .n_rows = n_rows[i], .Y = Y[i], .ldy = ldy[i], .g0 = j.n_groups};
+        j.n_groups += (n_rows[i] + j.tile_rows - 1) / j.tile_rows;
+    }
+    if (j.n_mat == 0) return;
     TF_ASSERT(j.w_row > 0 || n_cols == 0);
     atomic_init(&j.arrived, 0);
     if (tf_act_type(wtype) == TF_DTYPE_F32) {
@@ -272,9 +297,17 @@ void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const
         }
     }
     if (n_cols == 0) {
-        for (int64_t t = 0; t < n_tok; t++) memset(Y + t * ldy, 0, (size_t)n_rows * sizeof(float));
+        for (int i = 0; i < j.n_mat; i++)
+            for (int64_t t = 0; t < n_tok; t++)
+                memset(j.mat[i].Y + t * j.mat[i].ldy, 0, (size_t)j.mat[i].n_rows * sizeof(float));
         return;
     }
     j.col_chunk = mm_col_chunk(wtype, n_cols, n_tok, j.w_row, j.tile_rows, j.tile_toks);
     tf_pool_run(pool, mm_task, &j);
+}
+
+void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_layout,
+                   int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
+                   void *act_buf) {
+    tf_cpu_matmul_n(pool, k, wtype, w_layout, 1, &W, &n_rows, n_cols, X, n_tok, &Y, &ldy, act_buf);
 }

@@ -269,5 +269,15 @@ enum { TF_WLAYOUT_FILE = 0, TF_WLAYOUT_PACKED = 1, TF_WLAYOUT_R16 = 2 };
 void tf_cpu_matmul(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, const void *W, int w_layout,
                    int64_t n_rows, int64_t n_cols, const float *X, int64_t n_tok, float *Y, int64_t ldy,
                    void *act_buf);
+/* Several products of the same activations X (a layer's query, key and value
+ * projections; its gate and up projections) in one call: X is converted once
+ * and the row groups of all n_w <= TF_MATMUL_N_MAX matrices are split across
+ * the threads together (one wait for the pool instead of n_w). The matrices
+ * share wtype, w_layout and n_cols; Y[i] (row stride ldy[i]) gets the same
+ * bits as tf_cpu_matmul of W[i] alone. */
+#define TF_MATMUL_N_MAX 4
+void tf_cpu_matmul_n(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, int w_layout, int n_w,
+                     const void *const *W, const int64_t *n_rows, int64_t n_cols, const float *X, int64_t n_tok,
+                     float *const *Y, const int64_t *ldy, void *act_buf);
 
 #endif
