@@ -191,7 +191,7 @@ typedef struct tf_backend_ops {
     tf_status (*matmul)(tf_backend *be, const tf_bmat *w, const float *x, int32_t n, float *y, int64_t ldy,
                         void *scratch, tf_err *err);
     /* Optional (NULL: the caller makes n_w matmul calls): y[i] = the matmul
-     * of w[i] and x, for 2 <= n_w <= 4 matrices of one type, layout and
+     * of w[i] and x, for 1 <= n_w <= 4 matrices of one type, layout and
      * n_cols (a layer's q/k/v or gate/up projections), each y[i] with the bits
      * matmul gives it; a backend converts x once and runs them as one job. */
     tf_status (*matmul_n)(tf_backend *be, int n_w, const tf_bmat *const *w, const float *x, int32_t n,
