@@ -304,12 +304,6 @@ static void test_matmul_n(void **state) {
     tf_pool_free(pool);
 }
 
-static int group_setup(void **state) {
-    (void)state;
-    setup_tables();
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
@@ -317,5 +311,5 @@ int main(void) {
         cmocka_unit_test(test_matmul_batch_invariance),
         cmocka_unit_test(test_matmul_n),
     };
-    return cmocka_run_group_tests(tests, group_setup, NULL);
+    return cmocka_run_group_tests(tests, quant_group_setup, NULL);
 }

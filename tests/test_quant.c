@@ -1131,12 +1131,6 @@ static void test_r16_vs_ref(void **state) {
     tf_pool_free(pool);
 }
 
-static int group_setup(void **state) {
-    (void)state;
-    setup_tables();
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tables),
@@ -1155,5 +1149,5 @@ int main(void) {
         cmocka_unit_test(test_packed_vs_ref),
         cmocka_unit_test(test_r16_vs_ref),
     };
-    return cmocka_run_group_tests(tests, group_setup, NULL);
+    return cmocka_run_group_tests(tests, quant_group_setup, NULL);
 }

@@ -68,6 +68,13 @@ static inline void setup_tables(void) {
     if (!g_n_tables) g_n_tables = tf_cpu_kernels_all(g_tables, 8);
 }
 
+/* cmocka group setup of these tests: the tables, once. */
+static inline int quant_group_setup(void **state) {
+    (void)state;
+    setup_tables();
+    return 0;
+}
+
 /* Bound on the rounding error of a dot product: tol * sum |w_i a_i| over the
  * dequantized operands (in double). */
 static inline double dot_magnitude(tf_dtype t, int64_t n, const void *w, const void *a) {
