@@ -42,11 +42,27 @@ static double mm_act_bound(tf_dtype t) {
 }
 #define MM_CASE_ACT_BOUND 2e-2
 
+/* The activation blocks table k's products of type t consume: those of the
+ * packed path where it has one (Q4_K's differ from tf_act_type's), else
+ * tf_act_type's; and the bytes of a row of n of them. */
+static tf_dtype mm_act_of(const tf_cpu_kernels *k, tf_dtype t) {
+    return k->packed_tile[t] && k->act_pack[t] ? tf_act_pack_type(t) : tf_act_type(t);
+}
+static size_t mm_act_row(tf_dtype at, int64_t n) {
+    switch ((int)at) {
+    case TF_DTYPE_F32: return (size_t)n * sizeof(float);
+    case TF_DTYPE_Q8_0: return (size_t)n / 32 * sizeof(tf_block_q8_0);
+    case TF_DTYPE_Q8_1: return (size_t)n / 32 * sizeof(tf_block_q8_1);
+    default: return (size_t)n / TF_QK_K * sizeof(tf_block_q8_k);
+    }
+}
+
 static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, const mm_shape *s, tf_rng *rng,
                             act_err_sum *sum) {
     int64_t cols = (s->cols + block_of(t) - 1) / block_of(t) * block_of(t);
     int64_t rows = s->rows, tok = s->tok, ldy = rows + 3;
-    size_t ws = tf_dtype_row_size(t, cols), as = tf_act_row_size(t, cols);
+    const tf_dtype at = mm_act_of(k, t);
+    size_t ws = tf_dtype_row_size(t, cols), as = mm_act_row(at, cols);
     float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * tok * cols);
     float *xq = malloc(sizeof(float) * tok * cols);
     char *w = malloc(ws * rows), *aref = malloc(as * tok);
@@ -55,8 +71,8 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
     for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
     for (int64_t r = 0; r < rows; r++) tf_ref_dequantize_row(t, w + r * ws, wf + r * cols, cols);
     for (int64_t j = 0; j < tok; j++) {
-        tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
-        tf_ref_dequantize_row(tf_act_type(t), aref + j * as, xq + j * cols, cols);
+        tf_ref_quantize_row(at, x + j * cols, aref + j * as, cols);
+        tf_ref_dequantize_row(at, aref + j * as, xq + j * cols, cols);
     }
     size_t act_bytes = (size_t)tok * tf_act_scratch_row_size(t, cols);
     void *act = alloc_guarded(act_bytes);
@@ -144,7 +160,8 @@ static void test_matmul(void **state) {
 }
 
 /* The tiled, threaded product equals per-row reference dot products on the
- * same activations (catches tiling/threading mistakes the NMSE could hide). */
+ * same activations (catches tiling/threading mistakes the NMSE could hide):
+ * to rounding, or on the packed path bit for bit tf_ref_packed_dot. */
 static void test_matmul_exact_rows(void **state) {
     (void)state;
     tf_rng rng;
@@ -165,12 +182,27 @@ static void test_matmul_exact_rows(void **state) {
         for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
         for (int64_t j = 0; j < tok; j++) tf_ref_act_quantize(t, x + j * cols, aref + j * as, cols);
         tf_cpu_matmul(pool, k, t, w, 0, rows, cols, x, tok, y, rows, act);
-        for (int64_t j = 0; j < tok; j++)
+        /* the packed path (where the table has it): bitwise its reference */
+        const int packed = k->packed_tile[t] && k->act_pack[t];
+        char *pk = packed ? malloc(tf_act_packed_row_size(t, cols)) : NULL;
+        for (int64_t j = 0; j < tok; j++) {
+            if (packed) tf_ref_act_pack(t, x + j * cols, pk, cols);
             for (int64_t r = 0; r < rows; r++) {
+                if (packed) {
+                    float ref = tf_ref_packed_dot(t, cols, w + r * ws, pk);
+                    if (memcmp(&ref, &y[j * rows + r], sizeof ref) != 0) {
+                        print_error("matmul row %s %s [%lld][%lld]: %.9g vs packed reference %.9g\n", k->isa,
+                                    tf_dtype_name(t), (long long)j, (long long)r, y[j * rows + r], ref);
+                        fail();
+                    }
+                    continue;
+                }
                 float ref = tf_ref_vec_dot(t, cols, w + r * ws, aref + j * as);
                 check_dot("matmul row", k, t, cols, y[j * rows + r], ref,
                           dot_magnitude(t, cols, w + r * ws, aref + j * as));
             }
+        }
+        free(pk);
         free(wf);
         free(x);
         free(w);

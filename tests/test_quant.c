@@ -44,7 +44,7 @@ static void test_tables(void **state) {
     print_message("kernel tables on this CPU: %d, best %s\n", g_n_tables, best->isa);
     /* The registry: the types GGUF files in the wild use, by ggml id, each
      * name parsing back to its id; the packed path exactly for the types with
-     * 32-value (sub-)blocks and Q8_0/Q8_1 activations. */
+     * 32-value (sub-)blocks and Q8_0/Q8_1 activations, and Q4_K. */
     static const int ggml_ids[] = {0, 1, 30, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23};
     assert_int_equal(N_TYPES, (int)(sizeof ggml_ids / sizeof ggml_ids[0]));
     for (int ti = 0; ti < N_TYPES; ti++) {
@@ -55,7 +55,10 @@ static void test_tables(void **state) {
         assert_non_null(strstr(TF_DTYPE_NAMES, tf_dtype_name(k_types[ti])));
         tf_dtype t = k_types[ti];
         bool packed = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_0 || t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_0 ||
-                      t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS;
+                      t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS || t == TF_DTYPE_Q4_K;
+        assert_int_equal(tf_act_pack_type(t), t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_1 || t == TF_DTYPE_Q4_K
+                                                  ? TF_DTYPE_Q8_1
+                                                  : TF_DTYPE_Q8_0);
         assert_int_equal(tf_act_packed_row_size(t, 512) > 0, packed);
         for (int i = 0; i < g_n_tables; i++) {
             bool amx = strcmp(g_tables[i]->isa, "amx") == 0;
@@ -826,15 +829,16 @@ static void test_kernels_vs_ref(void **state) {
     }
 }
 
-/* The packed path (quant.h): tf_ref_packed_dot agrees with tf_ref_vec_dot
- * to rounding; every table's act_pack is bitwise tf_ref_act_pack; the packed
+/* The packed path (quant.h): tf_ref_packed_dot agrees to rounding with the
+ * float64 dot product of the dequantized weights and the dequantized
+ * activation blocks it packs; every table's act_pack is bitwise tf_ref_act_pack; the packed
  * weight layout round-trips and holds the bytes quant.h names; every packed
  * tile shape, over the file's rows and over packed weight rows, is bitwise
  * tf_ref_packed_dot (the property batch
  * invariance rests on), finite, and writes nothing outside its tile. Row
  * lengths cover tails only (1, 2, 7, 8 blocks), one group plus a pair (576
- * columns, SmolLM2's), one group plus 8 blocks (768: IQ4_XS's one tail
- * shape), groups plus an odd tail and whole groups. */
+ * columns, SmolLM2's), one group plus 8 blocks (768: the one tail shape of
+ * IQ4_XS and Q4_K, as is 256), groups plus an odd tail and whole groups. */
 /* Every tile shape of one packed tile kernel (fn) over weight rows w against
  * ref: bitwise, finite, nothing written outside the tile. */
 static void check_ptile(const char *what, const tf_cpu_kernels *k, tf_dtype t, tf_vec_dot_tile_fn fn, int64_t n,
@@ -867,16 +871,19 @@ static void test_packed_vs_ref(void **state) {
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x66);
     enum { NR = TF_TILE_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
-    static const tf_dtype types[] = {TF_DTYPE_Q8_0, TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1,  TF_DTYPE_Q5_0,
-                                     TF_DTYPE_Q5_1, TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS};
+    static const tf_dtype types[] = {TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0,
+                                     TF_DTYPE_Q5_1,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_K};
     static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096};
     static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             tf_dtype t = types[ti];
             int64_t n = lens[li];
-            if (n % block_of(t)) continue; /* IQ4_XS: multiples of 256 only */
-            size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(t, n), ps = tf_act_packed_row_size(t, n);
+            if (n % block_of(t)) continue; /* IQ4_XS, Q4_K: multiples of 256 only */
+            const tf_dtype at = tf_act_pack_type(t);
+            /* the weight types whose activations are those blocks */
+            size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(at == TF_DTYPE_Q8_1 ? TF_DTYPE_Q4_1 : TF_DTYPE_Q8_0, n);
+            size_t ps = tf_act_packed_row_size(t, n);
             assert_true(ps > 0 && ps <= tf_act_scratch_row_size(t, n));
             float *x = malloc(sizeof(float) * n * (NR > NT ? NR : NT));
             char *w = malloc(ws * NR), *a = malloc(as * NT), *p = malloc(ps * NT);
@@ -887,7 +894,7 @@ static void test_packed_vs_ref(void **state) {
             fill_gauss(&rng, x, n * NT, 1.0);
             for (int j = 0; j < NT; j++) {
                 for (int64_t i = 0; i < n; i++) x[j * n + i] *= (float)mags[(j + 1) % NR];
-                tf_ref_act_quantize(t, x + j * n, a + j * as, n);
+                tf_ref_quantize_row(at, x + j * n, a + j * as, n); /* the blocks act_pack packs */
                 tf_ref_act_pack(t, x + j * n, p + j * ps, n);
             }
             /* the weight rows in the packed weight layout: same size, the
@@ -907,7 +914,17 @@ static void test_packed_vs_ref(void **state) {
             }
             if (n >= 512) { /* two bytes of the first record, as quant.h describes it */
                 const char *rec = wp, *b6; /* lane 6 holds block (sub-block) tf_pack_lane_block(6) = 9 */
-                if (t == TF_DTYPE_IQ4_XS) {
+                if (t == TF_DTYPE_Q4_K) {
+                    /* sub-block 9 = the second super-block's sub-block 1: its quants are the high
+                     * nibbles of that super-block's qs 0..31; y[1] lane 6 byte 2 holds its quant 6
+                     * (low nibble) and quant 22 (high) */
+                    const uint8_t *qs = (const uint8_t *)w + 144 + offsetof(tf_block_q4_k, qs);
+                    const uint8_t *sc = (const uint8_t *)w + 144 + offsetof(tf_block_q4_k, scales);
+                    assert_memory_equal(rec + 284, w + 144, 4); /* second super-block's d, dmin */
+                    assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (qs[6] >> 4) | (qs[22] & 0xF0));
+                    /* its scale: low nibble at bits 24..27 of sc_lo, top bits at bits 12, 13 of sc_hi */
+                    assert_int_equal((rec[256 + 3] & 0xF) | (rec[272 + 1] >> 4 & 3) << 4, sc[1] & 63);
+                } else if (t == TF_DTYPE_IQ4_XS) {
                     b6 = w + 136 + offsetof(tf_block_iq4_xs, qs) + 16 * (9 - 8); /* its qs */
                     assert_memory_equal(rec + 256 + 8, w + 136, 8);               /* second header */
                     assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (uint8_t)b6[4 + 2]);
@@ -926,9 +943,8 @@ static void test_packed_vs_ref(void **state) {
             for (int r = 0; r < NR; r++)
                 for (int j = 0; j < NT; j++) {
                     ref[r][j] = tf_ref_packed_dot(t, n, w + r * ws, p + j * ps);
-                    check_dot("packed ref", g_tables[0], t, n, ref[r][j],
-                              tf_ref_vec_dot(t, n, w + r * ws, a + j * as),
-                              dot_magnitude(t, n, w + r * ws, a + j * as));
+                    double mag, d64 = dot_f64(t, at, n, w + r * ws, a + j * as, &mag);
+                    check_dot("packed ref", g_tables[0], t, n, ref[r][j], (float)d64, mag);
                 }
             for (int ki = 0; ki < g_n_tables; ki++) {
                 const tf_cpu_kernels *k = g_tables[ki];

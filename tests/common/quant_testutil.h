@@ -88,6 +88,23 @@ static inline double dot_magnitude(tf_dtype t, int64_t n, const void *w, const v
     return s;
 }
 
+/* The dot product of a weight row of type t and an activation row of type
+ * at, both dequantized, in float64; *mag gets dot_magnitude's sum. */
+static inline double dot_f64(tf_dtype t, tf_dtype at, int64_t n, const void *w, const void *a, double *mag) {
+    float *wf = malloc(sizeof(float) * n), *af = malloc(sizeof(float) * n);
+    tf_ref_dequantize_row(t, w, wf, n);
+    tf_ref_dequantize_row(at, a, af, n);
+    double s = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += (double)wf[i] * af[i];
+        m += fabs((double)wf[i] * af[i]);
+    }
+    free(wf);
+    free(af);
+    *mag = m;
+    return s;
+}
+
 static inline void check_dot(const char *what, const tf_cpu_kernels *k, tf_dtype t, int64_t n, float got, float ref,
                       double mag) {
     double tol = 2e-5 * mag + 1e-30;

@@ -63,9 +63,10 @@ tf_dtype tf_act_type(tf_dtype type);
 size_t tf_act_row_size(tf_dtype type, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS weights (an IQ4_XS sub-block of
- * 32 counts as a block): one token's quantized row (the same
- * quants and f16 scales as its Q8_0 / Q8_1 blocks) rearranged so that a
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and Q4_K weights (a sub-block of 32
+ * of IQ4_XS or Q4_K counts as a block): one token's quantized row (the same
+ * quants and f16 scales as its blocks of tf_act_pack_type: Q8_0, or Q8_1 for
+ * the formats with an offset, Q4_1, Q5_1, Q4_K) rearranged so that a
  * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the
  * per-block terms a kernel needs are already float / int32 vectors. Layout of
  * a row of nb = n / 32 blocks (G = nb / 16 full groups, then the tail of
@@ -80,9 +81,13 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
  * ex is the part of the dot product that depends only on the activations'
  * sum s over the lane's block (group) or the lane's 4 quants (tail): int32
  * -128 s (Q8_0, IQ4_NL, IQ4_XS: the weights enter the u8 x s8 product as
- * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1: the weight's offset m
- * multiplies it; exact, 11 x 12 significant bits). Only the matrix product
- * uses this format; tests reach it through tf_ref_act_pack. */
+ * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1, Q4_K: the
+ * weight's offset m multiplies it; exact, 11 x 12 significant bits). For Q4_K
+ * the lane's weight scale is the sub-block's d sc and its offset -dmin m
+ * (both exact in f32), so its arithmetic is Q4_1's. Q4_K's activations here
+ * are Q8_1 blocks of 32, not the Q8_K blocks of 256 its other kernels read
+ * (finer steps; a different rounding). Only the matrix product uses this
+ * format; tests reach it through tf_ref_act_pack. */
 #define TF_PACK_GROUP_BLOCKS 16
 #define TF_PACK_GROUP_BYTES 640
 #define TF_PACK_PAIR_BYTES 192
@@ -90,6 +95,9 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
  * 4 c + k hold block 4 k + c (the order a 4 x 4 dword transpose of four
  * 4-block weight vectors produces). */
 static inline int tf_pack_lane_block(int lane) { return 4 * (lane % 4) + lane / 4; }
+/* The activation blocks a packed row is made of: TF_DTYPE_Q8_1 for weight
+ * types with an offset (Q4_1, Q5_1, Q4_K), else TF_DTYPE_Q8_0. */
+tf_dtype tf_act_pack_type(tf_dtype wtype);
 /* Bytes of one packed row of n activations for weight type `type` (0 for
  * types without a packed format). */
 size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
@@ -98,11 +106,11 @@ size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
 size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
 
 /* Packed weight rows ("weight_pack"): the matrix products of the packed path
- * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS) spend a good part of every
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K) spend a good part of every
  * (row, call) rearranging a weight row's group of 16 blocks into lanes, the
  * same work for every call. A host backend may instead hold the row
  * rearranged once, at load: each full group of 16 blocks (two super-blocks
- * for IQ4_XS) is replaced in place by a record of the same size, and the
+ * for IQ4_XS and Q4_K) is replaced in place by a record of the same size, and the
  * tail blocks stay as in the file (the row's size does not change):
  *   Q8_0:  q[v][64] for v = 0..7, bytes 4 L .. 4 L + 3 = quants 4 v .. 4 v + 3
  *          of block tf_pack_lane_block(L), each + 128 (u8), then d[16] (f16,
@@ -114,7 +122,17 @@ size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
  *          each in lane order;
  *   IQ4_XS: y[j] as above over the 16 sub-blocks (lane L: sub-block
  *          tf_pack_lane_block(L) of the pair), then the first 8 bytes (d,
- *          scales_h, scales_l) of each of the two super-blocks.
+ *          scales_h, scales_l) of each of the two super-blocks;
+ *   Q4_K:  y[j] as above over the 16 sub-blocks, where a sub-block's qs are
+ *          its 32 quants written as Q4_0's (byte i: quant i low, quant 16 + i
+ *          high; the file packs two sub-blocks per byte instead); then the
+ *          6-bit scales sc and mins m of the 16 sub-blocks in lane order:
+ *          sc_lo (u64, bits 4 L .. 4 L + 3: the low 4 bits of lane L's sc),
+ *          m_lo (u64, likewise), sc_hi (u32, bits 2 L, 2 L + 1: its top 2
+ *          bits), m_hi (u32); then d, dmin, d, dmin (f16) of the two
+ *          super-blocks. Not a permutation of the file's bytes, but as
+ *          exactly invertible (the file's 12 bytes of scales hold those 192
+ *          bits and no others).
  * A kernel reading this layout gives bitwise the results of the same kernel
  * on the file's rows (the same integers and scales reach the same float
  * steps). tf_weight_pack_row / tf_weight_unpack_row are exact inverses;

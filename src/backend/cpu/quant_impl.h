@@ -44,7 +44,7 @@ TF_DTYPE_LIST(TF_DEQUANT_DECLS_)
 
 /* Per weight type, for the ISA TF_DECL_ISA: the tile (every family); the
  * VNNI variants of the integer families' tile; the packed path of family
- * Q32. */
+ * Q32 and of Q4_K. */
 #define TF_KERNEL_DECLS_(ID, nm, ...)                                                                        \
     void TF_KFN(TF_DECL_ISA, tile, nm)(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, \
                                         int nt, float *out, int64_t ldo);
@@ -62,7 +62,12 @@ TF_DTYPE_LIST(TF_KERNEL_DECLS_)
                                  int nt, float *out, int64_t ldo);
 #define TF_VNNI_DECLS_QK(nm) TF_VNNI_DECLS_Q32(nm)
 #define TF_PACK_DECLS_FLOAT(nm)
-#define TF_PACK_DECLS_QK(nm)
+#define TF_PACK_DECLS_QK(nm) TF_PACK_DECLS_QK_##nm
+#define TF_PACK_DECLS_QK_q2_k
+#define TF_PACK_DECLS_QK_q3_k
+#define TF_PACK_DECLS_QK_q4_k TF_PACK_DECLS_Q32(q4_k)
+#define TF_PACK_DECLS_QK_q5_k
+#define TF_PACK_DECLS_QK_q6_k
 #define TF_PACK_DECLS_Q32(nm)                                                                                \
     void tf_avx512_act_pack_##nm(const float *x, void *y, int64_t n);                                       \
     void tf_avx512vnni_packed_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,         \
@@ -77,6 +82,11 @@ TF_DTYPE_LIST(TF_FAMILY_DECLS_)
 #undef TF_VNNI_DECLS_QK
 #undef TF_PACK_DECLS_FLOAT
 #undef TF_PACK_DECLS_QK
+#undef TF_PACK_DECLS_QK_q2_k
+#undef TF_PACK_DECLS_QK_q3_k
+#undef TF_PACK_DECLS_QK_q4_k
+#undef TF_PACK_DECLS_QK_q5_k
+#undef TF_PACK_DECLS_QK_q6_k
 #undef TF_PACK_DECLS_Q32
 
 /* The AMX table's R16 path (quant_r16_amx_avx512.c). */

@@ -17,6 +17,7 @@
 #include "backend/cpu/quant.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -33,8 +34,10 @@ static int pack_int_offset(tf_dtype wtype) {
     }
 }
 
-/* The registry's family Q32 has the packed format. */
+/* The registry's family Q32 has the packed format, and Q4_K (whose
+ * sub-blocks of 32 carry their own scale and offset). */
 static int pack_supported(tf_dtype wtype) {
+    if (wtype == TF_DTYPE_Q4_K) return 1;
     switch (wtype) {
 #define TF_PACK_FAMILY_Q32 1
 #define TF_PACK_FAMILY_QK 0
@@ -45,6 +48,13 @@ static int pack_supported(tf_dtype wtype) {
     default: return 0;
     }
 }
+
+tf_dtype tf_act_pack_type(tf_dtype wtype) {
+    return wtype == TF_DTYPE_Q4_1 || wtype == TF_DTYPE_Q5_1 || wtype == TF_DTYPE_Q4_K ? TF_DTYPE_Q8_1 : TF_DTYPE_Q8_0;
+}
+
+/* Weight types whose lanes carry an offset term (acc = fma(m_w, ex, acc)). */
+static int pack_has_min(tf_dtype wtype) { return tf_act_pack_type(wtype) == TF_DTYPE_Q8_1; }
 
 size_t tf_act_packed_row_size(tf_dtype type, int64_t n) {
     if (!pack_supported(type)) return 0;
@@ -61,7 +71,7 @@ size_t tf_act_scratch_row_size(tf_dtype type, int64_t n) {
 
 /* Block b of the standard activation blocks: its scale, quants and sum. */
 static void act_block(tf_dtype wtype, const void *blocks, int64_t b, float *d, const int8_t **qs) {
-    if (tf_act_type(wtype) == TF_DTYPE_Q8_1) {
+    if (tf_act_pack_type(wtype) == TF_DTYPE_Q8_1) {
         const tf_block_q8_1 *x = (const tf_block_q8_1 *)blocks + b;
         *d = tf_f16_to_f32(x->d);
         *qs = x->qs;
@@ -125,7 +135,7 @@ void tf_ref_act_pack(tf_dtype wtype, const float *x, void *packed, int64_t n) {
     char *y = packed;
     for (int64_t c = 0; c < n; c += TF_PACK_GROUP_BLOCKS * TF_QK8_0) {
         int64_t nc = n - c < TF_PACK_GROUP_BLOCKS * TF_QK8_0 ? n - c : TF_PACK_GROUP_BLOCKS * TF_QK8_0;
-        tf_ref_act_quantize(wtype, x + c, blocks, nc);
+        tf_ref_quantize_row(tf_act_pack_type(wtype), x + c, blocks, nc);
         tf_act_pack_blocks(wtype, blocks, y, nc);
         y += tf_act_packed_row_size(wtype, nc);
     }
@@ -133,12 +143,36 @@ void tf_ref_act_pack(tf_dtype wtype, const float *x, void *packed, int64_t n) {
 
 /* ---- scalar reference of the packed dot product ----------------------------- */
 
-/* Weight block b of a row (IQ4_XS: sub-block b % 8 of super-block b / 8):
- * scale d, offset m (0 where none), and the 32 quants as the kernels' u8
- * operand (Q8_0: w + 128; Q4_x, Q5_x: q as stored; IQ4: table value + 128). */
+/* Q4_K sub-block j (0..7) of a super-block: its 6-bit scale and min. */
+static void q4k_scale_min(const tf_block_q4_k *x, int j, int *sc, int *mn) {
+    const uint8_t *s = x->scales;
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* Weight block b of a row (IQ4_XS, Q4_K: sub-block b % 8 of super-block
+ * b / 8): scale d, offset m (0 where none), and the 32 quants as the kernels'
+ * u8 operand (Q8_0: w + 128; Q4_x, Q5_x, Q4_K: q as stored; IQ4: table value
+ * + 128). Q4_K's value d sc q - dmin m gives d = d sc and m = -(dmin m),
+ * both exact in f32 (11 x 6 significant bits). */
 static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, float *m, int u[32]) {
     *m = 0.0f;
     switch (wtype) {
+    case TF_DTYPE_Q4_K: {
+        const tf_block_q4_k *x = (const tf_block_q4_k *)row + b / 8;
+        const int j = (int)(b % 8);
+        int sc, mn;
+        q4k_scale_min(x, j, &sc, &mn);
+        *d = tf_f16_to_f32(x->d) * (float)sc;
+        *m = -(tf_f16_to_f32(x->dmin) * (float)mn);
+        for (int i = 0; i < 32; i++) u[i] = x->qs[32 * (j / 2) + i] >> 4 * (j % 2) & 0xF;
+        break;
+    }
     case TF_DTYPE_Q8_0: {
         const tf_block_q8_0 *x = (const tf_block_q8_0 *)row + b;
         *d = tf_f16_to_f32(x->d);
@@ -208,7 +242,7 @@ static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, f
 /* One lane step: acc = fma(isum, d_w d_a, acc), then the offset term. */
 static float lane_step(tf_dtype wtype, float acc, int32_t isum, float wd, float wm, float ad, const char *ex) {
     acc = fmaf((float)isum, wd * ad, acc);
-    if (wtype == TF_DTYPE_Q4_1 || wtype == TF_DTYPE_Q5_1) {
+    if (pack_has_min(wtype)) {
         float e;
         memcpy(&e, ex, 4);
         acc = fmaf(wm, e, acc);
@@ -338,8 +372,88 @@ static void wpack_rows(const wpack_map *mp, tf_dtype type, const char *src, char
     }
 }
 
+/* Q4_K: a group of two super-blocks (the file's 288 bytes at src) to its
+ * record (quant.h) at dst, or back (unpack). Every quant is a nibble, moved
+ * from its place in the file (sub-block j's quant k: nibble j % 2 of qs byte
+ * 32 (j / 2) + k) to its place in the record (nibble k / 16 of byte
+ * 64 (k % 16 / 4) + 4 L + k % 4, L the lane of the sub-block); the 6-bit
+ * scales and mins of the 16 sub-blocks (12 bytes per super-block, every bit
+ * used) are rewritten in lane order, split into low nibbles and high 2 bits
+ * (exactly the same 192 bits), and the f16 d, dmin of each follow. */
+static void q4k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
+    const int bs = (int)sizeof(tf_block_q4_k), qs = (int)offsetof(tf_block_q4_k, qs);
+    uint8_t rec[2 * sizeof(tf_block_q4_k)] = {0}, file[2 * sizeof(tf_block_q4_k)] = {0};
+    if (unpack) memcpy(rec, src, sizeof rec);
+    else memcpy(file, src, sizeof file);
+    uint64_t sc_lo = 0, m_lo = 0;
+    uint32_t sc_hi = 0, m_hi = 0;
+    if (unpack) {
+        memcpy(&sc_lo, rec + 256, 8);
+        memcpy(&m_lo, rec + 264, 8);
+        memcpy(&sc_hi, rec + 272, 4);
+        memcpy(&m_hi, rec + 276, 4);
+    }
+    int sc[16], mn[16]; /* by sub-block of the pair */
+    for (int lane = 0; lane < 16; lane++) {
+        const int sb = tf_pack_lane_block(lane), j = sb % 8;
+        for (int k = 0; k < 32; k++) {
+            const int f = (sb / 8) * bs + qs + 32 * (j / 2) + k, fsh = 4 * (j % 2);
+            const int r = 64 * (k % 16 / 4) + 4 * lane + k % 4, rsh = 4 * (k / 16);
+            if (unpack) file[f] |= (uint8_t)((rec[r] >> rsh & 0xF) << fsh);
+            else rec[r] |= (uint8_t)((file[f] >> fsh & 0xF) << rsh);
+        }
+        if (unpack) {
+            sc[sb] = (int)(sc_lo >> 4 * lane & 0xF) | (int)(sc_hi >> 2 * lane & 3) << 4;
+            mn[sb] = (int)(m_lo >> 4 * lane & 0xF) | (int)(m_hi >> 2 * lane & 3) << 4;
+        } else {
+            q4k_scale_min((const tf_block_q4_k *)(file + (sb / 8) * bs), j, &sc[sb], &mn[sb]);
+            sc_lo |= (uint64_t)(sc[sb] & 0xF) << 4 * lane;
+            m_lo |= (uint64_t)(mn[sb] & 0xF) << 4 * lane;
+            sc_hi |= (uint32_t)(sc[sb] >> 4) << 2 * lane;
+            m_hi |= (uint32_t)(mn[sb] >> 4) << 2 * lane;
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        uint8_t *b = file + h * bs, *dm = rec + 280 + 4 * h;
+        if (!unpack) {
+            memcpy(dm, b, 4); /* d, dmin */
+            continue;
+        }
+        memcpy(b, dm, 4);
+        const int *c = sc + 8 * h, *m = mn + 8 * h;
+        uint8_t *s = b + offsetof(tf_block_q4_k, scales);
+        for (int j = 0; j < 4; j++) {
+            s[j] = (uint8_t)((c[j] & 63) | (c[j + 4] >> 4) << 6);
+            s[j + 4] = (uint8_t)((m[j] & 63) | (m[j + 4] >> 4) << 6);
+            s[j + 8] = (uint8_t)((c[j + 4] & 0xF) | (m[j + 4] & 0xF) << 4);
+        }
+    }
+    if (!unpack) {
+        memcpy(rec + 256, &sc_lo, 8);
+        memcpy(rec + 264, &m_lo, 8);
+        memcpy(rec + 272, &sc_hi, 4);
+        memcpy(rec + 276, &m_hi, 4);
+    }
+    memcpy(dst, unpack ? file : rec, sizeof rec);
+}
+
+static void q4k_pack_rows(const char *src, char *dst, int64_t n_rows, int64_t n, int unpack) {
+    const size_t row = tf_dtype_row_size(TF_DTYPE_Q4_K, n), rec = 2 * sizeof(tf_block_q4_k);
+    const int64_t n_groups = n / (2 * TF_QK_K);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const char *s = src + (size_t)r * row;
+        char *d = dst + (size_t)r * row;
+        for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec) q4k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
+        memcpy(d, s, row - (size_t)n_groups * rec); /* an odd last super-block as it is */
+    }
+}
+
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n) {
     TF_ASSERT(pack_supported(type) && rows != packed);
+    if (type == TF_DTYPE_Q4_K) {
+        q4k_pack_rows(rows, packed, n_rows, n, 0);
+        return;
+    }
     wpack_map mp;
     wpack_map_init(type, &mp);
     wpack_rows(&mp, type, rows, packed, n_rows, n, 0);
@@ -351,6 +465,10 @@ void tf_weight_pack_row(tf_dtype type, const void *row, void *packed, int64_t n)
 
 void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t n) {
     TF_ASSERT(pack_supported(type) && row != packed);
+    if (type == TF_DTYPE_Q4_K) {
+        q4k_pack_rows(packed, row, 1, n, 1);
+        return;
+    }
     wpack_map mp;
     wpack_map_init(type, &mp);
     wpack_rows(&mp, type, packed, row, 1, n, 1);

@@ -19,6 +19,14 @@
  * vectors read straight from memory. Tail blocks (n / 32 not a multiple of
  * 16) go two at a time in natural order. */
 
+/* The packed path's kinds: the Q32 family's (K_Q8_0 .. K_IQ4_XS) and Q4_K's
+ * sub-blocks of 32, each with its scale d sc and offset -dmin m. */
+#define K_PK_Q4_K (K_IQ4_XS + 1)
+/* Formats whose lanes carry an offset term: acc = fma(m, ex, acc). */
+#define PK_HAS_MIN(kind) (K0_HAS_MIN(kind) || (kind) == K_PK_Q4_K)
+/* Formats whose groups are two super-blocks of 256. */
+#define PK_SUPER(kind) ((kind) == K_IQ4_XS || (kind) == K_PK_Q4_K)
+
 /* Bytes per block and offsets of qs / qh within it; kinds as K0_*. IQ4_XS
  * has no blocks of 32 of its own: its sub-blocks are addressed through
  * iq4xs_sub, and its "qs offset" is that of the indices iq4xs_sub returns. */
@@ -34,6 +42,7 @@ TF_AI int pk_block_bytes(int kind) {
 }
 /* Bytes of a group of 16 blocks (IQ4_XS: two super-blocks). */
 TF_AI int pk_group_bytes(int kind) {
+    if (kind == K_PK_Q4_K) return 2 * (int)sizeof(tf_block_q4_k);
     return kind == K_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
 }
 TF_AI int pk_qs_offset(int kind) {
@@ -154,6 +163,35 @@ TF_AI __m512 pk_iq4xs_scales(const char *h0, const char *h1) {
     return _mm512_permutexvar_ps(lane_block, _mm512_mul_ps(_mm512_cvtepi32_ps(ls), d));
 }
 
+/* Q4_K: the scales d sc and offsets -(dmin m) of the 16 sub-blocks of a
+ * packed record's group, from its fields at f (sc_lo, m_lo, sc_hi, m_hi, then
+ * d, dmin of each super-block; quant.h), already in lane order; the products
+ * are exact, as tf_ref_packed_dot's. */
+TF_AI void pk_q4k_scales(const char *f, __m512 *d, __m512 *m) {
+    uint64_t sl, ml;
+    uint32_t sh, mh;
+    memcpy(&sl, f, 8);
+    memcpy(&ml, f + 8, 8);
+    memcpy(&sh, f + 16, 4);
+    memcpy(&mh, f + 20, 4);
+    const __m512i sh4 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    const __m512i sh2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i n4 = _mm512_set1_epi32(0xF), n2 = _mm512_set1_epi32(3);
+    __m512i slo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)(uint32_t)sl), _mm512_set1_epi32((int)(sl >> 32)));
+    __m512i mlo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)(uint32_t)ml), _mm512_set1_epi32((int)(ml >> 32)));
+    __m512i sc = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(slo, sh4), n4),
+                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)sh), sh2), n2), 4));
+    __m512i mn = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(mlo, sh4), n4),
+                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)mh), sh2), n2), 4));
+    /* d0, dmin0, d1, dmin1 in every 128-bit chunk; lane L's super-block is the second where L % 4 >= 2 */
+    __m512 dd = _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(f + 24))));
+    const __m512i id = _mm512_setr_epi32(0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2);
+    *d = _mm512_mul_ps(_mm512_permutexvar_ps(id, dd), _mm512_cvtepi32_ps(sc));
+    /* -(dmin m): the sign flip is exact */
+    __m512 dm = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_add_epi32(id, _mm512_set1_epi32(1)), dd), _mm512_cvtepi32_ps(mn));
+    *m = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(dm), _mm512_set1_epi32((int)0x80000000u)));
+}
+
 /* One weight row's group (or tail pair), ready for the tokens. */
 typedef struct {
     __m512i q[8];
@@ -180,10 +218,20 @@ TF_AI void pk_finish_quants(int kind, pk_wgroup *wg, __m512i qh) {
     }
 }
 
+TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg);
+
 /* Group of 16 blocks starting at `blocks`. */
 TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
+    if (kind == K_PK_Q4_K) {
+        /* the file's layout is the rare case (the CPU backend packs Q4_K at
+         * load): rearranged into a record here by the scalar packer */
+        _Alignas(64) char rec[2 * sizeof(tf_block_q4_k)];
+        tf_weight_pack_row(TF_DTYPE_Q4_K, blocks, rec, 2 * TF_QK_K);
+        pk_load_group_w(kind, rec, wg);
+        return;
+    }
     if (kind == K_Q8_0) {
         pk_group_quants32(blocks, bs, qs, wg->q);
 #pragma GCC unroll 8
@@ -232,6 +280,10 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
     }
     pk_finish_quants(kind, wg,
                      PK_IS_Q5(kind) ? _mm512_loadu_si512(p + (K0_HAS_MIN(kind) ? 320 : 288)) : _mm512_setzero_si512());
+    if (kind == K_PK_Q4_K) {
+        pk_q4k_scales(p + 256, &wg->d, &wg->m);
+        return;
+    }
     if (kind == K_IQ4_XS) {
         wg->d = pk_iq4xs_scales(p + 256, p + 264);
         wg->m = _mm512_setzero_ps();
@@ -267,6 +319,17 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
     __m256i q[2];
     for (int h = 0; h < 2; h++) {
         const char *blk = NULL;
+        if ((h == 0 || two) && kind == K_PK_Q4_K) {
+            const tf_block_q4_k *x = (const tf_block_q4_k *)row + (b + h) / 8;
+            const int j = (int)((b + h) % 8);
+            uint64_t sc, mn;
+            q4k_unpack_scales(x->scales, &sc, &mn);
+            d[h] = f16(x->d) * (float)(uint8_t)(sc >> 8 * j);
+            m[h] = -(f16(x->dmin) * (float)(uint8_t)(mn >> 8 * j));
+            __m256i y = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * (j / 2)));
+            q[h] = _mm256_and_si256(_mm256_srli_epi16(y, 4 * (j % 2)), _mm256_set1_epi8(0x0F));
+            continue;
+        }
         if (h == 0 || two) {
             if (kind == K_IQ4_XS) blk = (const char *)iq4xs_sub(row, b + h, &d[h]);
             else {
@@ -305,7 +368,7 @@ TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, co
         for (int v = 0; v < nv; v++) s0 = dpbusd_vnni_mem(s0, wg->q[v], ap + 64 * v);
     }
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(wg->d, _mm512_loadu_ps((const float *)ad)), acc);
-    if (K0_HAS_MIN(kind)) acc = _mm512_fmadd_ps(wg->m, _mm512_loadu_ps((const float *)ex), acc);
+    if (PK_HAS_MIN(kind)) acc = _mm512_fmadd_ps(wg->m, _mm512_loadu_ps((const float *)ex), acc);
     return acc;
 }
 
@@ -383,6 +446,7 @@ PK_ENTRIES(q5_0, K_Q5_0)
 PK_ENTRIES(q5_1, K_Q5_1)
 PK_ENTRIES(iq4_nl, K_IQ4_NL)
 PK_ENTRIES(iq4_xs, K_IQ4_XS)
+PK_ENTRIES(q4_k, K_PK_Q4_K)
 #undef PK_ENTRIES
 
 /* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
@@ -392,7 +456,7 @@ PK_ENTRIES(iq4_xs, K_IQ4_XS)
  * and the ex term from it as quant.h defines it (the same bytes as the
  * scalar function, which test_quant checks through act_pack). */
 static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
-    const int q81 = tf_act_type(wtype) == TF_DTYPE_Q8_1;
+    const int q81 = tf_act_pack_type(wtype) == TF_DTYPE_Q8_1;
     const int bs = q81 ? (int)sizeof(tf_block_q8_1) : (int)sizeof(tf_block_q8_0), qoff = q81 ? 4 : 2;
     const char *blocks = vblocks;
     __m512i q[8];
@@ -410,7 +474,7 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     _mm512_storeu_ps(y + 512, ad);
     __m512i ex;
     switch (wtype) {
-    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
+    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
     case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
     case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
     default: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)); break; /* Q8_0, IQ4_NL, IQ4_XS */
@@ -426,7 +490,7 @@ static void act_pack(tf_dtype wtype, const float *x, void *vy, int64_t n) {
     char *y = vy;
     for (int64_t c = 0; c < n; c += TF_PACK_GROUP_BLOCKS * 32) {
         int64_t nc = n - c < TF_PACK_GROUP_BLOCKS * 32 ? n - c : TF_PACK_GROUP_BLOCKS * 32;
-        if (tf_act_type(wtype) == TF_DTYPE_Q8_1) tf_avx512_quantize_q8_1(x + c, blocks, nc);
+        if (tf_act_pack_type(wtype) == TF_DTYPE_Q8_1) tf_avx512_quantize_q8_1(x + c, blocks, nc);
         else tf_avx512_quantize_q8_0(x + c, blocks, nc);
         if (nc == TF_PACK_GROUP_BLOCKS * 32) act_pack_group(wtype, blocks, y);
         else tf_act_pack_blocks(wtype, blocks, y, nc);
@@ -441,3 +505,4 @@ void tf_avx512_act_pack_q5_0(const float *x, void *y, int64_t n) { act_pack(TF_D
 void tf_avx512_act_pack_q5_1(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_1, x, y, n); }
 void tf_avx512_act_pack_iq4_nl(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_NL, x, y, n); }
 void tf_avx512_act_pack_iq4_xs(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_XS, x, y, n); }
+void tf_avx512_act_pack_q4_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_K, x, y, n); }
