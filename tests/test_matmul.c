@@ -216,21 +216,26 @@ static void test_matmul_exact_rows(void **state) {
 /* Batch invariance of tf_cpu_matmul: a token's output row is bitwise the
  * same whether it is computed alone (the decode path) or as row i of a
  * batch of 2..16 tokens (prefill / verification tiles), in every table, for
- * every type, with and without threads. Greedy speculative decoding relies
- * on it (test_model checks the same property end to end). */
+ * every type, with and without threads, at 512 columns and (float types,
+ * whose wide rows the product splits into column chunks) at 1,024 and
+ * 2,048. Greedy speculative decoding relies on it (test_model checks the
+ * same property end to end). */
 static void test_matmul_batch_invariance(void **state) {
     (void)state;
-    enum { MAX_TOK = 16 };
-    const int64_t rows = 37, cols = 512;
+    enum { MAX_TOK = 16, MAX_COLS = 2048 };
+    const int64_t rows = 37;
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x55);
     tf_pool *pool;
     tf_err err = {0};
     assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
-    float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * MAX_TOK * cols);
+    float *wf = malloc(sizeof(float) * rows * MAX_COLS), *x = malloc(sizeof(float) * MAX_TOK * MAX_COLS);
     float *alone = malloc(sizeof(float) * MAX_TOK * rows), *batch = malloc(sizeof(float) * MAX_TOK * rows);
+    for (int ci = 0; ci < 3; ci++)
     for (int ti = 0; ti < N_TYPES; ti++) {
         tf_dtype t = k_types[ti];
+        const int64_t cols = (int64_t)512 << ci;
+        if (ci > 0 && tf_act_type(t) != TF_DTYPE_F32) continue; /* quantized rows are not split */
         size_t ws = tf_dtype_row_size(t, cols), as = tf_act_scratch_row_size(t, cols);
         char *w = malloc(ws * rows), *act = malloc(as * MAX_TOK);
         fill_gauss(&rng, wf, rows * cols, 0.5);
@@ -246,9 +251,9 @@ static void test_matmul_batch_invariance(void **state) {
                     tf_cpu_matmul(p, k, t, w, 0, rows, cols, x, n, batch, rows, act);
                     for (int j = 0; j < n; j++)
                         if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
-                            print_error("matmul %s %s threads %d: row %d of a batch of %d differs from the same "
-                                        "token alone\n",
-                                        k->isa, tf_dtype_name(t), pi ? 2 : 1, j, n);
+                            print_error("matmul %s %s cols %lld threads %d: row %d of a batch of %d differs from "
+                                        "the same token alone\n",
+                                        k->isa, tf_dtype_name(t), (long long)cols, pi ? 2 : 1, j, n);
                             fail();
                         }
                 }

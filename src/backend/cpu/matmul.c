@@ -146,22 +146,31 @@ static void mm_block(const mm_job *j, const mm_mat *m, const char *act, int64_t 
  * tile_rows equal slices of the range, so a thread reads tile_rows
  * sequential streams far apart (as many streams as a tile of long rows
  * gives; adjacent short rows would share pages and defeat the hardware
- * prefetcher). Rows past the last full slice run as ordinary tiles. */
+ * prefetcher). Rows past the last full slice run as ordinary tiles. A
+ * column-chunked matrix gets its rows' chunks one after the other, their
+ * partial sums added in chunk order as mm_block adds them for several
+ * tokens (the same bits), each stream still read in order. */
 static void mm_gemv_spread(const mm_job *j, const mm_mat *m, const char *act, float *y, int64_t r0, int64_t r1) {
-    int g = j->tile_rows;
-    int64_t per = (r1 - r0) / g;
-    if (g > 1 && per > 0) {
-        size_t slice = (size_t)per * j->w_row;
-        for (int64_t i = 0; i < per; i++) {
-            float part[TF_TILE_ROWS_MAX];
-            j->tile(j->n_cols, m->W + (size_t)(r0 + i) * j->w_row, slice, g, act, j->a_row, 1, part, 1);
-            for (int k = 0; k < g; k++) y[r0 + k * per + i] = part[k];
+    const int g = j->tile_rows;
+    const int64_t per = (r1 - r0) / g;
+    for (int spread = g > 1 && per > 0; r0 < r1; spread = 0) {
+        /* spread: rows r0 + i + k per (k < g) for i < per; else tiles of g adjacent rows */
+        const int64_t n_it = spread ? per : (r1 - r0 + g - 1) / g;
+        const size_t stride = spread ? (size_t)per * j->w_row : j->w_row;
+        for (int64_t i = 0; i < n_it; i++) {
+            const int64_t r = spread ? r0 + i : r0 + i * g;
+            const int nr = spread ? g : (r1 - r < g ? (int)(r1 - r) : g);
+            float sum[TF_TILE_ROWS_MAX], part[TF_TILE_ROWS_MAX];
+            for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
+                const int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
+                const size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c) : (size_t)c * sizeof(float);
+                j->tile(nc, m->W + (size_t)r * j->w_row + tf_dtype_row_size(j->wtype, c), stride, nr, act + a_off,
+                        j->a_row, 1, part, 1);
+                for (int k = 0; k < nr; k++) sum[k] = c ? sum[k] + part[k] : part[k];
+            }
+            for (int k = 0; k < nr; k++) y[spread ? r + k * per : r + k] = sum[k];
         }
-        r0 += per * g;
-    }
-    for (int64_t r = r0; r < r1; r += g) {
-        int nr = r1 - r < g ? (int)(r1 - r) : g;
-        j->tile(j->n_cols, m->W + (size_t)r * j->w_row, j->w_row, nr, act, j->a_row, 1, y + r, 1);
+        r0 += spread ? per * g : r1 - r0;
     }
 }
 
@@ -182,14 +191,15 @@ static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r
         mm_block(j, m, act, r0, r1, t0, t1, 0, j->n_cols, 0);
         return;
     }
-    /* Column-chunked: per group of rows, every chunk against every token. */
+    /* Column-chunked (wide float rows, for any number of tokens, one
+     * included: a (row, token)'s result is the sum of its chunks' partial
+     * sums added in chunk order, so the same bits in a batch as alone): per
+     * chunk every group of rows, so the chunk's columns of all the tokens
+     * stay in cache while the thread's rows pass. */
     const int64_t g = j->tile_rows;
-    for (int64_t r = r0; r < r1; r += g) {
-        int64_t re = r + g < r1 ? r + g : r1;
-        for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
-            int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
-            mm_block(j, m, act, r, re, t0, t1, c, nc, c > 0);
-        }
+    for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
+        int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
+        for (int64_t r = r0; r < r1; r += g) mm_block(j, m, act, r, r + g < r1 ? r + g : r1, t0, t1, c, nc, c > 0);
     }
 }
 
@@ -224,14 +234,16 @@ static void mm_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Columns per chunk for a prefill of n_tok tokens: all of them unless a
- * group of `rows` weight rows exceeds MM_L1_WEIGHT_BYTES and the rows are
- * float (quantized rows are small and their tiles pay per call for the block
- * scales). */
-static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, int64_t n_tok, size_t w_row, int rows, int toks) {
+/* Columns per chunk: all of them unless a group of `rows` weight rows
+ * exceeds MM_L1_WEIGHT_BYTES and the rows are float (quantized rows are
+ * small and their tiles pay per call for the block scales). It depends on
+ * the matrix and the table only, never on the number of tokens: the chunks
+ * decide how a dot product is summed, and a token must get the same bits
+ * alone (decode) as in a batch (verification). */
+static int64_t mm_col_chunk(tf_dtype wtype, int64_t n_cols, size_t w_row, int rows) {
     int is_float = wtype == TF_DTYPE_F32 || wtype == TF_DTYPE_F16 || wtype == TF_DTYPE_BF16;
     size_t group = (size_t)rows * w_row;
-    if (n_tok <= toks || !is_float || group <= MM_L1_WEIGHT_BYTES) return n_cols;
+    if (!is_float || group <= MM_L1_WEIGHT_BYTES) return n_cols;
     int64_t n_chunks = (int64_t)((group + MM_L1_WEIGHT_BYTES - 1) / MM_L1_WEIGHT_BYTES);
     int64_t chunk = (n_cols + n_chunks - 1) / n_chunks;
     chunk = (chunk + MM_COL_QUANTUM - 1) / MM_COL_QUANTUM * MM_COL_QUANTUM;
@@ -302,7 +314,7 @@ void tf_cpu_matmul_n(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, int
                 memset(j.mat[i].Y + t * j.mat[i].ldy, 0, (size_t)j.mat[i].n_rows * sizeof(float));
         return;
     }
-    j.col_chunk = mm_col_chunk(wtype, n_cols, n_tok, j.w_row, j.tile_rows, j.tile_toks);
+    j.col_chunk = mm_col_chunk(wtype, n_cols, j.w_row, j.tile_rows);
     tf_pool_run(pool, mm_task, &j);
 }
 
