@@ -44,7 +44,7 @@ static void test_tables(void **state) {
     print_message("kernel tables on this CPU: %d, best %s\n", g_n_tables, best->isa);
     /* The registry: the types GGUF files in the wild use, by ggml id, each
      * name parsing back to its id; the packed path exactly for the types with
-     * 32-value (sub-)blocks and Q8_0/Q8_1 activations, and Q4_K. */
+     * 32-value (sub-)blocks and Q8_0/Q8_1 activations, and Q4_K and Q5_K. */
     static const int ggml_ids[] = {0, 1, 30, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23};
     assert_int_equal(N_TYPES, (int)(sizeof ggml_ids / sizeof ggml_ids[0]));
     for (int ti = 0; ti < N_TYPES; ti++) {
@@ -55,8 +55,10 @@ static void test_tables(void **state) {
         assert_non_null(strstr(TF_DTYPE_NAMES, tf_dtype_name(k_types[ti])));
         tf_dtype t = k_types[ti];
         bool packed = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_0 || t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_0 ||
-                      t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS || t == TF_DTYPE_Q4_K;
-        assert_int_equal(tf_act_pack_type(t), t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_1 || t == TF_DTYPE_Q4_K
+                      t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS || t == TF_DTYPE_Q4_K ||
+                      t == TF_DTYPE_Q5_K;
+        assert_int_equal(tf_act_pack_type(t), t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_1 || t == TF_DTYPE_Q4_K ||
+                                                      t == TF_DTYPE_Q5_K
                                                   ? TF_DTYPE_Q8_1
                                                   : TF_DTYPE_Q8_0);
         assert_int_equal(tf_act_packed_row_size(t, 512) > 0, packed);
@@ -872,14 +874,15 @@ static void test_packed_vs_ref(void **state) {
     tf_rng_seed(&rng, tu_seed() ^ 0x66);
     enum { NR = TF_TILE_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
     static const tf_dtype types[] = {TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0,
-                                     TF_DTYPE_Q5_1,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_K};
+                                     TF_DTYPE_Q5_1,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_K,
+                                     TF_DTYPE_Q5_K};
     static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096};
     static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             tf_dtype t = types[ti];
             int64_t n = lens[li];
-            if (n % block_of(t)) continue; /* IQ4_XS, Q4_K: multiples of 256 only */
+            if (n % block_of(t)) continue; /* IQ4_XS, Q4_K, Q5_K: multiples of 256 only */
             const tf_dtype at = tf_act_pack_type(t);
             /* the weight types whose activations are those blocks */
             size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(at == TF_DTYPE_Q8_1 ? TF_DTYPE_Q4_1 : TF_DTYPE_Q8_0, n);
@@ -924,6 +927,19 @@ static void test_packed_vs_ref(void **state) {
                     assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (qs[6] >> 4) | (qs[22] & 0xF0));
                     /* its scale: low nibble at bits 24..27 of sc_lo, top bits at bits 12, 13 of sc_hi */
                     assert_int_equal((rec[256 + 3] & 0xF) | (rec[272 + 1] >> 4 & 3) << 4, sc[1] & 63);
+                } else if (t == TF_DTYPE_Q5_K) {
+                    /* sub-block 9 again (lane 6): its quant 6 and 22 in y[1], their fifth bits (bit 1 of
+                     * qh bytes 6 and 22) at bits 6 and 22 of the lane's qh word, its scale at 320.. */
+                    const uint8_t *sb1 = (const uint8_t *)w + 176;
+                    const uint8_t *qs = sb1 + offsetof(tf_block_q5_k, qs), *qh = sb1 + offsetof(tf_block_q5_k, qh);
+                    const uint8_t *sc = sb1 + offsetof(tf_block_q5_k, scales);
+                    uint32_t hw;
+                    memcpy(&hw, rec + 256 + 4 * 6, 4);
+                    assert_memory_equal(rec + 348, sb1, 4);
+                    assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (qs[6] >> 4) | (qs[22] & 0xF0));
+                    assert_int_equal(hw >> 6 & 1, qh[6] >> 1 & 1);
+                    assert_int_equal(hw >> 22 & 1, qh[22] >> 1 & 1);
+                    assert_int_equal((rec[320 + 3] & 0xF) | (rec[336 + 1] >> 4 & 3) << 4, sc[1] & 63);
                 } else if (t == TF_DTYPE_IQ4_XS) {
                     b6 = w + 136 + offsetof(tf_block_iq4_xs, qs) + 16 * (9 - 8); /* its qs */
                     assert_memory_equal(rec + 256 + 8, w + 136, 8);               /* second header */

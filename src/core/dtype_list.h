@@ -19,7 +19,8 @@
  *           Q32: integer dot products over 32-value (sub-)blocks, with the
  *                packed path of quant.h;
  *           QK: K-quants, 256-value super-blocks over Q8_K activations
- *                (Q4_K also has the packed path, over Q8_1 blocks of 32)
+ *                (Q4_K and Q5_K also have the packed path, over Q8_1 blocks
+ *                of 32)
  *   ftype   general.file_type (llama.cpp's LLAMA_FTYPE_MOSTLY_*) of a file
  *           whose matrices all have this type; for K-quants the "_S" variant
  *

@@ -63,10 +63,10 @@ tf_dtype tf_act_type(tf_dtype type);
 size_t tf_act_row_size(tf_dtype type, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and Q4_K weights (a sub-block of 32
- * of IQ4_XS or Q4_K counts as a block): one token's quantized row (the same
- * quants and f16 scales as its blocks of tf_act_pack_type: Q8_0, or Q8_1 for
- * the formats with an offset, Q4_1, Q5_1, Q4_K) rearranged so that a
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K and Q5_K weights (a sub-block
+ * of 32 of IQ4_XS, Q4_K or Q5_K counts as a block): one token's quantized row
+ * (the same quants and f16 scales as its blocks of tf_act_pack_type: Q8_0, or
+ * Q8_1 for the formats with an offset, Q4_1, Q5_1, Q4_K, Q5_K) rearranged so that a
  * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the
  * per-block terms a kernel needs are already float / int32 vectors. Layout of
  * a row of nb = n / 32 blocks (G = nb / 16 full groups, then the tail of
@@ -81,12 +81,12 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
  * ex is the part of the dot product that depends only on the activations'
  * sum s over the lane's block (group) or the lane's 4 quants (tail): int32
  * -128 s (Q8_0, IQ4_NL, IQ4_XS: the weights enter the u8 x s8 product as
- * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1, Q4_K: the
- * weight's offset m multiplies it; exact, 11 x 12 significant bits). For Q4_K
- * the lane's weight scale is the sub-block's d sc and its offset -dmin m
- * (both exact in f32), so its arithmetic is Q4_1's. Q4_K's activations here
- * are Q8_1 blocks of 32, not the Q8_K blocks of 256 its other kernels read
- * (finer steps; a different rounding). Only the matrix product uses this
+ * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1, Q4_K,
+ * Q5_K: the weight's offset m multiplies it; exact, 11 x 12 significant bits).
+ * For Q4_K and Q5_K the lane's weight scale is the sub-block's d sc and its
+ * offset -dmin m (both exact in f32), so their arithmetic is Q4_1's and
+ * Q5_1's. Their activations here are Q8_1 blocks of 32, not the Q8_K blocks
+ * of 256 their other kernels read (finer steps; a different rounding). Only the matrix product uses this
  * format; tests reach it through tf_ref_act_pack. */
 #define TF_PACK_GROUP_BLOCKS 16
 #define TF_PACK_GROUP_BYTES 640
@@ -96,7 +96,7 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
  * 4-block weight vectors produces). */
 static inline int tf_pack_lane_block(int lane) { return 4 * (lane % 4) + lane / 4; }
 /* The activation blocks a packed row is made of: TF_DTYPE_Q8_1 for weight
- * types with an offset (Q4_1, Q5_1, Q4_K), else TF_DTYPE_Q8_0. */
+ * types with an offset (Q4_1, Q5_1, Q4_K, Q5_K), else TF_DTYPE_Q8_0. */
 tf_dtype tf_act_pack_type(tf_dtype wtype);
 /* Bytes of one packed row of n activations for weight type `type` (0 for
  * types without a packed format). */
@@ -106,11 +106,11 @@ size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
 size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
 
 /* Packed weight rows ("weight_pack"): the matrix products of the packed path
- * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K) spend a good part of every
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K) spend a good part of every
  * (row, call) rearranging a weight row's group of 16 blocks into lanes, the
  * same work for every call. A host backend may instead hold the row
  * rearranged once, at load: each full group of 16 blocks (two super-blocks
- * for IQ4_XS and Q4_K) is replaced in place by a record of the same size, and the
+ * for IQ4_XS, Q4_K and Q5_K) is replaced in place by a record of the same size, and the
  * tail blocks stay as in the file (the row's size does not change):
  *   Q8_0:  q[v][64] for v = 0..7, bytes 4 L .. 4 L + 3 = quants 4 v .. 4 v + 3
  *          of block tf_pack_lane_block(L), each + 128 (u8), then d[16] (f16,
@@ -132,7 +132,9 @@ size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
  *          bits), m_hi (u32); then d, dmin, d, dmin (f16) of the two
  *          super-blocks. Not a permutation of the file's bytes, but as
  *          exactly invertible (the file's 12 bytes of scales hold those 192
- *          bits and no others).
+ *          bits and no others);
+ *   Q5_K:  as Q4_K, with qh[16] (u32, lane order, bit k: bit 4 of the
+ *          sub-block's quant k) between the quants and the scale fields.
  * A kernel reading this layout gives bitwise the results of the same kernel
  * on the file's rows (the same integers and scales reach the same float
  * steps). tf_weight_pack_row / tf_weight_unpack_row are exact inverses;

@@ -4,7 +4,7 @@
  *
  * Five static tables: scalar (the tf_ref_* functions behind adapters), avx2,
  * avx512, avx512 with VNNI (avx512 float kernels, VNNI integer dot
- * products, the packed path of the Q32 family and Q4_K) and amx (the VNNI
+ * products, the packed path of the Q32 family, Q4_K and Q5_K) and amx (the VNNI
  * table plus Q8_0, Q4_0, Q4_1 and IQ4_NL products over R16 weights on the
  * tile unit). tf_cpu_kernels_get caps the
  * request to what the CPU reports through __builtin_cpu_supports (which
@@ -142,11 +142,11 @@ static const tf_cpu_kernels k_avx512 = KERNEL_TABLE("avx512");
 #define APACK_Q32(ID, nm) KSLOT(ID, tf_avx512_act_pack_##nm)
 #define PTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_packed_tile_##nm)
 #define WTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_wpacked_tile_##nm)
-/* of the K-quants, Q4_K has the packed path (its sub-blocks of 32 have a scale and offset each) */
+/* of the K-quants, Q4_K and Q5_K have the packed path (their sub-blocks of 32 have a scale and offset each) */
 #define QK_PACKS_Q2_K(X, nm)
 #define QK_PACKS_Q3_K(X, nm)
 #define QK_PACKS_Q4_K(X, nm) X(Q4_K, nm)
-#define QK_PACKS_Q5_K(X, nm)
+#define QK_PACKS_Q5_K(X, nm) X(Q5_K, nm)
 #define QK_PACKS_Q6_K(X, nm)
 #define APACK_QK(ID, nm) QK_PACKS_##ID(APACK_Q32, nm)
 #define PTILE_QK(ID, nm) QK_PACKS_##ID(PTILE_Q32, nm)

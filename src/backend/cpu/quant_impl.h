@@ -44,7 +44,7 @@ TF_DTYPE_LIST(TF_DEQUANT_DECLS_)
 
 /* Per weight type, for the ISA TF_DECL_ISA: the tile (every family); the
  * VNNI variants of the integer families' tile; the packed path of family
- * Q32 and of Q4_K. */
+ * Q32 and of Q4_K and Q5_K. */
 #define TF_KERNEL_DECLS_(ID, nm, ...)                                                                        \
     void TF_KFN(TF_DECL_ISA, tile, nm)(int64_t n, const void *w, size_t ws, int nr, const void *a, size_t as, \
                                         int nt, float *out, int64_t ldo);
@@ -66,7 +66,7 @@ TF_DTYPE_LIST(TF_KERNEL_DECLS_)
 #define TF_PACK_DECLS_QK_q2_k
 #define TF_PACK_DECLS_QK_q3_k
 #define TF_PACK_DECLS_QK_q4_k TF_PACK_DECLS_Q32(q4_k)
-#define TF_PACK_DECLS_QK_q5_k
+#define TF_PACK_DECLS_QK_q5_k TF_PACK_DECLS_Q32(q5_k)
 #define TF_PACK_DECLS_QK_q6_k
 #define TF_PACK_DECLS_Q32(nm)                                                                                \
     void tf_avx512_act_pack_##nm(const float *x, void *y, int64_t n);                                       \

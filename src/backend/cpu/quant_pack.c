@@ -34,10 +34,10 @@ static int pack_int_offset(tf_dtype wtype) {
     }
 }
 
-/* The registry's family Q32 has the packed format, and Q4_K (whose
+/* The registry's family Q32 has the packed format, and Q4_K and Q5_K (whose
  * sub-blocks of 32 carry their own scale and offset). */
 static int pack_supported(tf_dtype wtype) {
-    if (wtype == TF_DTYPE_Q4_K) return 1;
+    if (wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K) return 1;
     switch (wtype) {
 #define TF_PACK_FAMILY_Q32 1
 #define TF_PACK_FAMILY_QK 0
@@ -50,7 +50,9 @@ static int pack_supported(tf_dtype wtype) {
 }
 
 tf_dtype tf_act_pack_type(tf_dtype wtype) {
-    return wtype == TF_DTYPE_Q4_1 || wtype == TF_DTYPE_Q5_1 || wtype == TF_DTYPE_Q4_K ? TF_DTYPE_Q8_1 : TF_DTYPE_Q8_0;
+    return wtype == TF_DTYPE_Q4_1 || wtype == TF_DTYPE_Q5_1 || wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K
+               ? TF_DTYPE_Q8_1
+               : TF_DTYPE_Q8_0;
 }
 
 /* Weight types whose lanes carry an offset term (acc = fma(m_w, ex, acc)). */
@@ -143,9 +145,9 @@ void tf_ref_act_pack(tf_dtype wtype, const float *x, void *packed, int64_t n) {
 
 /* ---- scalar reference of the packed dot product ----------------------------- */
 
-/* Q4_K sub-block j (0..7) of a super-block: its 6-bit scale and min. */
-static void q4k_scale_min(const tf_block_q4_k *x, int j, int *sc, int *mn) {
-    const uint8_t *s = x->scales;
+/* Q4_K / Q5_K sub-block j (0..7) of a super-block whose 12 bytes of scales
+ * are at s: its 6-bit scale and min. */
+static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
     if (j < 4) {
         *sc = s[j] & 63;
         *mn = s[j + 4] & 63;
@@ -155,22 +157,25 @@ static void q4k_scale_min(const tf_block_q4_k *x, int j, int *sc, int *mn) {
     }
 }
 
-/* Weight block b of a row (IQ4_XS, Q4_K: sub-block b % 8 of super-block
- * b / 8): scale d, offset m (0 where none), and the 32 quants as the kernels'
- * u8 operand (Q8_0: w + 128; Q4_x, Q5_x, Q4_K: q as stored; IQ4: table value
- * + 128). Q4_K's value d sc q - dmin m gives d = d sc and m = -(dmin m),
- * both exact in f32 (11 x 6 significant bits). */
+/* Weight block b of a row (IQ4_XS, Q4_K, Q5_K: sub-block b % 8 of
+ * super-block b / 8): scale d, offset m (0 where none), and the 32 quants as
+ * the kernels' u8 operand (Q8_0: w + 128; Q4_x, Q5_x, Q4_K, Q5_K: q as
+ * stored; IQ4: table value + 128). Q4_K's and Q5_K's value d sc q - dmin m
+ * gives d = d sc and m = -(dmin m), both exact in f32 (11 x 6 significant
+ * bits). */
 static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, float *m, int u[32]) {
     *m = 0.0f;
     switch (wtype) {
-    case TF_DTYPE_Q4_K: {
-        const tf_block_q4_k *x = (const tf_block_q4_k *)row + b / 8;
-        const int j = (int)(b % 8);
+    case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: {
+        const int q5 = wtype == TF_DTYPE_Q5_K, j = (int)(b % 8);
+        const tf_block_q4_k *x4 = (const tf_block_q4_k *)row + b / 8;
+        const tf_block_q5_k *x5 = (const tf_block_q5_k *)row + b / 8;
         int sc, mn;
-        q4k_scale_min(x, j, &sc, &mn);
-        *d = tf_f16_to_f32(x->d) * (float)sc;
-        *m = -(tf_f16_to_f32(x->dmin) * (float)mn);
-        for (int i = 0; i < 32; i++) u[i] = x->qs[32 * (j / 2) + i] >> 4 * (j % 2) & 0xF;
+        q4k_scale_min(q5 ? x5->scales : x4->scales, j, &sc, &mn);
+        *d = tf_f16_to_f32(q5 ? x5->d : x4->d) * (float)sc;
+        *m = -(tf_f16_to_f32(q5 ? x5->dmin : x4->dmin) * (float)mn);
+        const uint8_t *qs = (q5 ? x5->qs : x4->qs) + 32 * (j / 2);
+        for (int i = 0; i < 32; i++) u[i] = (qs[i] >> 4 * (j % 2) & 0xF) | (q5 ? (x5->qh[i] >> j & 1) << 4 : 0);
         break;
     }
     case TF_DTYPE_Q8_0: {
@@ -372,41 +377,54 @@ static void wpack_rows(const wpack_map *mp, tf_dtype type, const char *src, char
     }
 }
 
-/* Q4_K: a group of two super-blocks (the file's 288 bytes at src) to its
- * record (quant.h) at dst, or back (unpack). Every quant is a nibble, moved
- * from its place in the file (sub-block j's quant k: nibble j % 2 of qs byte
- * 32 (j / 2) + k) to its place in the record (nibble k / 16 of byte
- * 64 (k % 16 / 4) + 4 L + k % 4, L the lane of the sub-block); the 6-bit
- * scales and mins of the 16 sub-blocks (12 bytes per super-block, every bit
- * used) are rewritten in lane order, split into low nibbles and high 2 bits
- * (exactly the same 192 bits), and the f16 d, dmin of each follow. */
-static void q4k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
-    const int bs = (int)sizeof(tf_block_q4_k), qs = (int)offsetof(tf_block_q4_k, qs);
-    uint8_t rec[2 * sizeof(tf_block_q4_k)] = {0}, file[2 * sizeof(tf_block_q4_k)] = {0};
-    if (unpack) memcpy(rec, src, sizeof rec);
-    else memcpy(file, src, sizeof file);
+/* Q4_K / Q5_K: a group of two super-blocks (the file's 288 / 352 bytes at
+ * src) to its record (quant.h) at dst, or back (unpack). Every quant's low
+ * nibble is moved from its place in the file (sub-block j's quant k: nibble
+ * j % 2 of qs byte 32 (j / 2) + k) to its place in the record (nibble k / 16
+ * of byte 64 (k % 16 / 4) + 4 L + k % 4, L the lane of the sub-block); Q5_K's
+ * fifth bits (quant k of sub-block j: bit j of qh byte k) become a u32 per
+ * lane (bit k); the 6-bit scales and mins of the 16 sub-blocks (12 bytes per
+ * super-block, every bit used) are rewritten in lane order, split into low
+ * nibbles and high 2 bits (exactly the same 192 bits), and the f16 d, dmin of
+ * each follow. */
+static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int unpack) {
+    const int q5 = type == TF_DTYPE_Q5_K;
+    const int bs = q5 ? (int)sizeof(tf_block_q5_k) : (int)sizeof(tf_block_q4_k);
+    const int qs = q5 ? (int)offsetof(tf_block_q5_k, qs) : (int)offsetof(tf_block_q4_k, qs);
+    const int sco = (int)offsetof(tf_block_q4_k, scales), qho = (int)offsetof(tf_block_q5_k, qh);
+    const int f0 = q5 ? 320 : 256; /* the scale fields of the record */
+    uint8_t rec[2 * sizeof(tf_block_q5_k)] = {0}, file[2 * sizeof(tf_block_q5_k)] = {0};
+    const size_t bytes = 2 * (size_t)bs;
+    if (unpack) memcpy(rec, src, bytes);
+    else memcpy(file, src, bytes);
     uint64_t sc_lo = 0, m_lo = 0;
     uint32_t sc_hi = 0, m_hi = 0;
     if (unpack) {
-        memcpy(&sc_lo, rec + 256, 8);
-        memcpy(&m_lo, rec + 264, 8);
-        memcpy(&sc_hi, rec + 272, 4);
-        memcpy(&m_hi, rec + 276, 4);
+        memcpy(&sc_lo, rec + f0, 8);
+        memcpy(&m_lo, rec + f0 + 8, 8);
+        memcpy(&sc_hi, rec + f0 + 16, 4);
+        memcpy(&m_hi, rec + f0 + 20, 4);
     }
     int sc[16], mn[16]; /* by sub-block of the pair */
     for (int lane = 0; lane < 16; lane++) {
         const int sb = tf_pack_lane_block(lane), j = sb % 8;
+        uint8_t *fb = file + (sb / 8) * bs;
+        uint32_t hbits = 0;
+        if (q5 && unpack) memcpy(&hbits, rec + 256 + 4 * lane, 4);
         for (int k = 0; k < 32; k++) {
-            const int f = (sb / 8) * bs + qs + 32 * (j / 2) + k, fsh = 4 * (j % 2);
+            const int f = qs + 32 * (j / 2) + k, fsh = 4 * (j % 2);
             const int r = 64 * (k % 16 / 4) + 4 * lane + k % 4, rsh = 4 * (k / 16);
-            if (unpack) file[f] |= (uint8_t)((rec[r] >> rsh & 0xF) << fsh);
-            else rec[r] |= (uint8_t)((file[f] >> fsh & 0xF) << rsh);
+            if (unpack) fb[f] |= (uint8_t)((rec[r] >> rsh & 0xF) << fsh);
+            else rec[r] |= (uint8_t)((fb[f] >> fsh & 0xF) << rsh);
+            if (q5 && unpack) fb[qho + k] |= (uint8_t)((hbits >> k & 1) << j);
+            else if (q5) hbits |= (uint32_t)(fb[qho + k] >> j & 1) << k;
         }
+        if (q5 && !unpack) memcpy(rec + 256 + 4 * lane, &hbits, 4);
         if (unpack) {
             sc[sb] = (int)(sc_lo >> 4 * lane & 0xF) | (int)(sc_hi >> 2 * lane & 3) << 4;
             mn[sb] = (int)(m_lo >> 4 * lane & 0xF) | (int)(m_hi >> 2 * lane & 3) << 4;
         } else {
-            q4k_scale_min((const tf_block_q4_k *)(file + (sb / 8) * bs), j, &sc[sb], &mn[sb]);
+            q4k_scale_min(fb + sco, j, &sc[sb], &mn[sb]);
             sc_lo |= (uint64_t)(sc[sb] & 0xF) << 4 * lane;
             m_lo |= (uint64_t)(mn[sb] & 0xF) << 4 * lane;
             sc_hi |= (uint32_t)(sc[sb] >> 4) << 2 * lane;
@@ -414,14 +432,14 @@ static void q4k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
         }
     }
     for (int h = 0; h < 2; h++) {
-        uint8_t *b = file + h * bs, *dm = rec + 280 + 4 * h;
+        uint8_t *b = file + h * bs, *dm = rec + f0 + 24 + 4 * h;
         if (!unpack) {
             memcpy(dm, b, 4); /* d, dmin */
             continue;
         }
         memcpy(b, dm, 4);
         const int *c = sc + 8 * h, *m = mn + 8 * h;
-        uint8_t *s = b + offsetof(tf_block_q4_k, scales);
+        uint8_t *s = b + sco;
         for (int j = 0; j < 4; j++) {
             s[j] = (uint8_t)((c[j] & 63) | (c[j + 4] >> 4) << 6);
             s[j + 4] = (uint8_t)((m[j] & 63) | (m[j + 4] >> 4) << 6);
@@ -429,29 +447,30 @@ static void q4k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
         }
     }
     if (!unpack) {
-        memcpy(rec + 256, &sc_lo, 8);
-        memcpy(rec + 264, &m_lo, 8);
-        memcpy(rec + 272, &sc_hi, 4);
-        memcpy(rec + 276, &m_hi, 4);
+        memcpy(rec + f0, &sc_lo, 8);
+        memcpy(rec + f0 + 8, &m_lo, 8);
+        memcpy(rec + f0 + 16, &sc_hi, 4);
+        memcpy(rec + f0 + 20, &m_hi, 4);
     }
-    memcpy(dst, unpack ? file : rec, sizeof rec);
+    memcpy(dst, unpack ? file : rec, bytes);
 }
 
-static void q4k_pack_rows(const char *src, char *dst, int64_t n_rows, int64_t n, int unpack) {
-    const size_t row = tf_dtype_row_size(TF_DTYPE_Q4_K, n), rec = 2 * sizeof(tf_block_q4_k);
+static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_rows, int64_t n, int unpack) {
+    const size_t row = tf_dtype_row_size(type, n), rec = tf_dtype_row_size(type, 2 * TF_QK_K);
     const int64_t n_groups = n / (2 * TF_QK_K);
     for (int64_t r = 0; r < n_rows; r++) {
         const char *s = src + (size_t)r * row;
         char *d = dst + (size_t)r * row;
-        for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec) q4k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
+        for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec)
+            kq_pack_group(type, (const uint8_t *)s, (uint8_t *)d, unpack);
         memcpy(d, s, row - (size_t)n_groups * rec); /* an odd last super-block as it is */
     }
 }
 
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n) {
     TF_ASSERT(pack_supported(type) && rows != packed);
-    if (type == TF_DTYPE_Q4_K) {
-        q4k_pack_rows(rows, packed, n_rows, n, 0);
+    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K) {
+        kq_pack_rows(type, rows, packed, n_rows, n, 0);
         return;
     }
     wpack_map mp;
@@ -465,8 +484,8 @@ void tf_weight_pack_row(tf_dtype type, const void *row, void *packed, int64_t n)
 
 void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t n) {
     TF_ASSERT(pack_supported(type) && row != packed);
-    if (type == TF_DTYPE_Q4_K) {
-        q4k_pack_rows(packed, row, 1, n, 1);
+    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K) {
+        kq_pack_rows(type, packed, row, 1, n, 1);
         return;
     }
     wpack_map mp;

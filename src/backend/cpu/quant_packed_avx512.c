@@ -7,7 +7,7 @@
  */
 #include "backend/cpu/quant_avx512_inl.h"
 
-/* ---- Q8_0 / Q4_x / Q5_x weights against packed activations (VNNI) ------------ */
+/* ---- Q8_0 / Q4_x / Q5_x / IQ4 / Q4_K / Q5_K weights against packed activations -- */
 
 /* The packed path (quant.h, quant_pack.c): per group of 16 blocks a weight
  * row is loaded and rearranged once into 8 u8 vectors whose int32 lane L
@@ -15,17 +15,18 @@
  * activations; then per token the exact block dot products are 8 vpdpbusd
  * into one int32 vector (the format's ex term as start value for the
  * integer offsets), and the float work is one cvt, one mul and one FMA (plus
- * one FMA for the offset m of Q4_1 / Q5_1) per 16 blocks, with the token's
+ * one FMA for the offset m of Q4_1 / Q5_1 / Q4_K / Q5_K) per 16 blocks, with the token's
  * vectors read straight from memory. Tail blocks (n / 32 not a multiple of
  * 16) go two at a time in natural order. */
 
-/* The packed path's kinds: the Q32 family's (K_Q8_0 .. K_IQ4_XS) and Q4_K's
- * sub-blocks of 32, each with its scale d sc and offset -dmin m. */
+/* The packed path's kinds: the Q32 family's (K_Q8_0 .. K_IQ4_XS) and the
+ * sub-blocks of 32 of Q4_K and Q5_K, each with its scale d sc and offset
+ * -dmin m. */
 #define K_PK_Q4_K (K_IQ4_XS + 1)
+#define K_PK_Q5_K (K_IQ4_XS + 2)
+#define PK_IS_KQ(kind) ((kind) == K_PK_Q4_K || (kind) == K_PK_Q5_K)
 /* Formats whose lanes carry an offset term: acc = fma(m, ex, acc). */
-#define PK_HAS_MIN(kind) (K0_HAS_MIN(kind) || (kind) == K_PK_Q4_K)
-/* Formats whose groups are two super-blocks of 256. */
-#define PK_SUPER(kind) ((kind) == K_IQ4_XS || (kind) == K_PK_Q4_K)
+#define PK_HAS_MIN(kind) (K0_HAS_MIN(kind) || PK_IS_KQ(kind))
 
 /* Bytes per block and offsets of qs / qh within it; kinds as K0_*. IQ4_XS
  * has no blocks of 32 of its own: its sub-blocks are addressed through
@@ -40,9 +41,10 @@ TF_AI int pk_block_bytes(int kind) {
     default: return sizeof(tf_block_q5_1);
     }
 }
-/* Bytes of a group of 16 blocks (IQ4_XS: two super-blocks). */
+/* Bytes of a group of 16 blocks (IQ4_XS, Q4_K: two super-blocks). */
 TF_AI int pk_group_bytes(int kind) {
     if (kind == K_PK_Q4_K) return 2 * (int)sizeof(tf_block_q4_k);
+    if (kind == K_PK_Q5_K) return 2 * (int)sizeof(tf_block_q5_k);
     return kind == K_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
 }
 TF_AI int pk_qs_offset(int kind) {
@@ -55,7 +57,7 @@ TF_AI int pk_qs_offset(int kind) {
     }
 }
 TF_AI int pk_qh_offset(int kind) { return kind == K_Q5_0 ? 2 : 4; }
-#define PK_IS_Q5(kind) ((kind) == K_Q5_0 || (kind) == K_Q5_1)
+#define PK_IS_Q5(kind) ((kind) == K_Q5_0 || (kind) == K_Q5_1 || (kind) == K_PK_Q5_K)
 /* Formats whose ex term is the int32 start value of the block sums. */
 #define PK_INT_EX(kind) ((kind) == K_Q8_0 || (kind) == K_Q4_0 || (kind) == K_Q5_0 || K0_IS_IQ4(kind))
 
@@ -163,7 +165,7 @@ TF_AI __m512 pk_iq4xs_scales(const char *h0, const char *h1) {
     return _mm512_permutexvar_ps(lane_block, _mm512_mul_ps(_mm512_cvtepi32_ps(ls), d));
 }
 
-/* Q4_K: the scales d sc and offsets -(dmin m) of the 16 sub-blocks of a
+/* Q4_K, Q5_K: the scales d sc and offsets -(dmin m) of the 16 sub-blocks of a
  * packed record's group, from its fields at f (sc_lo, m_lo, sc_hi, m_hi, then
  * d, dmin of each super-block; quant.h), already in lane order; the products
  * are exact, as tf_ref_packed_dot's. */
@@ -224,11 +226,11 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg);
 TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
-    if (kind == K_PK_Q4_K) {
-        /* the file's layout is the rare case (the CPU backend packs Q4_K at
-         * load): rearranged into a record here by the scalar packer */
-        _Alignas(64) char rec[2 * sizeof(tf_block_q4_k)];
-        tf_weight_pack_row(TF_DTYPE_Q4_K, blocks, rec, 2 * TF_QK_K);
+    if (PK_IS_KQ(kind)) {
+        /* the file's layout is the rare case (the CPU backend packs Q4_K and
+         * Q5_K at load): rearranged into a record here by the scalar packer */
+        _Alignas(64) char rec[2 * sizeof(tf_block_q5_k)];
+        tf_weight_pack_row(kind == K_PK_Q5_K ? TF_DTYPE_Q5_K : TF_DTYPE_Q4_K, blocks, rec, 2 * TF_QK_K);
         pk_load_group_w(kind, rec, wg);
         return;
     }
@@ -278,10 +280,11 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
         wg->q[j] = _mm512_and_si512(y, low4);
         wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y, 4), low4);
     }
-    pk_finish_quants(kind, wg,
-                     PK_IS_Q5(kind) ? _mm512_loadu_si512(p + (K0_HAS_MIN(kind) ? 320 : 288)) : _mm512_setzero_si512());
-    if (kind == K_PK_Q4_K) {
-        pk_q4k_scales(p + 256, &wg->d, &wg->m);
+    /* Q5_x: the fifth bits after d (and m); Q5_K's right after the quants */
+    const int qh_at = kind == K_PK_Q5_K ? 256 : K0_HAS_MIN(kind) ? 320 : 288;
+    pk_finish_quants(kind, wg, PK_IS_Q5(kind) ? _mm512_loadu_si512(p + qh_at) : _mm512_setzero_si512());
+    if (PK_IS_KQ(kind)) {
+        pk_q4k_scales(p + (kind == K_PK_Q5_K ? 320 : 256), &wg->d, &wg->m);
         return;
     }
     if (kind == K_IQ4_XS) {
@@ -319,15 +322,24 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
     __m256i q[2];
     for (int h = 0; h < 2; h++) {
         const char *blk = NULL;
-        if ((h == 0 || two) && kind == K_PK_Q4_K) {
-            const tf_block_q4_k *x = (const tf_block_q4_k *)row + (b + h) / 8;
-            const int j = (int)((b + h) % 8);
+        if ((h == 0 || two) && PK_IS_KQ(kind)) {
+            /* Q4_K and Q5_K share d, dmin and the scales at the block's start */
+            const int q5 = kind == K_PK_Q5_K, j = (int)((b + h) % 8);
+            const char *x = row + (b + h) / 8 * (q5 ? sizeof(tf_block_q5_k) : sizeof(tf_block_q4_k));
+            uint16_t dm[2];
             uint64_t sc, mn;
-            q4k_unpack_scales(x->scales, &sc, &mn);
-            d[h] = f16(x->d) * (float)(uint8_t)(sc >> 8 * j);
-            m[h] = -(f16(x->dmin) * (float)(uint8_t)(mn >> 8 * j));
-            __m256i y = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * (j / 2)));
+            memcpy(dm, x, 4);
+            q4k_unpack_scales((const uint8_t *)x + offsetof(tf_block_q4_k, scales), &sc, &mn);
+            d[h] = f16(dm[0]) * (float)(uint8_t)(sc >> 8 * j);
+            m[h] = -(f16(dm[1]) * (float)(uint8_t)(mn >> 8 * j));
+            const char *qs = x + (q5 ? offsetof(tf_block_q5_k, qs) : offsetof(tf_block_q4_k, qs)) + 32 * (j / 2);
+            __m256i y = _mm256_loadu_si256((const __m256i *)qs);
             q[h] = _mm256_and_si256(_mm256_srli_epi16(y, 4 * (j % 2)), _mm256_set1_epi8(0x0F));
+            if (q5) { /* bit j of qh byte k: bit 4 of quant k */
+                __m256i hb = _mm256_loadu_si256((const __m256i *)(x + offsetof(tf_block_q5_k, qh)));
+                hb = _mm256_and_si256(_mm256_srli_epi16(hb, j), _mm256_set1_epi8(1));
+                q[h] = _mm256_or_si256(q[h], _mm256_slli_epi16(hb, 4));
+            }
             continue;
         }
         if (h == 0 || two) {
@@ -447,6 +459,7 @@ PK_ENTRIES(q5_1, K_Q5_1)
 PK_ENTRIES(iq4_nl, K_IQ4_NL)
 PK_ENTRIES(iq4_xs, K_IQ4_XS)
 PK_ENTRIES(q4_k, K_PK_Q4_K)
+PK_ENTRIES(q5_k, K_PK_Q5_K)
 #undef PK_ENTRIES
 
 /* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
@@ -474,7 +487,7 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     _mm512_storeu_ps(y + 512, ad);
     __m512i ex;
     switch (wtype) {
-    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
+    case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
     case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
     case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
     default: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)); break; /* Q8_0, IQ4_NL, IQ4_XS */
@@ -506,3 +519,4 @@ void tf_avx512_act_pack_q5_1(const float *x, void *y, int64_t n) { act_pack(TF_D
 void tf_avx512_act_pack_iq4_nl(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_NL, x, y, n); }
 void tf_avx512_act_pack_iq4_xs(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_XS, x, y, n); }
 void tf_avx512_act_pack_q4_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_K, x, y, n); }
+void tf_avx512_act_pack_q5_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_K, x, y, n); }
