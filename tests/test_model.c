@@ -490,10 +490,15 @@ static void test_context_devices(void **state) {
  * speculative decoding to be lossless. The prompt crosses a 1024-slot split. */
 static void test_batch_invariant_logits(void **state) {
     (void)state;
-    static const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,
-                                     TF_DTYPE_Q4_1, TF_DTYPE_Q4_K, TF_DTYPE_IQ4_XS, TF_DTYPE_F16};
+    static const tf_dtype types[] = {TF_DTYPE_F32,  TF_DTYPE_F16,  TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0, TF_DTYPE_Q4_1,
+                                     TF_DTYPE_Q4_K, TF_DTYPE_IQ4_XS, TF_DTYPE_F32, TF_DTYPE_F16,  TF_DTYPE_F16};
+    /* n_embd: 256, then float rows wide enough for the products to sum them in
+     * column chunks (F32 1,024 and F16 2,048 columns on AVX-512) */
+    static const int embd[] = {256, 256, 256, 256, 256, 256, 256, 1024, 2048, 256};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        tu_gen_case c = {"inv", 256, 2, 4, 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false, types[ti]};
+        const int wide = embd[ti] > 256;
+        tu_gen_case c = {"inv", embd[ti], 2, wide ? 16 : 4, wide ? 4 : 2, 256, TF_ROPE_SCALING_NONE, 1, 0, false,
+                         types[ti]};
         /* the last: a qwen2 model (biases, rotate-half RoPE) */
         tf_arch arch = ti + 1 == sizeof types / sizeof types[0] ? TF_ARCH_QWEN2 : TF_ARCH_LLAMA;
         char path[512];
@@ -520,7 +525,8 @@ static void test_batch_invariant_logits(void **state) {
         for (int i = 0; i < N; i++) {
             assert_int_equal(tf_context_eval(one, toks + P + i, 1, NULL), TF_OK);
             if (memcmp(tf_context_logits(one), lb + (size_t)i * 300, sizeof(float) * 300) != 0) {
-                print_error("%s: row %d of the batch differs from single-token decode\n", tf_dtype_name(types[ti]), i);
+                print_error("%s, n_embd %d: row %d of the batch differs from single-token decode\n",
+                            tf_dtype_name(types[ti]), embd[ti], i);
                 fail();
             }
         }
