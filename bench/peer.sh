@@ -3,7 +3,7 @@
 # GGUF files, the same prompt token ids and the same thread count, taking turns, with prefill
 # tok/s, decode ms/token, their ratio and each decode figure's floor at the measured bandwidth.
 #
-#   sh bench/peer.sh                  everything (2 to 2.5 hours on 2 cores, estimated; docs/BENCHMARKS.md)
+#   sh bench/peer.sh                  everything (52 minutes on the 2-core Zen 5 VM; docs/BENCHMARKS.md)
 #   MODELS=smollm2 CTXS=512 REPS=1 NGEN=16 sh bench/peer.sh     a smoke run (about 2 minutes)
 #
 # Results: bench/results/peer.md (header with the machine and versions, one table) and
