@@ -43,18 +43,10 @@ static double mm_act_bound(tf_dtype t) {
 #define MM_CASE_ACT_BOUND 2e-2
 
 /* The activation blocks table k's products of type t consume: those of the
- * packed path where it has one (Q4_K's differ from tf_act_type's), else
- * tf_act_type's; and the bytes of a row of n of them. */
+ * packed path where it has one (Q4_K's and Q5_K's differ from tf_act_type's),
+ * else tf_act_type's. */
 static tf_dtype mm_act_of(const tf_cpu_kernels *k, tf_dtype t) {
     return k->packed_tile[t] && k->act_pack[t] ? tf_act_pack_type(t) : tf_act_type(t);
-}
-static size_t mm_act_row(tf_dtype at, int64_t n) {
-    switch ((int)at) {
-    case TF_DTYPE_F32: return (size_t)n * sizeof(float);
-    case TF_DTYPE_Q8_0: return (size_t)n / 32 * sizeof(tf_block_q8_0);
-    case TF_DTYPE_Q8_1: return (size_t)n / 32 * sizeof(tf_block_q8_1);
-    default: return (size_t)n / TF_QK_K * sizeof(tf_block_q8_k);
-    }
 }
 
 static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, const mm_shape *s, tf_rng *rng,
@@ -62,7 +54,7 @@ static void run_matmul_case(const tf_cpu_kernels *k, tf_pool *pool, tf_dtype t, 
     int64_t cols = (s->cols + block_of(t) - 1) / block_of(t) * block_of(t);
     int64_t rows = s->rows, tok = s->tok, ldy = rows + 3;
     const tf_dtype at = mm_act_of(k, t);
-    size_t ws = tf_dtype_row_size(t, cols), as = mm_act_row(at, cols);
+    size_t ws = tf_dtype_row_size(t, cols), as = tf_act_format_row_size(at, cols);
     float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * tok * cols);
     float *xq = malloc(sizeof(float) * tok * cols);
     char *w = malloc(ws * rows), *aref = malloc(as * tok);

@@ -884,8 +884,7 @@ static void test_packed_vs_ref(void **state) {
             int64_t n = lens[li];
             if (n % block_of(t)) continue; /* IQ4_XS, Q4_K, Q5_K: multiples of 256 only */
             const tf_dtype at = tf_act_pack_type(t);
-            /* the weight types whose activations are those blocks */
-            size_t ws = tf_dtype_row_size(t, n), as = tf_act_row_size(at == TF_DTYPE_Q8_1 ? TF_DTYPE_Q4_1 : TF_DTYPE_Q8_0, n);
+            size_t ws = tf_dtype_row_size(t, n), as = tf_act_format_row_size(at, n);
             size_t ps = tf_act_packed_row_size(t, n);
             assert_true(ps > 0 && ps <= tf_act_scratch_row_size(t, n));
             float *x = malloc(sizeof(float) * n * (NR > NT ? NR : NT));

@@ -61,6 +61,9 @@ tf_dtype tf_act_type(tf_dtype type);
 /* Bytes needed to hold n activations converted for weight type `type`
  * (n a multiple of the type's block size). */
 size_t tf_act_row_size(tf_dtype type, int64_t n);
+/* Bytes of n activations in the activation format `act` itself (F32, Q8_0,
+ * Q8_1 or Q8_K; tf_act_row_size is this of tf_act_type(type)). */
+size_t tf_act_format_row_size(tf_dtype act, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
  * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K and Q5_K weights (a sub-block

@@ -13,6 +13,12 @@
 
 #include "backend/cpu/quant.h"
 
+/* Q4_K / Q5_K: sub-block j's 6-bit scale and min from a super-block's 12
+ * bytes of scales, and the inverse for all 8 sub-blocks (quant_ref.c; the
+ * packed weight layout uses both too). */
+void tf_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);
+void tf_q4k_pack_scales(uint8_t *s, const int *sc, const int *m);
+
 /* Shared by every table (plain C): F32 activations are a copy. */
 void tf_cpu_copy_f32(const float *x, void *y, int64_t n);
 void tf_cpu_dequantize_f32(const void *x, float *y, int64_t n);

@@ -14,7 +14,7 @@
  * format (tf_ref_packed_dot spells them out), which keeps the product of a
  * token bitwise independent of the tile it is computed in.
  */
-#include "backend/cpu/quant.h"
+#include "backend/cpu/quant_impl.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -145,18 +145,6 @@ void tf_ref_act_pack(tf_dtype wtype, const float *x, void *packed, int64_t n) {
 
 /* ---- scalar reference of the packed dot product ----------------------------- */
 
-/* Q4_K / Q5_K sub-block j (0..7) of a super-block whose 12 bytes of scales
- * are at s: its 6-bit scale and min. */
-static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
-        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
-
 /* Weight block b of a row (IQ4_XS, Q4_K, Q5_K: sub-block b % 8 of
  * super-block b / 8): scale d, offset m (0 where none), and the 32 quants as
  * the kernels' u8 operand (Q8_0: w + 128; Q4_x, Q5_x, Q4_K, Q5_K: q as
@@ -171,7 +159,7 @@ static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, f
         const tf_block_q4_k *x4 = (const tf_block_q4_k *)row + b / 8;
         const tf_block_q5_k *x5 = (const tf_block_q5_k *)row + b / 8;
         int sc, mn;
-        q4k_scale_min(q5 ? x5->scales : x4->scales, j, &sc, &mn);
+        tf_q4k_scale_min(q5 ? x5->scales : x4->scales, j, &sc, &mn);
         *d = tf_f16_to_f32(q5 ? x5->d : x4->d) * (float)sc;
         *m = -(tf_f16_to_f32(q5 ? x5->dmin : x4->dmin) * (float)mn);
         const uint8_t *qs = (q5 ? x5->qs : x4->qs) + 32 * (j / 2);
@@ -424,7 +412,7 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
             sc[sb] = (int)(sc_lo >> 4 * lane & 0xF) | (int)(sc_hi >> 2 * lane & 3) << 4;
             mn[sb] = (int)(m_lo >> 4 * lane & 0xF) | (int)(m_hi >> 2 * lane & 3) << 4;
         } else {
-            q4k_scale_min(fb + sco, j, &sc[sb], &mn[sb]);
+            tf_q4k_scale_min(fb + sco, j, &sc[sb], &mn[sb]);
             sc_lo |= (uint64_t)(sc[sb] & 0xF) << 4 * lane;
             m_lo |= (uint64_t)(mn[sb] & 0xF) << 4 * lane;
             sc_hi |= (uint32_t)(sc[sb] >> 4) << 2 * lane;
@@ -438,13 +426,7 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
             continue;
         }
         memcpy(b, dm, 4);
-        const int *c = sc + 8 * h, *m = mn + 8 * h;
-        uint8_t *s = b + sco;
-        for (int j = 0; j < 4; j++) {
-            s[j] = (uint8_t)((c[j] & 63) | (c[j + 4] >> 4) << 6);
-            s[j + 4] = (uint8_t)((m[j] & 63) | (m[j + 4] >> 4) << 6);
-            s[j + 8] = (uint8_t)((c[j + 4] & 0xF) | (m[j + 4] & 0xF) << 4);
-        }
+        tf_q4k_pack_scales(b + sco, sc + 8 * h, mn + 8 * h);
     }
     if (!unpack) {
         memcpy(rec + f0, &sc_lo, 8);

@@ -39,7 +39,7 @@
  * the SIMD variants compute, so fast and reference activations are bitwise
  * equal.
  */
-#include "backend/cpu/quant.h"
+#include "backend/cpu/quant_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -56,8 +56,10 @@ tf_dtype tf_act_type(tf_dtype type) {
     }
 }
 
-size_t tf_act_row_size(tf_dtype type, int64_t n) {
-    switch ((int)tf_act_type(type)) {
+size_t tf_act_row_size(tf_dtype type, int64_t n) { return tf_act_format_row_size(tf_act_type(type), n); }
+
+size_t tf_act_format_row_size(tf_dtype act, int64_t n) {
+    switch ((int)act) {
     case TF_DTYPE_F32: return (size_t)n * sizeof(float);
     case TF_DTYPE_Q8_0: return (size_t)(n / TF_QK8_0) * sizeof(tf_block_q8_0);
     case TF_DTYPE_Q8_1: return (size_t)(n / TF_QK8_0) * sizeof(tf_block_q8_1);
@@ -76,7 +78,7 @@ static float absmax(const float *x, int n) {
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Q4_K: 6-bit scale and min of sub-block j (0..7) from the packed 12 bytes. */
-static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+void tf_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
     if (j < 4) {
         *sc = s[j] & 63;
         *m = s[j + 4] & 63;
@@ -86,8 +88,8 @@ static void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
     }
 }
 
-/* Inverse of q4k_scale_min for all 8 sub-blocks (sc, m in 0..63). */
-static void q4k_pack_scales(uint8_t *s, const int *sc, const int *m) {
+/* Inverse of tf_q4k_scale_min for all 8 sub-blocks (sc, m in 0..63). */
+void tf_q4k_pack_scales(uint8_t *s, const int *sc, const int *m) {
     for (int j = 0; j < 4; j++) {
         s[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
         s[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
@@ -137,7 +139,7 @@ static void kmin_dequant(const int *q, const uint8_t *scales, uint16_t d16, uint
     float d = tf_f16_to_f32(d16), dmin = tf_f16_to_f32(dmin16);
     for (int e = 0; e < TF_QK_K; e++) {
         int sc, m;
-        q4k_scale_min(scales, e / 32, &sc, &m);
+        tf_q4k_scale_min(scales, e / 32, &sc, &m);
         y[e] = d * (float)sc * (float)q[e] - dmin * (float)m;
     }
 }
@@ -146,7 +148,7 @@ static double kmin_dot(const int *q, const uint8_t *scales, uint16_t d16, uint16
     int64_t s_scaled = 0, s_min = 0;
     for (int j = 0; j < 8; j++) {
         int sc, m, s = 0;
-        q4k_scale_min(scales, j, &sc, &m);
+        tf_q4k_scale_min(scales, j, &sc, &m);
         for (int l = 0; l < 32; l++) s += q[32 * j + l] * a->qs[32 * j + l];
         s_scaled += (int64_t)sc * s;
         s_min += (int64_t)m * (a->bsums[2 * j] + a->bsums[2 * j + 1]);
@@ -395,7 +397,7 @@ static void quantize_q4_k(const float *x, tf_block_q4_k *y, int64_t nb) {
         uint8_t q[TF_QK_K];
         memset(b, 0, sizeof *b);
         kmin_quantize(x, 8, 15, 63, &b->d, &b->dmin, sc, m, q);
-        q4k_pack_scales(b->scales, sc, m);
+        tf_q4k_pack_scales(b->scales, sc, m);
         for (int e = 0; e < TF_QK_K; e++) {
             uint8_t *p = &b->qs[(e / 64) * 32 + e % 32];
             *p = (e % 64) < 32 ? (uint8_t)((*p & 0xF0) | q[e]) : (uint8_t)((*p & 0x0F) | (q[e] << 4));
@@ -411,7 +413,7 @@ static void quantize_q5_k(const float *x, tf_block_q5_k *y, int64_t nb) {
         uint8_t q[TF_QK_K];
         memset(b, 0, sizeof *b);
         kmin_quantize(x, 8, 31, 63, &b->d, &b->dmin, sc, m, q);
-        q4k_pack_scales(b->scales, sc, m);
+        tf_q4k_pack_scales(b->scales, sc, m);
         for (int e = 0; e < TF_QK_K; e++) {
             uint8_t *p = &b->qs[(e / 64) * 32 + e % 32];
             int lo = q[e] & 0xF;
