@@ -19,6 +19,7 @@
 #include "decode/lookup.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -482,6 +483,16 @@ static tf_status level_alloc_host(tf_spec *s, spec_level *L, const tf_model *m, 
     return TF_OK;
 }
 
+/* The keys a target graph's attention is sized for are rounded up to a
+ * multiple of this: one capture per 4,096 tokens of context, and the blocks
+ * past a row's keys (at most 16 splits of 256 per head) return at once. */
+#define TARGET_GRAPH_KEYS 4096
+
+static bool target_graphs(void) {
+    const char *e = getenv("TF_TARGET_GRAPHS");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf_model *m, int32_t rows,
                             tf_err *err) {
     const tf_spec_cfg *c = &s->cfg;
@@ -508,7 +519,12 @@ static tf_status level_init(tf_spec *s, spec_level *L, level_kind kind, const tf
     }
     int32_t n_logits = kind == LEVEL_FULL && c->n_logits > rows + 2 ? c->n_logits : rows + 2;
     TF_TRY(tf_fwd_init_on(&L->fwd, w, n_batch, n_logits < n_batch ? n_logits : n_batch, n_kv, err));
-    L->fwd.use_graphs = kind != LEVEL_FULL; /* where the backend has graphs: the small, repeated passes */
+    /* Where the backend has graphs, every level's passes of up to graph_rows
+     * rows replay them; the target's attention is bounded per graph by its
+     * keys rounded up to TARGET_GRAPH_KEYS (TF_TARGET_GRAPHS=0 launches the
+     * target's passes one kernel at a time, for A/B runs). */
+    L->fwd.use_graphs = kind != LEVEL_FULL || target_graphs();
+    L->fwd.graph_kv_step = kind == LEVEL_FULL ? TARGET_GRAPH_KEYS : 0;
     if (kind == LEVEL_STREAMING) {
         size_t cap = sizeof(float) * (size_t)m->hp.n_layer * (size_t)n_batch * (size_t)m->hp.n_head_kv * m->hp.head_dim;
         TF_TRY(be->ops->alloc(be, (void **)&L->cap_k, cap, "the streaming level's captured keys", err));

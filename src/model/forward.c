@@ -225,8 +225,9 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
     int gi = 0;
     for (; gi < f->n_graph; gi++) {
         const __typeof__(f->graph[0]) *G = &f->graph[gi];
-        if (G->n == n && G->logits_from == logits_from && G->kv == (const void *)kv->k && G->out.q == out->q &&
-            G->out.q_row == out->q_row && G->out.q_max == out->q_max && G->out.k == out->k && G->out.v == out->v)
+        if (G->n == n && G->logits_from == logits_from && G->max_kv == max_kv && G->kv == (const void *)kv->k &&
+            G->out.q == out->q && G->out.q_row == out->q_row && G->out.q_max == out->q_max && G->out.k == out->k &&
+            G->out.v == out->v)
             break;
     }
     if (gi == f->n_graph) {
@@ -249,6 +250,7 @@ static tf_status run_graph(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits
         if (st2 != TF_OK) return tf_errf(err, st2, "%s", end_err.msg);
         f->graph[gi].n = n;
         f->graph[gi].logits_from = logits_from;
+        f->graph[gi].max_kv = max_kv;
         f->graph[gi].kv = kv->k;
         f->graph[gi].out = *out;
         f->graph[gi].g = g;
@@ -299,7 +301,14 @@ tf_status tf_forward(tf_fwd *f, tf_kv_cache *kv, const int32_t *tokens, const in
     for (int32_t i = 0; i < n; i++) kv->pos[slot0 + i] = pos[i];
     if (kv->n_used < slot0 + n) kv->n_used = slot0 + n;
     const bool graph = f->use_graphs && n <= o->graph_rows;
-    const int32_t max_kv = graph ? kv->n_slots : max_len; /* a replayed graph serves every length */
+    /* a replayed graph serves every length up to its bound */
+    int32_t max_kv = max_len;
+    if (graph && f->graph_kv_step > 0) {
+        int64_t b = ((int64_t)max_len + f->graph_kv_step - 1) / f->graph_kv_step * f->graph_kv_step;
+        max_kv = b < kv->n_slots ? (int32_t)b : kv->n_slots;
+    } else if (graph) {
+        max_kv = kv->n_slots;
+    }
     if (max_kv > f->n_kv_max)
         return tf_errf(err, TF_ERR_INTERNAL, "forward: a cache of %d slots exceeds the scratch's %d", max_kv,
                        f->n_kv_max);

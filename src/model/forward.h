@@ -63,10 +63,14 @@ typedef struct tf_fwd {
     size_t bytes;                 /* total reserved */
     /* Graphs (backends with graph_rows > 0, when use_graphs is set): passes
      * of up to graph_rows rows are captured once per shape (rows, logits
-     * rows, cache, captures) and replayed. */
+     * rows, cache, captures) and replayed. graph_kv_step 0: a graph's
+     * attention covers every slot of the cache (small caches); > 0: the
+     * longest row's keys rounded up to a multiple of it, a graph per such
+     * bound (a large cache, whose slots are mostly past the rows' keys). */
     bool use_graphs;
+    int32_t graph_kv_step;
     struct {
-        int32_t n, logits_from;
+        int32_t n, logits_from, max_kv;
         const void *kv;
         tf_fwd_out out;
         void *g;
