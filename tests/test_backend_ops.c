@@ -212,6 +212,118 @@ static void check_embed_matmul(tf_backend *be, const char *desc) {
     assert_true(n_types >= 4); /* f32, f16, bf16, q8_0 at least on every backend */
 }
 
+/* matmul_n (several matrices of one input, as a layer's q/k/v): each output
+ * bit for bit what matmul gives that matrix alone, at decode, verification
+ * and prefill batch sizes, with row counts that are not multiples of the
+ * kernels' row groups and output strides wider than the rows. */
+static void check_matmul_n(tf_backend *be, const char *desc) {
+    if (!be->ops->matmul_n) {
+        print_message("%s: no matmul_n (the caller makes one matmul per matrix)\n", desc);
+        return;
+    }
+    enum { N_W = 3 };
+    const int64_t cols = MM_COLS, rows[N_W] = {96, 40, 33};
+    const int ns[] = {1, 5, 16, 19};
+    int n_cases = 0;
+    for (int t = 0; t < TF_DTYPE_COUNT; t++) {
+        if (!tf_backend_supports(be, TF_OP_MATMUL, (uint32_t)t)) continue;
+        tf_bmat w[N_W];
+        const tf_bmat *wp[N_W];
+        size_t scr_bytes = 0;
+        for (int i = 0; i < N_W; i++) {
+            float *wf = rnd((size_t)rows[i] * cols, -1, 1);
+            size_t wb = tf_dtype_row_size((tf_dtype)t, cols) * (size_t)rows[i];
+            uint8_t *wq = malloc(wb);
+            quantize_rows((tf_dtype)t, wf, rows[i], cols, wq);
+            w[i] = (tf_bmat){.data = dbuf(be, wq, wb), .type = (uint32_t)t, .n_rows = rows[i], .n_cols = cols};
+            wp[i] = &w[i];
+            size_t sb = be->ops->matmul_scratch(be, &w[i], 19);
+            if (sb > scr_bytes) scr_bytes = sb;
+            free(wf), free(wq);
+        }
+        void *scr = dbuf(be, NULL, scr_bytes);
+        for (int k = 0; k < (int)(sizeof ns / sizeof ns[0]); k++) {
+            const int n = ns[k];
+            float *x = rnd((size_t)n * cols, -1, 1);
+            float *dx = dbuf(be, x, sizeof(float) * n * cols);
+            float *dy[N_W], *one[N_W], *many[N_W];
+            int64_t ldy[N_W];
+            for (int i = 0; i < N_W; i++) {
+                ldy[i] = rows[i] + 3;
+                const size_t yb = sizeof(float) * (size_t)n * ldy[i];
+                one[i] = malloc(yb), many[i] = malloc(yb);
+                dy[i] = dbuf(be, NULL, yb);
+                assert_int_equal(be->ops->matmul(be, &w[i], dx, n, dy[i], ldy[i], scr, &g_err), TF_OK);
+                dget(be, one[i], dy[i], yb, "matmul");
+                /* poison, so a row matmul_n leaves unwritten cannot keep matmul's value */
+                float *nan = malloc(yb);
+                for (size_t e = 0; e < yb / sizeof(float); e++) nan[e] = NAN;
+                assert_int_equal(be->ops->upload(be, dy[i], nan, yb, &g_err), TF_OK);
+                free(nan);
+            }
+            assert_int_equal(be->ops->matmul_n(be, N_W, wp, dx, n, dy, ldy, scr, &g_err), TF_OK);
+            for (int i = 0; i < N_W; i++) {
+                const size_t yb = sizeof(float) * (size_t)n * ldy[i];
+                char what[96];
+                snprintf(what, sizeof what, "matmul_n %s, %d rows, matrix %d", tf_dtype_name(t), n, i);
+                dget(be, many[i], dy[i], yb, what);
+                for (int r = 0; r < n; r++) {
+                    assert_false(tu_has_nonfinite(many[i] + r * ldy[i], (size_t)rows[i]));
+                    if (memcmp(many[i] + r * ldy[i], one[i] + r * ldy[i], sizeof(float) * rows[i]) != 0) {
+                        print_error("%s, %s: token %d differs from matmul of the matrix alone\n", desc, what, r);
+                        fail();
+                    }
+                }
+                dfree(be, dy[i]), free(one[i]), free(many[i]);
+            }
+            dfree(be, dx), free(x);
+            n_cases++;
+        }
+        dfree(be, scr);
+        for (int i = 0; i < N_W; i++) dfree(be, (void *)w[i].data);
+    }
+    print_message("%s: matmul_n equal to matmul bit for bit in %d cases\n", desc, n_cases);
+    assert_true(n_cases >= 16);
+}
+
+/* add_rmsnorm (the residual add and the next norm in one op): the bits of
+ * add then rmsnorm on the same table, in both outputs. */
+static void check_add_rmsnorm(tf_backend *be, const char *desc) {
+    if (!be->ops->add_rmsnorm) {
+        print_message("%s: no add_rmsnorm (the forward pass calls add, then rmsnorm)\n", desc);
+        return;
+    }
+    static const int ns[] = {1, 5, 19}, dims[] = {576, 1000, 4096};
+    int n_cases = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const int n = ns[a], dim = dims[b];
+            const size_t N = (size_t)n * dim, bytes = sizeof(float) * N;
+            float *x = rnd(N, -3, 3), *d = rnd(N, -2, 2), *w = rnd((size_t)dim, 0.5f, 1.5f);
+            float *dx1 = dbuf(be, x, bytes), *dx2 = dbuf(be, x, bytes), *dd = dbuf(be, d, bytes);
+            float *dw = dbuf(be, w, sizeof(float) * dim);
+            float *dy1 = dbuf(be, NULL, bytes), *dy2 = dbuf(be, NULL, bytes);
+            be->ops->add(be, dx1, dd, (int64_t)N);
+            be->ops->rmsnorm(be, dy1, dx1, dw, n, dim, 1e-5f);
+            be->ops->add_rmsnorm(be, dx2, dd, dy2, dw, n, dim, 1e-5f);
+            float *x1 = malloc(bytes), *x2 = malloc(bytes), *y1 = malloc(bytes), *y2 = malloc(bytes);
+            dget(be, x1, dx1, bytes, "add");
+            dget(be, y1, dy1, bytes, "rmsnorm");
+            dget(be, x2, dx2, bytes, "add_rmsnorm (sum)");
+            dget(be, y2, dy2, bytes, "add_rmsnorm (norm)");
+            assert_false(tu_has_nonfinite(x2, N));
+            assert_false(tu_has_nonfinite(y2, N));
+            if (memcmp(x1, x2, bytes) != 0 || memcmp(y1, y2, bytes) != 0) {
+                print_error("%s: add_rmsnorm, %d rows of %d: not the bits of add then rmsnorm\n", desc, n, dim);
+                fail();
+            }
+            dfree(be, dx1), dfree(be, dx2), dfree(be, dd), dfree(be, dw), dfree(be, dy1), dfree(be, dy2);
+            free(x), free(d), free(w), free(x1), free(x2), free(y1), free(y2);
+            n_cases++;
+        }
+    print_message("%s: add_rmsnorm equal to add then rmsnorm bit for bit at %d shapes\n", desc, n_cases);
+}
+
 static void check_elementwise(tf_backend *be, const char *desc) {
     const int n = 6, dim = 576;
     const size_t N = (size_t)n * dim;
@@ -750,8 +862,10 @@ static void check_backend(tf_backend *be) {
     const char *desc = be->ops->describe(be);
     check_table(be, desc);
     check_elementwise(be, desc);
+    check_add_rmsnorm(be, desc);
     check_rope(be, desc);
     check_embed_matmul(be, desc);
+    check_matmul_n(be, desc);
     check_attention(be, desc);
     check_argmax(be, desc);
     check_topk(be, desc);

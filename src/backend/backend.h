@@ -199,6 +199,11 @@ typedef struct tf_backend_ops {
     /* y[r][i] += b[i] for n rows of dim (row stride dim). */
     void (*add_bias)(tf_backend *be, float *y, const float *b, int32_t n, int64_t dim);
     void (*add)(tf_backend *be, float *y, const float *x, int64_t n);
+    /* Optional (NULL: add, then rmsnorm): x += d, then y = rmsnorm(x) * w,
+     * for n rows of dim, with the bits of those two calls, in one pass (the
+     * residual add and the next norm of the forward pass). */
+    void (*add_rmsnorm)(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n, int32_t dim,
+                        float eps);
     /* g = silu(g) * u */
     void (*silu_mul)(tf_backend *be, float *g, const float *u, int64_t n);
     /* Store n rows of keys / values ([n][ld], KV heads side by side) into

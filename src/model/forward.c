@@ -148,6 +148,18 @@ static tf_status matmul_same_input(tf_backend *be, int n_w, const tf_bmat *const
 }
 
 /* Enqueue the pass after its inputs are in f->args_d. */
+/* x += d, then y = rmsnorm(x) * w: one op where the backend fuses them. */
+static void add_norm(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n, int32_t dim,
+                     float eps) {
+    const tf_backend_ops *o = be->ops;
+    if (o->add_rmsnorm) {
+        o->add_rmsnorm(be, x, d, y, w, n, dim, eps);
+        return;
+    }
+    o->add(be, x, d, (int64_t)n * dim);
+    o->rmsnorm(be, y, x, w, n, dim, eps);
+}
+
 static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv,
                          const tf_fwd_out *out, tf_err *err) {
     tf_backend *be = f->be;
@@ -163,7 +175,7 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
     o->rope_prepare(be, &rp);
     for (int il = 0; il < hp->n_layer; il++) {
         const tf_blayer *L = &w->layers[il];
-        o->rmsnorm(be, f->xn, f->x, L->attn_norm, n, E, hp->rms_eps);
+        if (il == 0) o->rmsnorm(be, f->xn, f->x, L->attn_norm, n, E, hp->rms_eps); /* else the last layer's end */
         {
             const tf_bmat *wqkv[3] = {&L->wq, &L->wk, &L->wv};
             float *const yqkv[3] = {f->q, f->k, f->v};
@@ -196,8 +208,7 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
                                  .out = f->att, .ldo = q_dim, .scratch = f->attn_scratch};
         o->attn(be, &ac);
         TF_TRY(o->matmul(be, &L->wo, f->att, n, f->tmp, E, f->mm_scratch, err));
-        o->add(be, f->x, f->tmp, (int64_t)n * E);
-        o->rmsnorm(be, f->xn, f->x, L->ffn_norm, n, E, hp->rms_eps);
+        add_norm(be, f->x, f->tmp, f->xn, L->ffn_norm, n, E, hp->rms_eps);
         {
             const tf_bmat *wgu[2] = {&L->w_gate, &L->w_up};
             float *const ygu[2] = {f->gate, f->up};
@@ -206,7 +217,10 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
         }
         o->silu_mul(be, f->gate, f->up, (int64_t)n * hp->n_ff);
         TF_TRY(o->matmul(be, &L->w_down, f->gate, n, f->tmp, E, f->mm_scratch, err));
-        o->add(be, f->x, f->tmp, (int64_t)n * E);
+        if (il + 1 < hp->n_layer) /* the residual, and the next layer's first norm */
+            add_norm(be, f->x, f->tmp, f->xn, w->layers[il + 1].attn_norm, n, E, hp->rms_eps);
+        else
+            o->add(be, f->x, f->tmp, (int64_t)n * E);
     }
     int32_t n_out = n - logits_from;
     if (n_out > 0) {

@@ -259,6 +259,14 @@ static void cpu_add(tf_backend *be, float *y, const float *x, int64_t n) {
     ew_run(be, &j, n, n);
 }
 
+/* the two ops one after the other: the pool's passes are bound by memory
+ * either way, so the CPU gains nothing from fusing them */
+static void cpu_add_rmsnorm(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n,
+                            int32_t dim, float eps) {
+    cpu_add(be, x, d, (int64_t)n * dim);
+    cpu_rmsnorm(be, y, x, w, n, dim, eps);
+}
+
 static void cpu_silu_mul(tf_backend *be, float *g, const float *u, int64_t n) {
     ew_job j = {.kind = EW_SILU_MUL, .y = g, .x = u, .n = n};
     ew_run(be, &j, n, n);
@@ -342,6 +350,7 @@ static const tf_backend_ops k_cpu_ops = {
     .matmul_n = cpu_matmul_n,
     .add_bias = cpu_add_bias,
     .add = cpu_add,
+    .add_rmsnorm = cpu_add_rmsnorm,
     .silu_mul = cpu_silu_mul,
     .kv_store = cpu_kv_store,
     .attn_scratch = cpu_attn_scratch,

@@ -123,7 +123,21 @@ static tf_status cuda_matmul(tf_backend *be, const tf_bmat *w, const float *x, i
     return tf_cuda_matmul(cu_of(be), &m, x, n, y, ldy, scratch, err);
 }
 
+static tf_status cuda_matmul_n(tf_backend *be, int n_w, const tf_bmat *const *w, const float *x, int32_t n,
+                               float *const *y, const int64_t *ldy, void *scratch, tf_err *err) {
+    tf_cuda_mat m[4]; /* backend.h: 1 <= n_w <= 4 */
+    if (n_w < 1 || n_w > 4)
+        return tf_errf(err, TF_ERR_INTERNAL, "matmul_n: %d matrices (expected 1..4)", n_w);
+    for (int i = 0; i < n_w; i++) m[i] = mat_of(w[i]);
+    return tf_cuda_matmul_n(cu_of(be), n_w, m, x, n, y, ldy, scratch, err);
+}
+
 static void cuda_add(tf_backend *be, float *y, const float *x, int64_t n) { tf_cuda_add(cu_of(be), y, x, n); }
+
+static void cuda_add_rmsnorm(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n,
+                             int32_t dim, float eps) {
+    tf_cuda_add_rmsnorm(cu_of(be), x, d, y, w, n, dim, eps);
+}
 
 static void cuda_add_bias(tf_backend *be, float *y, const float *b, int32_t n, int64_t dim) {
     tf_cuda_add_bias(cu_of(be), y, b, n, dim);
@@ -228,8 +242,10 @@ static const tf_backend_ops k_cuda_ops = {
     .rope = cuda_rope,
     .matmul_scratch = cuda_matmul_scratch,
     .matmul = cuda_matmul,
+    .matmul_n = cuda_matmul_n,
     .add_bias = cuda_add_bias,
     .add = cuda_add,
+    .add_rmsnorm = cuda_add_rmsnorm,
     .silu_mul = cuda_silu_mul,
     .kv_store = cuda_kv_store,
     .attn_scratch = cuda_attn_scratch,

@@ -112,6 +112,10 @@ void tf_cuda_rope(tf_cuda *cu, float *x, int32_t n, int64_t ld, int32_t n_head, 
 void tf_cuda_silu_mul(tf_cuda *cu, float *g, const float *u, int64_t n);
 /* y += x */
 void tf_cuda_add(tf_cuda *cu, float *y, const float *x, int64_t n);
+/* x += d, then y = rmsnorm(x) * w (n rows of dim): the bits of tf_cuda_add then
+ * tf_cuda_rmsnorm, one launch. */
+void tf_cuda_add_rmsnorm(tf_cuda *cu, float *x, const float *d, float *y, const float *w, int32_t n, int32_t dim,
+                         float eps);
 /* y[r][i] += b[i] for n rows of dim (row stride dim): q/k/v biases. */
 void tf_cuda_add_bias(tf_cuda *cu, float *y, const float *b, int32_t n, int64_t dim);
 /* Store n rows of keys / values (f32 [n][ld], heads side by side) into
@@ -144,6 +148,12 @@ size_t tf_cuda_matmul_scratch(const tf_cuda_mat *w, int32_t n_max);
 /* Y[t][r] = W[r] . X[t] for t < n (X: f32 [n][n_cols]; Y: f32, row stride ldy). */
 tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
                          void *scratch, tf_err *err);
+/* y[i] = the product of w[i] and x for n_w matrices of one input (a layer's
+ * q/k/v or gate/up), each with the bits tf_cuda_matmul gives it; on the GEMV
+ * path up to 4 matrices of one type, width and alignment run as one launch
+ * (TF_CUDA_GEMV_MULTI=0, read once: a launch each). */
+tf_status tf_cuda_matmul_n(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                           const int64_t *ldy, void *scratch, tf_err *err);
 /* The two paths explicitly (tests, labs). gemm: F16/BF16/F32 only. */
 void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy);
 /* The GEMV with its variant chosen (labs, tests; tf_cuda_gemv reads
@@ -157,6 +167,11 @@ void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, 
  * is batch-invariant; they differ from each other in the last bits. */
 void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
                           int variant);
+/* The same for n_w matrices of x (up to 4 of one type, width and alignment in
+ * one launch; others a launch each): y[i] with the bits a launch of w[i]
+ * alone gives. */
+void tf_cuda_gemv_n_variant(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                            const int64_t *ldy, int variant);
 tf_status tf_cuda_gemm(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy,
                        void *scratch, tf_err *err);
 

@@ -42,12 +42,24 @@ extern "C" void tf_cuda_embed(tf_cuda *cu, float *x, const void *table, uint32_t
 /* ---- RMSNorm: one block per row; the sum of squares in double like the CPU
  * reference (only the order differs), in a fixed block-shaped order */
 
-__global__ void k_rmsnorm(float *y, const float *x, const float *w, int32_t dim, float eps) {
+/* ADD: x += d first (each thread adds the elements it then reads, the same
+ * float adds as k_add), so the fused launch gives add-then-norm's bits. */
+template <bool ADD>
+__global__ void k_rmsnorm(float *y, float *x, const float *d, const float *w, int32_t dim, float eps) {
     __shared__ double red[32];
-    const float *xr = x + (int64_t)blockIdx.x * dim;
+    float *xr = x + (int64_t)blockIdx.x * dim;
     float *yr = y + (int64_t)blockIdx.x * dim;
     double ss = 0.0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += (double)xr[i] * xr[i];
+    if (ADD) {
+        const float *dr = d + (int64_t)blockIdx.x * dim;
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            const float v = xr[i] + dr[i];
+            xr[i] = v;
+            ss += (double)v * v;
+        }
+    } else {
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += (double)xr[i] * xr[i];
+    }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
@@ -66,7 +78,21 @@ __global__ void k_rmsnorm(float *y, const float *x, const float *w, int32_t dim,
 extern "C" void tf_cuda_rmsnorm(tf_cuda *cu, float *y, const float *x, const float *w, int32_t n, int32_t dim,
                                 float eps) {
     int threads = dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
-    k_rmsnorm<<<n, threads, 0, cu->stream>>>(y, x, w, dim, eps);
+    k_rmsnorm<false><<<n, threads, 0, cu->stream>>>(y, (float *)x, NULL, w, dim, eps);
+}
+
+/* TF_CUDA_ADD_NORM=0 (read once): the two launches, for A/B runs */
+extern "C" void tf_cuda_add_rmsnorm(tf_cuda *cu, float *x, const float *d, float *y, const float *w, int32_t n,
+                                    int32_t dim, float eps) {
+    static int fused = -1;
+    if (fused < 0) fused = tfc_env_variant("TF_CUDA_ADD_NORM", "01", 1);
+    if (!fused) {
+        tf_cuda_add(cu, x, d, (int64_t)n * dim);
+        tf_cuda_rmsnorm(cu, y, x, w, n, dim, eps);
+        return;
+    }
+    int threads = dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
+    k_rmsnorm<true><<<n, threads, 0, cu->stream>>>(y, x, d, w, dim, eps);
 }
 
 /* ---- RoPE: angles in double like tf_op_rope_table, then the f32 rotation ---- */

@@ -14,6 +14,39 @@
 
 #define GEMV_WARPS 4
 
+/* The matrices of one GEMV launch: up to GEMV_MATS of one type and width that
+ * read the same activations (a layer's q/k/v or gate/up projections), each
+ * a run of the grid's blocks from b0[i]. A block computes rows of one matrix
+ * only, with the code and order a launch of that matrix alone gives them, so
+ * one launch for several matrices changes no bit. */
+#define GEMV_MATS 4
+struct gemv_mats {
+    const void *W[GEMV_MATS];
+    float *y[GEMV_MATS];
+    int64_t n_rows[GEMV_MATS], ldy[GEMV_MATS];
+    unsigned b0[GEMV_MATS];
+    int n_w;
+};
+
+/* This block's matrix, and the block's index among that matrix's blocks. */
+struct gemv_part {
+    const void *W;
+    float *y;
+    int64_t n_rows, ldy;
+    unsigned bx;
+};
+__device__ __forceinline__ gemv_part gemv_of(const gemv_mats &M) {
+    int i = 0;
+    while (i + 1 < M.n_w && blockIdx.x >= M.b0[i + 1]) i++;
+    return {M.W[i], M.y[i], M.n_rows[i], M.ldy[i], blockIdx.x - M.b0[i]};
+}
+/* the kernels' names for their matrix's fields */
+#define GEMV_PART(WT)                                                                                             \
+    const gemv_part P_ = gemv_of(M);                                                                              \
+    const WT *W = (const WT *)P_.W;                                                                               \
+    const int64_t n_rows = P_.n_rows, ldy = P_.ldy;                                                               \
+    float *y = P_.y
+
 /* The lanes' sums of each token's dot product (the same butterfly for every
  * kernel), written by lane 0 for the tokens of the batch. */
 template <int NT>
@@ -33,10 +66,10 @@ template <> __device__ __forceinline__ float wconv<TFC_BF16>(uint16_t h) { retur
 /* F16 / BF16 weights. vec: n_cols % 8 == 0 and rows 16-byte aligned. */
 template <int NT, int TYPE>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-k_gemv_half(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy,
-            int vec) {
+k_gemv_half(const gemv_mats M, int64_t n_cols, const float *x, int32_t n, int vec) {
+    GEMV_PART(uint16_t);
     const int lane = threadIdx.x & 31;
-    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int64_t r = (int64_t)P_.bx * GEMV_WARPS + (threadIdx.x >> 5);
     const int t0 = blockIdx.y * NT;
     if (r >= n_rows) return;
     const uint16_t *w = W + r * n_cols;
@@ -87,10 +120,11 @@ k_gemv_half(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, i
 #define KS GEMV_WARPS
 template <int NT, int R, int TYPE>
 __global__ void __launch_bounds__(KS * 32)
-k_gemv_split(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+k_gemv_split(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
     __shared__ float part[KS][R][NT];
+    GEMV_PART(uint16_t);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t r0 = (int64_t)blockIdx.x * R;
+    const int64_t r0 = (int64_t)P_.bx * R;
     float acc[R][NT];
 #pragma unroll
     for (int i = 0; i < R; i++)
@@ -172,10 +206,11 @@ template <> __device__ __forceinline__ uint32_t wtf32<TFC_BF16>(uint16_t h) { re
 
 template <int NTT, int R, int KW, int TYPE>
 __global__ void __launch_bounds__(KW * 32)
-k_gemv_tc(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+k_gemv_tc(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
     __shared__ float part[KW][R * 16][NTT * 8];
+    GEMV_PART(uint16_t);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
-    const int64_t r0 = (int64_t)blockIdx.x * (R * 16);
+    const int64_t r0 = (int64_t)P_.bx * (R * 16);
     const uint16_t *wr[R][2];
 #pragma unroll
     for (int i = 0; i < R; i++)
@@ -280,10 +315,10 @@ k_gemv_tc(const uint16_t *W, int64_t n_rows, int64_t n_cols, const float *x, int
 /* F32 weights. vec: n_cols % 4 == 0. */
 template <int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-k_gemv_f32(const float *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy,
-           int vec) {
+k_gemv_f32(const gemv_mats M, int64_t n_cols, const float *x, int32_t n, int vec) {
+    GEMV_PART(float);
     const int lane = threadIdx.x & 31;
-    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int64_t r = (int64_t)P_.bx * GEMV_WARPS + (threadIdx.x >> 5);
     const int t0 = blockIdx.y * NT;
     if (r >= n_rows) return;
     const float *w = W + r * n_cols;
@@ -321,9 +356,10 @@ k_gemv_f32(const float *W, int64_t n_rows, int64_t n_cols, const float *x, int32
  * dequantize-then-dot up to rounding). */
 template <int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+k_gemv_q8_0(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
+    GEMV_PART(uint8_t);
     const int lane = threadIdx.x & 31;
-    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int64_t r = (int64_t)P_.bx * GEMV_WARPS + (threadIdx.x >> 5);
     const int t0 = blockIdx.y * NT;
     if (r >= n_rows) return;
     const int64_t nb = n_cols / TFC_Q8_0_BLOCK;
@@ -365,11 +401,12 @@ k_gemv_q8_0(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, in
  * fixed order, then scaled, as the Q8_0 kernel does. */
 template <int NT, int TYPE>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-k_gemv_q4(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, int32_t n, float *y, int64_t ldy) {
+k_gemv_q4(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
     constexpr int BYTES = TYPE == TFC_Q4_1 ? TFC_Q4_1_BYTES : TFC_Q4_0_BYTES;
     constexpr int QOFF = TYPE == TFC_Q4_1 ? 2 : 1; /* first uint16 of the nibbles */
+    GEMV_PART(uint8_t);
     const int lane = threadIdx.x & 31;
-    const int64_t r = (int64_t)blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    const int64_t r = (int64_t)P_.bx * GEMV_WARPS + (threadIdx.x >> 5);
     const int t0 = blockIdx.y * NT;
     if (r >= n_rows) return;
     const int64_t nb = n_cols / 32;
@@ -411,36 +448,44 @@ k_gemv_q4(const uint8_t *W, int64_t n_rows, int64_t n_cols, const float *x, int3
     gemv_store<NT>(acc, lane, t0, n, y, ldy, r);
 }
 
+/* The launch's matrices (w[0..n_w), one type and width), the blocks of
+ * rows_per_block rows each takes; *blocks: the grid's blocks in all. */
+static gemv_mats mats_of(int n_w, const tf_cuda_mat *w, float *const *y, const int64_t *ldy, int rows_per_block,
+                         unsigned *blocks) {
+    gemv_mats M = {};
+    unsigned b = 0;
+    for (int i = 0; i < n_w; i++) {
+        M.W[i] = w[i].data;
+        M.y[i] = y[i];
+        M.n_rows[i] = w[i].n_rows;
+        M.ldy[i] = ldy[i];
+        M.b0[i] = b;
+        b += tfc_blocks(w[i].n_rows, rows_per_block);
+    }
+    M.n_w = n_w;
+    *blocks = b;
+    return M;
+}
+
 template <int NT>
-static void gemv_nt(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    dim3 grid(tfc_blocks(w->n_rows, GEMV_WARPS), (n + NT - 1) / NT);
+static void gemv_nt(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                    const int64_t *ldy) {
+    unsigned blocks;
+    const gemv_mats M = mats_of(n_w, w, y, ldy, GEMV_WARPS, &blocks);
+    dim3 grid(blocks, (n + NT - 1) / NT);
     dim3 block(GEMV_WARPS * 32);
-    const int vec8 = w->n_cols % 8 == 0 && ((uintptr_t)w->data % 16) == 0;
-    switch (w->type) {
-    case TFC_F16:
-        k_gemv_half<NT, TFC_F16><<<grid, block, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows, w->n_cols, x,
-                                                                 n, y, ldy, vec8);
-        break;
-    case TFC_BF16:
-        k_gemv_half<NT, TFC_BF16><<<grid, block, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows, w->n_cols, x,
-                                                                  n, y, ldy, vec8);
-        break;
+    const int64_t nc = w[0].n_cols;
+    const int vec8 = nc % 8 == 0 && ((uintptr_t)w[0].data % 16) == 0;
+    switch (w[0].type) {
+    case TFC_F16: k_gemv_half<NT, TFC_F16><<<grid, block, 0, cu->stream>>>(M, nc, x, n, vec8); break;
+    case TFC_BF16: k_gemv_half<NT, TFC_BF16><<<grid, block, 0, cu->stream>>>(M, nc, x, n, vec8); break;
     case TFC_F32:
-        k_gemv_f32<NT><<<grid, block, 0, cu->stream>>>((const float *)w->data, w->n_rows, w->n_cols, x, n, y, ldy,
-                                                       w->n_cols % 4 == 0 && ((uintptr_t)w->data % 16) == 0);
+        k_gemv_f32<NT><<<grid, block, 0, cu->stream>>>(M, nc, x, n,
+                                                       nc % 4 == 0 && ((uintptr_t)w[0].data % 16) == 0);
         break;
-    case TFC_Q8_0:
-        k_gemv_q8_0<NT><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x, n, y,
-                                                        ldy);
-        break;
-    case TFC_Q4_0:
-        k_gemv_q4<NT, TFC_Q4_0><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x,
-                                                                n, y, ldy);
-        break;
-    case TFC_Q4_1:
-        k_gemv_q4<NT, TFC_Q4_1><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, w->n_rows, w->n_cols, x,
-                                                                n, y, ldy);
-        break;
+    case TFC_Q8_0: k_gemv_q8_0<NT><<<grid, block, 0, cu->stream>>>(M, nc, x, n); break;
+    case TFC_Q4_0: k_gemv_q4<NT, TFC_Q4_0><<<grid, block, 0, cu->stream>>>(M, nc, x, n); break;
+    case TFC_Q4_1: k_gemv_q4<NT, TFC_Q4_1><<<grid, block, 0, cu->stream>>>(M, nc, x, n); break;
     }
 }
 
@@ -451,39 +496,39 @@ extern "C" int tf_cuda_mat_type_ok(uint32_t type) {
 
 /* k_gemv_split for NT tokens, R rows per block */
 template <int NT, int R>
-static void gemv_split(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    const unsigned blocks = tfc_blocks(w->n_rows, R);
-    if (w->type == TFC_F16)
-        k_gemv_split<NT, R, TFC_F16><<<blocks, KS * 32, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows,
-                                                                         w->n_cols, x, n, y, ldy);
-    else
-        k_gemv_split<NT, R, TFC_BF16><<<blocks, KS * 32, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows,
-                                                                          w->n_cols, x, n, y, ldy);
+static void gemv_split(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                       const int64_t *ldy) {
+    unsigned blocks;
+    const gemv_mats M = mats_of(n_w, w, y, ldy, R, &blocks);
+    if (w[0].type == TFC_F16) k_gemv_split<NT, R, TFC_F16><<<blocks, KS * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
+    else k_gemv_split<NT, R, TFC_BF16><<<blocks, KS * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
 }
 template <int R>
-static void gemv_split_r(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    if (n == 1) gemv_split<1, R>(cu, w, x, n, y, ldy);
-    else if (n == 2) gemv_split<2, R>(cu, w, x, n, y, ldy);
-    else if (n <= 4) gemv_split<4, R>(cu, w, x, n, y, ldy);
-    else if (n <= 8) gemv_split<8, R>(cu, w, x, n, y, ldy);
-    else gemv_split<16, R>(cu, w, x, n, y, ldy);
+static void gemv_split_r(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                         const int64_t *ldy) {
+    if (n == 1) gemv_split<1, R>(cu, n_w, w, x, n, y, ldy);
+    else if (n == 2) gemv_split<2, R>(cu, n_w, w, x, n, y, ldy);
+    else if (n <= 4) gemv_split<4, R>(cu, n_w, w, x, n, y, ldy);
+    else if (n <= 8) gemv_split<8, R>(cu, n_w, w, x, n, y, ldy);
+    else gemv_split<16, R>(cu, n_w, w, x, n, y, ldy);
 }
 
 /* k_gemv_tc for NTT tiles of 8 tokens, R tiles of 16 rows and KW warps per block */
 template <int NTT, int R, int KW>
-static void gemv_tc(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    const unsigned blocks = tfc_blocks(w->n_rows, R * 16);
-    if (w->type == TFC_F16)
-        k_gemv_tc<NTT, R, KW, TFC_F16><<<blocks, KW * 32, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows,
-                                                                           w->n_cols, x, n, y, ldy);
+static void gemv_tc(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                    const int64_t *ldy) {
+    unsigned blocks;
+    const gemv_mats M = mats_of(n_w, w, y, ldy, R * 16, &blocks);
+    if (w[0].type == TFC_F16)
+        k_gemv_tc<NTT, R, KW, TFC_F16><<<blocks, KW * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
     else
-        k_gemv_tc<NTT, R, KW, TFC_BF16><<<blocks, KW * 32, 0, cu->stream>>>((const uint16_t *)w->data, w->n_rows,
-                                                                            w->n_cols, x, n, y, ldy);
+        k_gemv_tc<NTT, R, KW, TFC_BF16><<<blocks, KW * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
 }
 template <int R, int KW>
-static void gemv_tc_r(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    if (n <= 8) gemv_tc<1, R, KW>(cu, w, x, n, y, ldy);
-    else gemv_tc<2, R, KW>(cu, w, x, n, y, ldy);
+static void gemv_tc_r(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
+                      const int64_t *ldy) {
+    if (n <= 8) gemv_tc<1, R, KW>(cu, n_w, w, x, n, y, ldy);
+    else gemv_tc<2, R, KW>(cu, n_w, w, x, n, y, ldy);
 }
 
 /* The GEMV's variant: TF_CUDA_GEMV (read once) = 1 (k_gemv_half, a warp per
@@ -497,34 +542,53 @@ static int gemv_variant(void) {
 }
 
 extern "C" void tf_cuda_gemv(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y, int64_t ldy) {
-    tf_cuda_gemv_variant(cu, w, x, n, y, ldy, gemv_variant());
+    tf_cuda_gemv_n_variant(cu, 1, w, x, n, &y, &ldy, gemv_variant());
 }
 
 extern "C" void tf_cuda_gemv_variant(tf_cuda *cu, const tf_cuda_mat *w, const float *x, int32_t n, float *y,
                                      int64_t ldy, int variant) {
-    if (n <= 0) return;
+    tf_cuda_gemv_n_variant(cu, 1, w, x, n, &y, &ldy, variant);
+}
+
+/* Which kernel and which loads a matrix gets: a launch of several matrices
+ * needs the same for each (else each is launched alone). */
+static int gemv_shape_key(const tf_cuda_mat *w) {
+    const bool a16 = (uintptr_t)w->data % 16 == 0;
+    return (w->n_cols % 8 == 0 && a16) | (w->n_cols % 4 == 0 && a16) << 1 | (w->n_cols % 32 == 0) << 2;
+}
+
+extern "C" void tf_cuda_gemv_n_variant(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n,
+                                       float *const *y, const int64_t *ldy, int variant) {
+    if (n <= 0 || n_w <= 0) return;
+    bool one = n_w <= GEMV_MATS;
+    for (int i = 1; i < n_w && one; i++)
+        one = w[i].type == w[0].type && w[i].n_cols == w[0].n_cols && gemv_shape_key(&w[i]) == gemv_shape_key(&w[0]);
+    if (!one) {
+        for (int i = 0; i < n_w; i++) tf_cuda_gemv_n_variant(cu, 1, &w[i], x, n, &y[i], &ldy[i], variant);
+        return;
+    }
     /* x rows must be 16-byte aligned for the vector loads: n_cols % 4 == 0
      * holds for every llama shape whose Q8_0 / vector paths are used */
-    const bool split_ok = (w->type == TFC_F16 || w->type == TFC_BF16) && w->n_cols % 8 == 0 &&
-                          (uintptr_t)w->data % 16 == 0 && n <= 16;
-    if (variant >= 6 && variant <= 9 && split_ok && w->n_cols % 32 == 0 && cu->sm >= 80) {
+    const bool split_ok = (w[0].type == TFC_F16 || w[0].type == TFC_BF16) && w[0].n_cols % 8 == 0 &&
+                          (uintptr_t)w[0].data % 16 == 0 && n <= 16;
+    if (variant >= 6 && variant <= 9 && split_ok && w[0].n_cols % 32 == 0 && cu->sm >= 80) {
         /* 6: 4 warps, 1 tile of 16 rows per block; 7: 4 warps, 2 tiles (the same bits as 6);
          * 8: 8 warps, 1 tile; 9: 16 warps, 1 tile (labs and A/B runs) */
-        if (variant == 6) gemv_tc_r<1, 4>(cu, w, x, n, y, ldy);
-        else if (variant == 7) gemv_tc_r<2, 4>(cu, w, x, n, y, ldy);
-        else if (variant == 8) gemv_tc_r<1, 8>(cu, w, x, n, y, ldy);
-        else gemv_tc_r<1, 16>(cu, w, x, n, y, ldy);
+        if (variant == 6) gemv_tc_r<1, 4>(cu, n_w, w, x, n, y, ldy);
+        else if (variant == 7) gemv_tc_r<2, 4>(cu, n_w, w, x, n, y, ldy);
+        else if (variant == 8) gemv_tc_r<1, 8>(cu, n_w, w, x, n, y, ldy);
+        else gemv_tc_r<1, 16>(cu, n_w, w, x, n, y, ldy);
         return;
     }
     if ((variant == 4 || variant == 5 || variant >= 6) && split_ok) { /* 4: R = 4; 5: R = 2 (labs; the same bits) */
-        if (variant == 5) gemv_split_r<2>(cu, w, x, n, y, ldy);
-        else gemv_split_r<4>(cu, w, x, n, y, ldy);
+        if (variant == 5) gemv_split_r<2>(cu, n_w, w, x, n, y, ldy);
+        else gemv_split_r<4>(cu, n_w, w, x, n, y, ldy);
         return;
     }
-    if (n == 1) gemv_nt<1>(cu, w, x, n, y, ldy);
-    else if (n == 2) gemv_nt<2>(cu, w, x, n, y, ldy);
-    else if (n <= 4) gemv_nt<4>(cu, w, x, n, y, ldy);
-    else gemv_nt<8>(cu, w, x, n, y, ldy);
+    if (n == 1) gemv_nt<1>(cu, n_w, w, x, n, y, ldy);
+    else if (n == 2) gemv_nt<2>(cu, n_w, w, x, n, y, ldy);
+    else if (n <= 4) gemv_nt<4>(cu, n_w, w, x, n, y, ldy);
+    else gemv_nt<8>(cu, n_w, w, x, n, y, ldy);
 }
 
 /* ---- cuBLAS ------------------------------------------------------------------ */
@@ -573,4 +637,28 @@ extern "C" tf_status tf_cuda_matmul(tf_cuda *cu, const tf_cuda_mat *w, const flo
         return TF_OK;
     }
     return tf_cuda_gemm(cu, w, x, n, y, ldy, scratch, err);
+}
+
+/* Several matrices of one input (a layer's q/k/v, gate/up): one GEMV launch
+ * where the GEMV runs (TF_CUDA_GEMV_MULTI=0: a launch each, for A/B runs),
+ * else a GEMM each. Every y[i] has the bits tf_cuda_matmul gives it. */
+extern "C" tf_status tf_cuda_matmul_n(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n,
+                                      float *const *y, const int64_t *ldy, void *scratch, tf_err *err) {
+    static int multi = -1;
+    if (multi < 0) multi = tfc_env_variant("TF_CUDA_GEMV_MULTI", "01", 1);
+    bool gemv = true;
+    for (int i = 0; i < n_w; i++) {
+        if (!tf_cuda_mat_type_ok(w[i].type))
+            return tf_errf(err, TF_ERR_UNSUPPORTED, "the CUDA backend has no kernel for weight type %u", w[i].type);
+        gemv &= n <= TF_CUDA_GEMV_MAX_ROWS || w[i].type == TFC_Q8_0 || w[i].type == TFC_Q4_0 || w[i].type == TFC_Q4_1;
+    }
+    if (gemv && multi) {
+        tf_cuda_gemv_n_variant(cu, n_w, w, x, n, y, ldy, gemv_variant());
+        return TF_OK;
+    }
+    for (int i = 0; i < n_w; i++) {
+        const tf_status st = tf_cuda_matmul(cu, &w[i], x, n, y[i], ldy[i], scratch, err);
+        if (st != TF_OK) return st;
+    }
+    return TF_OK;
 }
