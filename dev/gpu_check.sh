@@ -81,6 +81,8 @@ nproc; free -g | head -2
 if [ -n "${PREBUILT:-}" ]; then
     step "prebuilt binaries from $PREBUILT"
     mkdir -p build-cuda && tar xJf "$PREBUILT/bin.tar.xz" -C build-cuda || { echo "UNPACK FAILED"; exit 1; }
+    # the libraries as gpu_stage.sh writes them (a folder in stages made before it compressed them)
+    [ -f "$PREBUILT/lib.tar.xz" ] && { tar xJf "$PREBUILT/lib.tar.xz" -C "$PREBUILT" || { echo "UNPACK FAILED"; exit 1; }; }
     export LD_LIBRARY_PATH="$PWD/$PREBUILT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     [ -d "$PREBUILT/shared" ] && export TF_SHARED_DIR="$PWD/$PREBUILT/shared"
     # cuBLAS / cudart where the build machine's rpath does not point
@@ -107,6 +109,9 @@ s_labs() {
     step "kernel labs"
     for lab in ${LABS:-elementwise gemv attn_decode attn_prefill}; do
         echo "--- $lab"
+        if [ -n "${PREBUILT:-}" ] && [ ! -x ./build-cuda/dev/$lab ]; then
+            echo "not in the stage (LABS=0 bash dev/gpu_stage.sh): skipped"; continue
+        fi
         if ! limited "$(lim labs 120)" "lab $lab" ./build-cuda/dev/$lab | tee "$TMP/lab-$lab.txt"; then
             echo "LAB $lab FAILED"; fail=1
         fi
