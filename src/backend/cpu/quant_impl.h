@@ -18,6 +18,10 @@
  * packed weight layout uses both too). */
 void tf_q4k_scale_min(const uint8_t *s, int j, int *sc, int *m);
 void tf_q4k_pack_scales(uint8_t *s, const int *sc, const int *m);
+/* Q6_K: the quant (0..63) of element e (0..255) of a super-block, and its
+ * inverse for one element (quant_ref.c; the packed weight layout uses both). */
+int tf_q6k_get(const tf_block_q6_k *b, int e);
+void tf_q6k_put(tf_block_q6_k *b, int e, int q);
 
 /* Shared by every table (plain C): F32 activations are a copy. */
 void tf_cpu_copy_f32(const float *x, void *y, int64_t n);
@@ -73,7 +77,7 @@ TF_DTYPE_LIST(TF_KERNEL_DECLS_)
 #define TF_PACK_DECLS_QK_q3_k
 #define TF_PACK_DECLS_QK_q4_k TF_PACK_DECLS_Q32(q4_k)
 #define TF_PACK_DECLS_QK_q5_k TF_PACK_DECLS_Q32(q5_k)
-#define TF_PACK_DECLS_QK_q6_k
+#define TF_PACK_DECLS_QK_q6_k TF_PACK_DECLS_Q32(q6_k)
 #define TF_PACK_DECLS_Q32(nm)                                                                                \
     void tf_avx512_act_pack_##nm(const float *x, void *y, int64_t n);                                       \
     void tf_avx512vnni_packed_tile_##nm(int64_t n, const void *w, size_t ws, int nr, const void *a,         \

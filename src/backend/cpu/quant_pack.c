@@ -35,9 +35,10 @@ static int pack_int_offset(tf_dtype wtype) {
 }
 
 /* The registry's family Q32 has the packed format, and Q4_K and Q5_K (whose
- * sub-blocks of 32 carry their own scale and offset). */
+ * sub-blocks of 32 carry their own scale and offset) and Q6_K (whose blocks
+ * of 32 are two sub-blocks of 16, each with its scale). */
 static int pack_supported(tf_dtype wtype) {
-    if (wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K) return 1;
+    if (wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K || wtype == TF_DTYPE_Q6_K) return 1;
     switch (wtype) {
 #define TF_PACK_FAMILY_Q32 1
 #define TF_PACK_FAMILY_QK 0
@@ -96,6 +97,13 @@ static void pack_ex(tf_dtype wtype, float d, int s, void *ex) {
     }
 }
 
+/* Q6_K's ex term: the activation sums of the two halves of the lane's quants
+ * (int16 each: at most 16 x 127 in magnitude), the first in the low 16 bits. */
+static void pack_ex_q6k(int s_lo, int s_hi, void *ex) {
+    uint32_t v = (uint32_t)(uint16_t)s_lo | (uint32_t)(uint16_t)s_hi << 16;
+    memcpy(ex, &v, 4);
+}
+
 void tf_act_pack_blocks(tf_dtype wtype, const void *blocks, void *packed, int64_t n) {
     TF_ASSERT(pack_supported(wtype));
     int64_t nb = n / TF_QK8_0, n_groups = nb / TF_PACK_GROUP_BLOCKS;
@@ -107,11 +115,13 @@ void tf_act_pack_blocks(tf_dtype wtype, const void *blocks, void *packed, int64_
             float d;
             const int8_t *qs;
             act_block(wtype, blocks, 16 * g + tf_pack_lane_block(lane), &d, &qs);
-            int s = 0;
+            int s = 0, s_lo = 0;
             for (int v = 0; v < 8; v++) memcpy(y + 64 * v + 4 * lane, qs + 4 * v, 4);
             for (int i = 0; i < TF_QK8_0; i++) s += qs[i];
+            for (int i = 0; i < TF_QK8_0 / 2; i++) s_lo += qs[i];
             ad[lane] = d;
-            pack_ex(wtype, d, s, ex + 4 * lane);
+            if (wtype == TF_DTYPE_Q6_K) pack_ex_q6k(s_lo, s - s_lo, ex + 4 * lane);
+            else pack_ex(wtype, d, s, ex + 4 * lane);
         }
     }
     for (int64_t b0 = n_groups * TF_PACK_GROUP_BLOCKS; b0 < nb; b0 += 2, y += TF_PACK_PAIR_BYTES) {
@@ -124,7 +134,8 @@ void tf_act_pack_blocks(tf_dtype wtype, const void *blocks, void *packed, int64_
             for (int l = 0; l < 8; l++) {
                 int lane = 8 * h + l, s = qs[4 * l] + qs[4 * l + 1] + qs[4 * l + 2] + qs[4 * l + 3];
                 ((float *)(y + 64))[lane] = d;
-                pack_ex(wtype, d, s, y + 128 + 4 * lane);
+                if (wtype == TF_DTYPE_Q6_K) pack_ex_q6k(s, 0, y + 128 + 4 * lane);
+                else pack_ex(wtype, d, s, y + 128 + 4 * lane);
             }
         }
     }
@@ -232,6 +243,28 @@ static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, f
     }
 }
 
+/* Q6_K, block b of a row (the 32 quants of sub-blocks 2 (b % 8) and
+ * 2 (b % 8) + 1 of super-block b / 8): the super-block's d, the two
+ * sub-blocks' scales, and the quants q (0..63, the value is d sc (q - 32)). */
+static void q6k_block(const void *row, int64_t b, float *d, int sc[2], int u[32]) {
+    const tf_block_q6_k *x = (const tf_block_q6_k *)row + b / 8;
+    const int j = (int)(b % 8);
+    *d = tf_f16_to_f32(x->d);
+    sc[0] = x->scales[2 * j];
+    sc[1] = x->scales[2 * j + 1];
+    for (int i = 0; i < 32; i++) u[i] = tf_q6k_get(x, 32 * j + i);
+}
+
+/* Q6_K's exact lane sum from the integer dot products of the lane's two
+ * halves of quants (s_lo, s_hi) and its ex term (their activation sums): the
+ * quants' offset 32 taken out, each half times its scale. */
+static int32_t q6k_isum(const int sc[2], int32_t s_lo, int32_t s_hi, const char *ex) {
+    uint32_t e;
+    memcpy(&e, ex, 4);
+    const int32_t e_lo = (int16_t)(uint16_t)(e & 0xFFFF), e_hi = (int16_t)(uint16_t)(e >> 16);
+    return sc[0] * (s_lo - 32 * e_lo) + sc[1] * (s_hi - 32 * e_hi);
+}
+
 /* One lane step: acc = fma(isum, d_w d_a, acc), then the offset term. */
 static float lane_step(tf_dtype wtype, float acc, int32_t isum, float wd, float wm, float ad, const char *ex) {
     acc = fmaf((float)isum, wd * ad, acc);
@@ -266,9 +299,20 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
     float acc[16] = {0};
     int u[32];
     float wd, wm;
+    const int q6 = wtype == TF_DTYPE_Q6_K;
+    int sc[2];
     for (int64_t g = 0; g < n_groups; g++, a += TF_PACK_GROUP_BYTES) {
         const float *ad = (const float *)(a + 512);
         for (int lane = 0; lane < 16; lane++) {
+            if (q6) {
+                q6k_block(w, 16 * g + tf_pack_lane_block(lane), &wd, sc, u);
+                int32_t s[2] = {0, 0};
+                for (int v = 0; v < 8; v++)
+                    for (int i = 0; i < 4; i++) s[v / 4] += u[4 * v + i] * (int8_t)a[64 * v + 4 * lane + i];
+                acc[lane] = lane_step(wtype, acc[lane], q6k_isum(sc, s[0], s[1], a + 576 + 4 * lane), wd, 0.0f,
+                                      ad[lane], a + 576 + 4 * lane);
+                continue;
+            }
             weight_block(wtype, w, 16 * g + tf_pack_lane_block(lane), &wd, &wm, u);
             int32_t s = lane_init(wtype, a + 576 + 4 * lane);
             for (int v = 0; v < 8; v++)
@@ -280,6 +324,18 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
         const float *ad = (const float *)(a + 64);
         for (int lane = 0; lane < 16; lane++) {
             int h = lane / 8, l = lane % 8;
+            if (q6) { /* the lane's 4 quants lie in one half: that half's scale */
+                int one[2] = {0, 0}, s = 0;
+                wd = 0.0f;
+                if (b0 + h < nb) {
+                    q6k_block(w, b0 + h, &wd, sc, u);
+                    one[0] = sc[l / 4];
+                    for (int i = 0; i < 4; i++) s += u[4 * l + i] * (int8_t)a[32 * h + 4 * l + i];
+                }
+                acc[lane] = lane_step(wtype, acc[lane], q6k_isum(one, s, 0, a + 128 + 4 * lane), wd, 0.0f, ad[lane],
+                                      a + 128 + 4 * lane);
+                continue;
+            }
             if (b0 + h < nb) weight_block(wtype, w, b0 + h, &wd, &wm, u);
             else {
                 /* the absent block of an odd tail: zero weights and scales;
@@ -437,21 +493,65 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
     memcpy(dst, unpack ? file : rec, bytes);
 }
 
+/* Q6_K: a group of two super-blocks (the file's 420 bytes at src) to its
+ * record (quant.h) at dst, or back (unpack). Quant k (0..31) of lane L's block
+ * (sub-blocks 2 j, 2 j + 1 of super-block s, tf_pack_lane_block(L) = 8 s + j):
+ * its low 4 bits at nibble k / 16 of byte 64 (k % 16 / 4) + 4 L + k % 4 (as
+ * Q4_K's record), its high 2 bits at bits 2 (k % 16 / 4) of byte
+ * 256 + 64 (k / 16) + 4 L + k % 4; the two scales at bytes 384 + 2 L, + 1;
+ * then d of each super-block. Every bit of the file is used once. */
+static void q6k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
+    uint8_t rec[2 * sizeof(tf_block_q6_k)] = {0};
+    tf_block_q6_k sb[2];
+    if (unpack) {
+        memcpy(rec, src, sizeof rec);
+        memset(sb, 0, sizeof sb);
+    } else {
+        memcpy(sb, src, sizeof sb);
+    }
+    for (int lane = 0; lane < 16; lane++) {
+        const int b = tf_pack_lane_block(lane), s = b / 8, j = b % 8;
+        for (int k = 0; k < 32; k++) {
+            const int nb = 64 * (k % 16 / 4) + 4 * lane + k % 4, nsh = 4 * (k / 16);
+            const int hb = 256 + 64 * (k / 16) + 4 * lane + k % 4, hsh = 2 * (k % 16 / 4);
+            if (unpack) {
+                tf_q6k_put(&sb[s], 32 * j + k, (rec[nb] >> nsh & 0xF) | (rec[hb] >> hsh & 3) << 4);
+            } else {
+                const int q = tf_q6k_get(&sb[s], 32 * j + k);
+                rec[nb] |= (uint8_t)((q & 0xF) << nsh);
+                rec[hb] |= (uint8_t)((q >> 4) << hsh);
+            }
+        }
+        for (int h = 0; h < 2; h++) {
+            if (unpack) sb[s].scales[2 * j + h] = (int8_t)rec[384 + 2 * lane + h];
+            else rec[384 + 2 * lane + h] = (uint8_t)sb[s].scales[2 * j + h];
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        if (unpack) memcpy(&sb[s].d, rec + 416 + 2 * s, 2);
+        else memcpy(rec + 416 + 2 * s, &sb[s].d, 2);
+    }
+    if (unpack) memcpy(dst, sb, sizeof sb);
+    else memcpy(dst, rec, sizeof rec);
+}
+
 static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_rows, int64_t n, int unpack) {
     const size_t row = tf_dtype_row_size(type, n), rec = tf_dtype_row_size(type, 2 * TF_QK_K);
     const int64_t n_groups = n / (2 * TF_QK_K);
     for (int64_t r = 0; r < n_rows; r++) {
         const char *s = src + (size_t)r * row;
         char *d = dst + (size_t)r * row;
-        for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec)
-            kq_pack_group(type, (const uint8_t *)s, (uint8_t *)d, unpack);
+        for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec) {
+            if (type == TF_DTYPE_Q6_K) q6k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
+            else kq_pack_group(type, (const uint8_t *)s, (uint8_t *)d, unpack);
+        }
         memcpy(d, s, row - (size_t)n_groups * rec); /* an odd last super-block as it is */
     }
 }
 
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n) {
     TF_ASSERT(pack_supported(type) && rows != packed);
-    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K) {
+    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K || type == TF_DTYPE_Q6_K) {
         kq_pack_rows(type, rows, packed, n_rows, n, 0);
         return;
     }
@@ -466,7 +566,7 @@ void tf_weight_pack_row(tf_dtype type, const void *row, void *packed, int64_t n)
 
 void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t n) {
     TF_ASSERT(pack_supported(type) && row != packed);
-    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K) {
+    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K || type == TF_DTYPE_Q6_K) {
         kq_pack_rows(type, packed, row, 1, n, 1);
         return;
     }

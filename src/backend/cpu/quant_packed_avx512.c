@@ -24,6 +24,9 @@
  * -dmin m. */
 #define K_PK_Q4_K (K_IQ4_XS + 1)
 #define K_PK_Q5_K (K_IQ4_XS + 2)
+/* Q6_K: a block of 32 is two sub-blocks of 16 with a scale each; the lane's
+ * two halves are summed apart (quant.h) */
+#define K_PK_Q6_K (K_IQ4_XS + 3)
 #define PK_IS_KQ(kind) ((kind) == K_PK_Q4_K || (kind) == K_PK_Q5_K)
 /* Formats whose lanes carry an offset term: acc = fma(m, ex, acc). */
 #define PK_HAS_MIN(kind) (K0_HAS_MIN(kind) || PK_IS_KQ(kind))
@@ -45,6 +48,7 @@ TF_AI int pk_block_bytes(int kind) {
 TF_AI int pk_group_bytes(int kind) {
     if (kind == K_PK_Q4_K) return 2 * (int)sizeof(tf_block_q4_k);
     if (kind == K_PK_Q5_K) return 2 * (int)sizeof(tf_block_q5_k);
+    if (kind == K_PK_Q6_K) return 2 * (int)sizeof(tf_block_q6_k);
     return kind == K_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
 }
 TF_AI int pk_qs_offset(int kind) {
@@ -198,6 +202,7 @@ TF_AI void pk_q4k_scales(const char *f, __m512 *d, __m512 *m) {
 typedef struct {
     __m512i q[8];
     __m512 d, m;
+    __m512i sc0, sc1; /* Q6_K: the scales of the lanes' two halves */
 } pk_wgroup;
 
 /* The nibbles of a 4-bit group's lanes made the kernel's u8 operands: IQ4
@@ -226,11 +231,12 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg);
 TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
-    if (PK_IS_KQ(kind)) {
-        /* the file's layout is the rare case (the CPU backend packs Q4_K and
-         * Q5_K at load): rearranged into a record here by the scalar packer */
-        _Alignas(64) char rec[2 * sizeof(tf_block_q5_k)];
-        tf_weight_pack_row(kind == K_PK_Q5_K ? TF_DTYPE_Q5_K : TF_DTYPE_Q4_K, blocks, rec, 2 * TF_QK_K);
+    if (PK_IS_KQ(kind) || kind == K_PK_Q6_K) {
+        /* the file's layout is the rare case (the CPU backend packs Q4_K, Q5_K
+         * and Q6_K at load): rearranged into a record here by the scalar packer */
+        _Alignas(64) char rec[2 * sizeof(tf_block_q6_k)];
+        tf_weight_pack_row(kind == K_PK_Q6_K ? TF_DTYPE_Q6_K : kind == K_PK_Q5_K ? TF_DTYPE_Q5_K : TF_DTYPE_Q4_K,
+                           blocks, rec, 2 * TF_QK_K);
         pk_load_group_w(kind, rec, wg);
         return;
     }
@@ -280,6 +286,25 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
         wg->q[j] = _mm512_and_si512(y, low4);
         wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y, 4), low4);
     }
+    if (kind == K_PK_Q6_K) { /* the high 2 bits of quant 4 v + i at bits 2 (v % 4) of byte i of H[v / 4] */
+        const __m512i m3 = _mm512_set1_epi8(3);
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) {
+            __m512i h = _mm512_loadu_si512(p + 256 + 64 * (v / 4));
+            h = _mm512_and_si512(_mm512_srli_epi16(h, 2 * (v % 4)), m3);
+            wg->q[v] = _mm512_or_si512(wg->q[v], _mm512_slli_epi16(h, 4));
+        }
+        /* the scales: int8 pairs per lane, sign-extended */
+        const __m512i s16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + 384)));
+        wg->sc0 = _mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16);
+        wg->sc1 = _mm512_srai_epi32(s16, 16);
+        uint16_t d2[2];
+        memcpy(d2, p + 416, 4);
+        /* lane L's super-block is the second where L % 4 >= 2 */
+        wg->d = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(d2[0])), _mm512_set1_ps(f16(d2[1])));
+        wg->m = _mm512_setzero_ps();
+        return;
+    }
     /* Q5_x: the fifth bits after d (and m); Q5_K's right after the quants */
     const int qh_at = kind == K_PK_Q5_K ? 256 : K0_HAS_MIN(kind) ? 320 : 288;
     pk_finish_quants(kind, wg, PK_IS_Q5(kind) ? _mm512_loadu_si512(p + qh_at) : _mm512_setzero_si512());
@@ -319,6 +344,23 @@ TF_AI __m256i pk_block_quants(int kind, const char *block) {
 /* Tail pair: block b of a row and, if two, the next one. */
 TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup *wg) {
     float d[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f};
+    if (kind == K_PK_Q6_K) { /* a tail super-block, in the file's layout: by the scalar helpers */
+        _Alignas(64) uint8_t u8[64] = {0};
+        _Alignas(64) int32_t scv[16] = {0};
+        for (int h = 0; h < 1 + two; h++) {
+            const tf_block_q6_k *x = (const tf_block_q6_k *)row + (b + h) / 8;
+            const int j = (int)((b + h) % 8);
+            d[h] = f16(x->d);
+            for (int k = 0; k < 32; k++) u8[32 * h + k] = (uint8_t)tf_q6k_get(x, 32 * j + k);
+            for (int l = 0; l < 8; l++) scv[8 * h + l] = x->scales[2 * j + l / 4]; /* lane l: quants 4 l .. */
+        }
+        wg->q[0] = _mm512_load_si512(u8);
+        wg->d = block_scales_f32(K_Q8_0, _mm_setr_ps(d[0], d[1], 0.0f, 0.0f));
+        wg->m = _mm512_setzero_ps();
+        wg->sc0 = _mm512_load_si512(scv);
+        wg->sc1 = _mm512_setzero_si512();
+        return;
+    }
     __m256i q[2];
     for (int h = 0; h < 2; h++) {
         const char *blk = NULL;
@@ -366,6 +408,23 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
  * so the split changes no result. */
 TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, const char *ap, __m512 acc) {
     const char *ad = ap + 64 * nv, *ex = ad + 64;
+    if (kind == K_PK_Q6_K) { /* tf_ref_packed_dot's q6k_isum, lane by lane */
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+        if (nv == 8) {
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                lo = dpbusd_vnni_mem(lo, wg->q[v], ap + 64 * v);
+                hi = dpbusd_vnni_mem(hi, wg->q[v + 4], ap + 64 * (v + 4));
+            }
+        } else {
+            lo = dpbusd_vnni_mem(lo, wg->q[0], ap);
+        }
+        const __m512i e = _mm512_loadu_si512(ex);
+        lo = _mm512_sub_epi32(lo, _mm512_slli_epi32(_mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), 5));
+        hi = _mm512_sub_epi32(hi, _mm512_slli_epi32(_mm512_srai_epi32(e, 16), 5));
+        const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo, wg->sc0), _mm512_mullo_epi32(hi, wg->sc1));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wg->d, _mm512_loadu_ps((const float *)ad)), acc);
+    }
     __m512i s0 = PK_INT_EX(kind) ? _mm512_loadu_si512(ex) : _mm512_setzero_si512();
     if (nv == 8 && chains == 2) {
         __m512i s1 = _mm512_setzero_si512();
@@ -460,6 +519,7 @@ PK_ENTRIES(iq4_nl, K_IQ4_NL)
 PK_ENTRIES(iq4_xs, K_IQ4_XS)
 PK_ENTRIES(q4_k, K_PK_Q4_K)
 PK_ENTRIES(q5_k, K_PK_Q5_K)
+PK_ENTRIES(q6_k, K_PK_Q6_K)
 #undef PK_ENTRIES
 
 /* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
@@ -474,12 +534,13 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     const char *blocks = vblocks;
     __m512i q[8];
     pk_group_quants32(blocks, bs, qoff, q);
-    __m512i sum = _mm512_setzero_si512();
+    __m512i sum = _mm512_setzero_si512(), sum_lo = sum;
     const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
 #pragma GCC unroll 8
     for (int v = 0; v < 8; v++) {
         _mm512_storeu_si512(y + 64 * v, q[v]);
         sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(ones8, q[v]), ones16));
+        if (v == 3) sum_lo = sum; /* quants 0..15 */
     }
     const __m512i lane_block = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     __m512i dw = _mm512_i32gather_epi32(_mm512_mullo_epi32(lane_block, _mm512_set1_epi32(bs)), blocks, 1);
@@ -490,6 +551,10 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
     case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
     case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
+    case TF_DTYPE_Q6_K: /* the two halves' sums as int16: the first in the low bits */
+        ex = _mm512_or_si512(_mm512_slli_epi32(_mm512_sub_epi32(sum, sum_lo), 16),
+                             _mm512_and_si512(sum_lo, _mm512_set1_epi32(0xFFFF)));
+        break;
     default: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)); break; /* Q8_0, IQ4_NL, IQ4_XS */
     }
     _mm512_storeu_si512(y + 576, ex);
@@ -520,3 +585,4 @@ void tf_avx512_act_pack_iq4_nl(const float *x, void *y, int64_t n) { act_pack(TF
 void tf_avx512_act_pack_iq4_xs(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_IQ4_XS, x, y, n); }
 void tf_avx512_act_pack_q4_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_K, x, y, n); }
 void tf_avx512_act_pack_q5_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_K, x, y, n); }
+void tf_avx512_act_pack_q6_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q6_K, x, y, n); }

@@ -107,7 +107,7 @@ static int q4k_get(const tf_block_q4_k *b, int e) {
  * elements, element 32 k + l (k 0..3, l 0..31) keeps its low 4 bits in
  * ql[l + 32 (k & 1)] (low nibble for k < 2, high for k >= 2) and its high 2
  * bits at bit 2k of qh[l]. The scale of element e is scales[e / 16]. */
-static int q6k_get(const tf_block_q6_k *b, int e) {
+int tf_q6k_get(const tf_block_q6_k *b, int e) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
     uint8_t lo = b->ql[64 * h + l + 32 * (k & 1)];
     int low = k < 2 ? (lo & 0xF) : (lo >> 4);
@@ -115,7 +115,7 @@ static int q6k_get(const tf_block_q6_k *b, int e) {
     return low | (high << 4);
 }
 
-static void q6k_put(tf_block_q6_k *b, int e, int q) {
+void tf_q6k_put(tf_block_q6_k *b, int e, int q) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
     uint8_t *lo = &b->ql[64 * h + l + 32 * (k & 1)];
     if (k < 2) *lo = (uint8_t)((*lo & 0xF0) | (q & 0xF));
@@ -494,7 +494,7 @@ static void quantize_q6_k(const float *x, tf_block_q6_k *y, int64_t nb) {
             for (int l = 0; l < 16; l++) {
                 int e = 16 * g + l;
                 int q = ds != 0.0f ? clampi((int)nearbyintf(x[e] / ds) + 32, 0, 63) : 32;
-                q6k_put(b, e, q);
+                tf_q6k_put(b, e, q);
             }
         }
     }
@@ -737,7 +737,7 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
         for (int64_t i = 0; i < n / TF_QK_K; i++) {
             float d = tf_f16_to_f32(x[i].d);
             for (int e = 0; e < TF_QK_K; e++)
-                y[i * TF_QK_K + e] = d * (float)x[i].scales[e / 16] * (float)(q6k_get(&x[i], e) - 32);
+                y[i * TF_QK_K + e] = d * (float)x[i].scales[e / 16] * (float)(tf_q6k_get(&x[i], e) - 32);
         }
         break;
     }
@@ -921,7 +921,7 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
             int64_t s_scaled = 0;
             for (int g = 0; g < 16; g++) {
                 int s = 0;
-                for (int l = 0; l < 16; l++) s += (q6k_get(&w[i], 16 * g + l) - 32) * a[i].qs[16 * g + l];
+                for (int l = 0; l < 16; l++) s += (tf_q6k_get(&w[i], 16 * g + l) - 32) * a[i].qs[16 * g + l];
                 s_scaled += (int64_t)w[i].scales[g] * s;
             }
             sum += (double)tf_f16_to_f32(w[i].d) * (double)a[i].d * (double)s_scaled;
