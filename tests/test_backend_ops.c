@@ -289,10 +289,7 @@ static void check_matmul_n(tf_backend *be, const char *desc) {
 /* add_rmsnorm (the residual add and the next norm in one op): the bits of
  * add then rmsnorm on the same table, in both outputs. */
 static void check_add_rmsnorm(tf_backend *be, const char *desc) {
-    if (!be->ops->add_rmsnorm) {
-        print_message("%s: no add_rmsnorm (the forward pass calls add, then rmsnorm)\n", desc);
-        return;
-    }
+    assert_non_null(be->ops->add_rmsnorm);
     static const int ns[] = {1, 5, 19}, dims[] = {576, 1000, 4096};
     int n_cases = 0;
     for (int a = 0; a < 3; a++)

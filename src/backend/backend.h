@@ -199,9 +199,9 @@ typedef struct tf_backend_ops {
     /* y[r][i] += b[i] for n rows of dim (row stride dim). */
     void (*add_bias)(tf_backend *be, float *y, const float *b, int32_t n, int64_t dim);
     void (*add)(tf_backend *be, float *y, const float *x, int64_t n);
-    /* Optional (NULL: add, then rmsnorm): x += d, then y = rmsnorm(x) * w,
-     * for n rows of dim, with the bits of those two calls, in one pass (the
-     * residual add and the next norm of the forward pass). */
+    /* x += d, then y = rmsnorm(x) * w, for n rows of dim, with the bits of
+     * add then rmsnorm (the residual add and the next norm of the forward
+     * pass; a backend may fuse them into one pass, as CUDA's does). */
     void (*add_rmsnorm)(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n, int32_t dim,
                         float eps);
     /* g = silu(g) * u */

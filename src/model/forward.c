@@ -148,18 +148,6 @@ static tf_status matmul_same_input(tf_backend *be, int n_w, const tf_bmat *const
 }
 
 /* Enqueue the pass after its inputs are in f->args_d. */
-/* x += d, then y = rmsnorm(x) * w: one op where the backend fuses them. */
-static void add_norm(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n, int32_t dim,
-                     float eps) {
-    const tf_backend_ops *o = be->ops;
-    if (o->add_rmsnorm) {
-        o->add_rmsnorm(be, x, d, y, w, n, dim, eps);
-        return;
-    }
-    o->add(be, x, d, (int64_t)n * dim);
-    o->rmsnorm(be, y, x, w, n, dim, eps);
-}
-
 static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_from, int32_t max_kv,
                          const tf_fwd_out *out, tf_err *err) {
     tf_backend *be = f->be;
@@ -208,7 +196,7 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
                                  .out = f->att, .ldo = q_dim, .scratch = f->attn_scratch};
         o->attn(be, &ac);
         TF_TRY(o->matmul(be, &L->wo, f->att, n, f->tmp, E, f->mm_scratch, err));
-        add_norm(be, f->x, f->tmp, f->xn, L->ffn_norm, n, E, hp->rms_eps);
+        o->add_rmsnorm(be, f->x, f->tmp, f->xn, L->ffn_norm, n, E, hp->rms_eps);
         {
             const tf_bmat *wgu[2] = {&L->w_gate, &L->w_up};
             float *const ygu[2] = {f->gate, f->up};
@@ -218,7 +206,7 @@ static tf_status enqueue(tf_fwd *f, tf_kv_cache *kv, int32_t n, int32_t logits_f
         o->silu_mul(be, f->gate, f->up, (int64_t)n * hp->n_ff);
         TF_TRY(o->matmul(be, &L->w_down, f->gate, n, f->tmp, E, f->mm_scratch, err));
         if (il + 1 < hp->n_layer) /* the residual, and the next layer's first norm */
-            add_norm(be, f->x, f->tmp, f->xn, w->layers[il + 1].attn_norm, n, E, hp->rms_eps);
+            o->add_rmsnorm(be, f->x, f->tmp, f->xn, w->layers[il + 1].attn_norm, n, E, hp->rms_eps);
         else
             o->add(be, f->x, f->tmp, (int64_t)n * E);
     }

@@ -259,8 +259,8 @@ static void cpu_add(tf_backend *be, float *y, const float *x, int64_t n) {
     ew_run(be, &j, n, n);
 }
 
-/* the two ops one after the other: the pool's passes are bound by memory
- * either way, so the CPU gains nothing from fusing them */
+/* the two ops one after the other (their passes over the rows are bound by
+ * memory either way; the CPU gains nothing from fusing them) */
 static void cpu_add_rmsnorm(tf_backend *be, float *x, const float *d, float *y, const float *w, int32_t n,
                             int32_t dim, float eps) {
     cpu_add(be, x, d, (int64_t)n * dim);
