@@ -44,6 +44,9 @@ extern "C" void tf_cuda_embed(tf_cuda *cu, float *x, const void *table, uint32_t
 
 /* ADD: x += d first (each thread adds the elements it then reads, the same
  * float adds as k_add), so the fused launch gives add-then-norm's bits. */
+/* A norm's block: a thread per element up to 1024, in whole warps. */
+static int norm_threads(int32_t dim) { return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32; }
+
 template <bool ADD>
 __global__ void k_rmsnorm(float *y, float *x, const float *d, const float *w, int32_t dim, float eps) {
     __shared__ double red[32];
@@ -77,7 +80,7 @@ __global__ void k_rmsnorm(float *y, float *x, const float *d, const float *w, in
 
 extern "C" void tf_cuda_rmsnorm(tf_cuda *cu, float *y, const float *x, const float *w, int32_t n, int32_t dim,
                                 float eps) {
-    int threads = dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
+    const int threads = norm_threads(dim);
     k_rmsnorm<false><<<n, threads, 0, cu->stream>>>(y, (float *)x, NULL, w, dim, eps);
 }
 
@@ -91,7 +94,7 @@ extern "C" void tf_cuda_add_rmsnorm(tf_cuda *cu, float *x, const float *d, float
         tf_cuda_rmsnorm(cu, y, x, w, n, dim, eps);
         return;
     }
-    int threads = dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
+    const int threads = norm_threads(dim);
     k_rmsnorm<true><<<n, threads, 0, cu->stream>>>(y, x, d, w, dim, eps);
 }
 
