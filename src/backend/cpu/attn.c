@@ -165,7 +165,8 @@ _Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "on
 static int cpu_has_avx512_bf16(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    return tf_cpu_best_isa() >= TF_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
+    return tf_cpu_best_isa() >= TF_ISA_AVX512 && __builtin_cpu_supports("avx512bf16") &&
+           __builtin_cpu_supports("avx512vnni");
 #else
     return 0;
 #endif
@@ -183,7 +184,7 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
 }
 
 int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
-    return k == TF_ATTN_AMX && type != TF_DTYPE_F32 && head_dim % 32 == 0;
+    return k == TF_ATTN_AMX && type != TF_DTYPE_F32 && type != TF_DTYPE_Q8_0 && head_dim % 32 == 0;
 }
 
 const char *tf_attn_kernel_name(tf_attn_kernel k) {

@@ -21,7 +21,7 @@
  * tile hold stale scratch and are never read back). Key pairs past the tile's
  * end are zero in V and their weights are zero, so they add exact zeros to an
  * accumulator that starts at +0 (which such terms cannot turn into -0). */
-#pragma GCC target("avx512bf16,amx-tile,amx-bf16")
+#pragma GCC target("avx512bf16,avx512vnni,amx-tile,amx-bf16")
 #include "backend/cpu/attn_bf16_isa.h"
 #define ATTN_AMX 1
 #define ATTN_ISA(name) ATTN_CAT_(name, _amx_avx512)

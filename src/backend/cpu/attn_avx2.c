@@ -20,6 +20,15 @@
         r_;                                                                               \
     })
 #define CVT_F16_1(h) _cvtsh_ss(h)
+#define CVT_I8I(c)                                                                        \
+    ({                                                                                    \
+        __m128i c_ = (__m128i)(c);                                                        \
+        __m256i lo_ = _mm256_cvtepi8_epi32(c_), hi_ = _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(c_, c_)); \
+        v16i r_;                                                                          \
+        memcpy(&r_, &lo_, sizeof lo_);                                                    \
+        memcpy((char *)&r_ + sizeof lo_, &hi_, sizeof hi_);                               \
+        r_;                                                                               \
+    })
 /* comparisons and narrowing in two 256-bit halves (GCC would go lane by lane) */
 #define CMP_HALVES_(a, b, pred)                                                           \
     ({                                                                                    \

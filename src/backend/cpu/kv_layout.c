@@ -21,6 +21,10 @@ static size_t kq_scale_off(const tf_kv_layout *L) {
     return (size_t)(L->type == TF_DTYPE_Q8_0 ? L->head_dim : L->head_dim / 2) * TF_KV_BLK;
 }
 
+/* Byte of dimension d of lane j in a q8_0 K block: 4 consecutive dimensions
+ * per 32-bit lane, a row of TF_KV_BLK lanes per 4 dimensions. */
+static inline size_t kq8_index(int d, int j) { return (size_t)(d / 4) * (4 * TF_KV_BLK) + (size_t)j * 4 + (size_t)(d % 4); }
+
 /* One key of head_dim values into lane j of a quantized K block. */
 static void kq_store(const tf_kv_layout *L, uint8_t *blk, int j, const float *k) {
     const int hd = L->head_dim;
@@ -30,7 +34,7 @@ static void kq_store(const tf_kv_layout *L, uint8_t *blk, int j, const float *k)
             tf_block_q8_0 q;
             tf_ref_quantize_row(TF_DTYPE_Q8_0, k + 32 * b, &q, 32);
             sc[b * TF_KV_BLK + j] = q.d;
-            for (int i = 0; i < 32; i++) blk[(size_t)(32 * b + i) * TF_KV_BLK + j] = (uint8_t)q.qs[i];
+            for (int i = 0; i < 32; i++) blk[kq8_index(32 * b + i, j)] = (uint8_t)(q.qs[i] + 128);
         } else {
             tf_block_q4_0 q;
             tf_ref_quantize_row(TF_DTYPE_Q4_0, k + 32 * b, &q, 32);
@@ -49,7 +53,7 @@ static void kq_store(const tf_kv_layout *L, uint8_t *blk, int j, const float *k)
 /* Dimension d of lane j of a quantized K block: d * q, exact in f32. */
 static float kq_value(const tf_kv_layout *L, const uint8_t *blk, int d, int j) {
     const uint16_t *sc = (const uint16_t *)(blk + kq_scale_off(L));
-    int q = L->type == TF_DTYPE_Q8_0 ? (int8_t)blk[(size_t)d * TF_KV_BLK + j]
+    int q = L->type == TF_DTYPE_Q8_0 ? (int)blk[kq8_index(d, j)] - 128
                                       : ((blk[(size_t)(d / 2) * TF_KV_BLK + j] >> (4 * (d & 1))) & 15) - 8;
     return tf_f16_to_f32(sc[(d / 32) * TF_KV_BLK + j]) * (float)q;
 }
@@ -115,8 +119,8 @@ static int k_parts(const tf_kv_layout *L, int n_rows[2], int lane_bytes[2]) {
         lane_bytes[0] = L->type == TF_DTYPE_F32 ? 4 : 2;
         return 1;
     }
-    n_rows[0] = L->type == TF_DTYPE_Q8_0 ? hd : hd / 2;
-    lane_bytes[0] = 1;
+    n_rows[0] = L->type == TF_DTYPE_Q8_0 ? hd / 4 : hd / 2;
+    lane_bytes[0] = L->type == TF_DTYPE_Q8_0 ? 4 : 1;
     n_rows[1] = hd / 32;
     lane_bytes[1] = 2;
     return 2;

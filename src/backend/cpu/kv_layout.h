@@ -10,9 +10,12 @@
  *   V: [slot][head_dim], row-major.
  * Element type f32, f16, q8_0 or q4_0. The quantized types keep a scale per
  * 32 dimensions of one key or value (ggml's Q8_0 / Q4_0 rules: x = d * q with
- * d in f16, q in -127..127 / -8..7), laid out so that attention reads them the
- * way it reads f16 (head_dim must be a multiple of 32):
- *   q8_0 K block: int8 [head_dim][BLK], then f16 d [head_dim/32][BLK];
+ * d in f16, q in -127..127 / -8..7), laid out for attention's reads (q8_0 keys
+ * for integer dot products, q4_0 keys the way f16 is read; head_dim must be a
+ * multiple of 32):
+ *   q8_0 K block: uint8 [head_dim/4][BLK][4] (lane j of row i: dims 4i..4i+3
+ *                 of slot j, each q + 128: the unsigned operand of the
+ *                 integer dot instruction), then f16 d [head_dim/32][BLK];
  *   q4_0 K block: uint8 [head_dim/2][BLK] (lane j of row i: dims 2i and 2i+1
  *                 of slot j, q + 8 in the low and high nibble), then f16 d
  *                 [head_dim/32][BLK];
