@@ -22,13 +22,21 @@ typedef struct shape { int n_head, n_head_kv, hd, n_slots, n_q; int causal; } sh
  * weights, and the scores through q and K), so its relative RMS error is a few
  * times 1e-3 and the NMSE of order 1e-5. 1e-4 leaves room for the worst shapes
  * and still fails on any real mistake (a wrong key, a lost tile: NMSE >= 1e-2).
- * q8_0 / q4_0 caches take the same path: a key or value is d * q (exact in
- * f32, which is what the reference reads back) rounded once to bf16.
+ * q4_0 caches take the same path: a key or value is d * q (exact in f32,
+ * which is what the reference reads back) rounded once to bf16.
+ * q8_0 caches take integer products: the query quantized to int8 per 32
+ * dimensions (a relative step of 1/127 of the segment's largest value: RMS
+ * error about 1/(127 sqrt(12)) = 2.3e-3 of it, on the scores only) and the
+ * softmax weights to int16 per tile (2^-16 of the tile's largest); K and V are
+ * read exactly. Its error is of the bf16 path's order, under the same 1e-4.
  * f32 caches and other head sizes run in f32: accumulation error only. */
-static int bf16_path(int hd, tf_dtype type) { return hd % 16 == 0 && type != TF_DTYPE_F32; }
-static double nmse_tolerance(int hd, tf_dtype type) { return bf16_path(hd, type) ? 1e-4 : 1e-9; }
+enum { PATH_F32 = 0, PATH_BF16 = 1, PATH_INT8 = 2 };
+static int attn_path(int hd, tf_dtype type) {
+    return type == TF_DTYPE_Q8_0 ? PATH_INT8 : hd % 16 == 0 && type != TF_DTYPE_F32 ? PATH_BF16 : PATH_F32;
+}
+static double nmse_tolerance(int hd, tf_dtype type) { return attn_path(hd, type) == PATH_F32 ? 1e-9 : 1e-4; }
 
-static double worst_nmse[2]; /* [bf16 path] */
+static double worst_nmse[3]; /* [attn_path] */
 
 static void run_case(const shape *sh, tf_dtype type, tf_attn_kernel kern, tf_pool *pool, tf_rng *rng) {
     tf_kv_cache kv;
@@ -70,7 +78,7 @@ static void run_case(const shape *sh, tf_dtype type, tf_attn_kernel kern, tf_poo
     }
     for (int j = 0; j < 16; j++) assert_true(out[(size_t)sh->n_q * ldo + j] == CANARY);
     double nmse = num / den;
-    const int b = bf16_path(sh->hd, type);
+    const int b = attn_path(sh->hd, type);
     if (nmse > worst_nmse[b]) worst_nmse[b] = nmse;
     if (nmse > nmse_tolerance(sh->hd, type)) {
         print_error("nmse %g: heads %d/%d hd %d slots %d n_q %d type %s kernel %s threads %d\n", nmse, sh->n_head,
@@ -89,7 +97,8 @@ static void test_attn_vs_reference(void **state) {
         {8, 4, 8, 300, 1, 1},    {8, 4, 8, 1000, 7, 1},  {8, 4, 8, 257, 40, 0},  {4, 4, 64, 700, 1, 1},
         {4, 1, 64, 2100, 3, 1},  {8, 2, 128, 130, 17, 1}, {6, 3, 24, 90, 5, 0},  {2, 2, 128, 5000, 1, 1},
         {8, 8, 8, 1, 1, 1},      {4, 2, 8, 64, 64, 1},    {9, 3, 64, 1500, 8, 1}, {4, 2, 16, 333, 5, 0},
-        {4, 2, 48, 200, 20, 1},  {4, 1, 64, 1, 1, 1},
+        {4, 2, 48, 200, 20, 1},  {4, 1, 64, 1, 1, 1},    {4, 2, 32, 600, 3, 1}, {6, 2, 96, 900, 9, 1},
+        {2, 1, 32, 77, 2, 0},
     };
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed());
@@ -109,8 +118,10 @@ static void test_attn_vs_reference(void **state) {
                 }
             }
     }
-    print_message("worst nmse: bf16 path %.3g (tolerance %g), f32 path %.3g (tolerance %g)\n", worst_nmse[1],
-                  nmse_tolerance(16, TF_DTYPE_F16), worst_nmse[0], nmse_tolerance(16, TF_DTYPE_F32));
+    print_message("worst nmse: bf16 path %.3g, q8_0 integer path %.3g (tolerance %g), f32 path %.3g (tolerance %g)\n",
+                  worst_nmse[PATH_BF16], worst_nmse[PATH_INT8], nmse_tolerance(16, TF_DTYPE_F16), worst_nmse[PATH_F32],
+                  nmse_tolerance(16, TF_DTYPE_F32));
+    assert_true(worst_nmse[PATH_INT8] > 0.0); /* the q8_0 cases ran */
     tf_pool_free(pools[0]);
     tf_pool_free(pools[1]);
 }
