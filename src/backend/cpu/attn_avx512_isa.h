@@ -12,10 +12,8 @@
 #define CVT_I8I(c) ((v16i)_mm512_cvtepi8_epi32((__m128i)(c)))
 /* the q8_0 path's integer steps (attn_kernel.inc): VPMADDWD + VPADDD is
  * VPDPWSSD exactly (no pair here is two -32768s); the V pairs by byte
- * interleave within 128-bit lanes and sign extension; the V scales by a masked
- * gather of 32-bit words at each slot's scale (the scale and the first two
- * quants, inside the slot's row); float to int32 by the MXCSR rounding, which
- * the kernel leaves at nearest-even */
+ * interleave within 128-bit lanes and sign extension; float to int32 by the
+ * MXCSR rounding, which the kernel leaves at nearest-even */
 #ifndef DPWSSD
 #define DPWSSD(acc, a, b) ((v16i)_mm512_add_epi32((__m512i)(acc), _mm512_madd_epi16((__m512i)(a), _mm512_set1_epi32(b))))
 #endif
@@ -25,14 +23,6 @@
         (lo) = (v16i)_mm512_cvtepi8_epi16(_mm256_unpacklo_epi8(a_, b_));                                         \
         (hi) = (v16i)_mm512_cvtepi8_epi16(_mm256_unpackhi_epi8(a_, b_));                                         \
     } while (0)
-#define GATHER_F16(base, stride, n)                                                                               \
-    ({                                                                                                            \
-        const __m512i ix_ = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), \
-                                               _mm512_set1_epi32((int)(stride)));                                 \
-        const __m512i w_ = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), (__mmask16)((1u << (n)) - 1u), ix_, \
-                                                       (const void *)(base), 1);                                  \
-        (v16f)_mm512_cvtph_ps(_mm512_cvtepi32_epi16(w_));                                                         \
-    })
 #define VCVT_RNE(x) ((v16i)_mm512_cvtps_epi32((__m512)(x)))
 /* the softmax weights' steps (attn_kernel.inc): one instruction each, the
  * same results as the vector-extension steps they replace */
