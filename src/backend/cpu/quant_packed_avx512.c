@@ -479,9 +479,166 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
     for (; t < T; t++) out[t * ldo] = hsum_tree(acc[t]);
 }
 
+/* ---- Several tokens over packed weight rows: register tiles ------------------- */
+
+/* With three or more tokens a tile of packed weight rows is taken two rows
+ * by up to PK_RT(kind) tokens at a time: per vector index v of a group the
+ * two rows' weight vectors are made once and each token's activation vector
+ * loaded once for both rows, so 2 T integer chains are in flight and every
+ * load serves two products (one row against one token at a time, as
+ * pk_row_kernel does, runs T chains of 8 dependent products and reads every
+ * activation vector once per product, at about a third of the VNNI unit's
+ * rate). The float accumulators of the 2 T (row, token) pairs stay in
+ * registers across a chunk of groups (PK_CHUNK_BYTES of the tokens'
+ * activations, so that they are read from L1 by every row pair of the
+ * tile) and in memory between chunks. Each (row, token) takes the same
+ * steps as in pk_row_kernel (the block sums, exact in int32, then the same
+ * float operations per group in group order, then the tail pairs and
+ * hsum_tree): the same bits for any tile shape. Q6_K, whose lanes have two
+ * sums each, keeps pk_row_kernel. */
+
+/* Tokens per register tile: Q5_x's fifth bits take three more registers. */
+#define PK_RT(kind) (PK_IS_Q5(kind) ? 4 : 6)
+/* Activation bytes of one chunk of groups (per token tile). */
+#define PK_CHUNK_BYTES (24 * 1024)
+#ifndef PK_RT_MIN_TOKS
+#define PK_RT_MIN_TOKS 3
+#endif
+
+/* The fifth bits of a Q5 group record's lanes (see pk_load_group_w). */
+TF_AI __m512i pk_w_qh(int kind, const char *p) {
+    if (!PK_IS_Q5(kind)) return _mm512_setzero_si512();
+    return _mm512_loadu_si512(p + (kind == K_PK_Q5_K ? 256 : K0_HAS_MIN(kind) ? 320 : 288));
+}
+
+/* Vector v of a packed group record at p: pk_load_group_w's q[v]. */
+TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
+    if (kind == K_Q8_0) return _mm512_loadu_si512(p + 64 * v);
+    __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
+    if (v >= 4) y = _mm512_srli_epi16(y, 4);
+    y = _mm512_and_si512(y, _mm512_set1_epi8(0x0F));
+    if (K0_IS_IQ4(kind)) y = _mm512_shuffle_epi8(iq4_table(128), y);
+    if (PK_IS_Q5(kind)) {
+        const __m512i spread = _mm512_setr_epi32(
+            0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+            0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010);
+        y = _mm512_or_si512(y, _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
+    }
+    return y;
+}
+
+/* d and m of a packed group record at p: pk_load_group_w's. */
+TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
+    if (kind == K_Q8_0) {
+        *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
+        *m = _mm512_setzero_ps();
+    } else if (PK_IS_KQ(kind)) {
+        pk_q4k_scales(p + (kind == K_PK_Q5_K ? 320 : 256), d, m);
+    } else if (kind == K_IQ4_XS) {
+        *d = pk_iq4xs_scales(p + 256, p + 264);
+        *m = _mm512_setzero_ps();
+    } else {
+        *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
+        *m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288))) : _mm512_setzero_ps();
+    }
+}
+
+/* Rows w0, w1 (packed layout) x T tokens of activations a (as bytes apart),
+ * groups [g0, g1): c0[t] and c1[t] (row 0's and row 1's accumulators of
+ * token t) updated in place. */
+TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const char *a, size_t as, int64_t g0,
+                        int64_t g1, __m512 *c0, __m512 *c1) {
+    const int gbytes = pk_group_bytes(kind);
+    __m512 f0[8], f1[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) f0[t] = c0[t], f1[t] = c1[t];
+    for (int64_t g = g0; g < g1; g++) {
+        const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
+        const __m512i qh0 = pk_w_qh(kind, p0), qh1 = pk_w_qh(kind, p1);
+        __m512i s0[8], s1[8];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            s0[t] = PK_INT_EX(kind) ? _mm512_loadu_si512(ap + t * as + 576) : _mm512_setzero_si512();
+            s1[t] = s0[t];
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) {
+            const __m512i u0 = pk_w_vec(kind, p0, v, qh0), u1 = pk_w_vec(kind, p1, v, qh1);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
+                s0[t] = dpbusd_vnni(s0[t], u0, x);
+                s1[t] = dpbusd_vnni(s1[t], u1, x);
+            }
+        }
+        __m512 d0, m0, d1, m1;
+        pk_w_scales(kind, p0, &d0, &m0);
+        pk_w_scales(kind, p1, &d1, &m1);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const __m512 ad = _mm512_loadu_ps((const float *)(ap + t * as + 512));
+            f0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0[t]), _mm512_mul_ps(d0, ad), f0[t]);
+            f1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d1, ad), f1[t]);
+            if (PK_HAS_MIN(kind)) {
+                const __m512 ex = _mm512_loadu_ps((const float *)(ap + t * as + 576));
+                f0[t] = _mm512_fmadd_ps(m0, ex, f0[t]);
+                f1[t] = _mm512_fmadd_ps(m1, ex, f1[t]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) c0[t] = f0[t], c1[t] = f1[t];
+}
+
+/* The register-tiled product of nr packed rows by nt >= 1 tokens. */
+TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, const char *a, size_t as, int nt,
+                      float *out, int64_t ldo) {
+    const int RT = PK_RT(kind);
+    const int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
+    int64_t chunk = PK_CHUNK_BYTES / ((int64_t)RT * TF_PACK_GROUP_BYTES);
+    if (chunk < 1) chunk = 1;
+    __m512 acc[TF_TILE_ROWS_MAX + 1][TF_PACK_TOKS_MAX];
+    for (int r = 0; r < nr + 1; r++)
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t g0 = 0; g0 < n_groups; g0 += chunk) {
+        const int64_t g1 = g0 + chunk < n_groups ? g0 + chunk : n_groups;
+        /* token tiles of near-equal sizes (16 tokens: 6 + 5 + 5, not 6 + 6 + 4) */
+        const int n_tt = (nt + RT - 1) / RT;
+        for (int i = 0, t0 = 0; i < n_tt; i++) {
+            const int T = (nt - t0) / (n_tt - i);
+            for (int r = 0; r < nr; r += 2) {
+                /* an odd last row pairs with itself; its second results go to the spare row */
+                const char *w0 = w + r * ws, *w1 = r + 1 < nr ? w0 + ws : w0;
+                __m512 *c0 = acc[r] + t0, *c1 = r + 1 < nr ? acc[r + 1] + t0 : acc[TF_TILE_ROWS_MAX] + t0;
+                switch (T) {
+#define PK_RT_CASE(TT) \
+    case TT: pk_rt_groups(kind, TT, w0, w1, a + t0 * as, as, g0, g1, c0, c1); break;
+                    PK_RT_CASE(1) PK_RT_CASE(2) PK_RT_CASE(3) PK_RT_CASE(4) PK_RT_CASE(5)
+                    default: pk_rt_groups(kind, 6, w0, w1, a + t0 * as, as, g0, g1, c0, c1); break;
+#undef PK_RT_CASE
+                }
+            }
+            t0 += T;
+        }
+    }
+    pk_wgroup wg;
+    const char *ap = a + n_groups * TF_PACK_GROUP_BYTES;
+    for (int64_t b = n_groups * TF_PACK_GROUP_BLOCKS; b < nb; b += 2, ap += TF_PACK_PAIR_BYTES)
+        for (int r = 0; r < nr; r++) {
+            pk_load_pair(kind, w + r * ws, b, b + 1 < nb, &wg);
+            for (int t = 0; t < nt; t++) acc[r][t] = pk_token_step(kind, 1, 1, &wg, ap + t * as, acc[r][t]);
+        }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) out[t * ldo + r] = hsum_tree(acc[r][t]);
+}
+
 TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
                    int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
+    if (wpk && kind != K_PK_Q6_K && nt >= PK_RT_MIN_TOKS) {
+        pk_tile_rt(kind, n, w, ws, nr, a, as, nt, out, ldo);
+        return;
+    }
     for (int r = 0; r < nr; r++) {
         const char *row = w + r * ws;
         float *o = out + r;
