@@ -876,7 +876,9 @@ static void test_packed_vs_ref(void **state) {
     static const tf_dtype types[] = {TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0,
                                      TF_DTYPE_Q5_1,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_K,
                                      TF_DTYPE_Q5_K,   TF_DTYPE_Q6_K};
-    static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096};
+    /* 4864 = 9 groups of 512 and 8 blocks: with 10 or more tokens the tile's activations pass the
+     * kernels' L1 bound, so the register-tiled path runs, over two chunks of groups and tail pairs */
+    static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096, 4864};
     static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
@@ -906,7 +908,7 @@ static void test_packed_vs_ref(void **state) {
             assert_true(tf_weight_packs(t));
             tf_weight_pack_rows(t, w, wp, NR, n);
             for (int r = 0; r < NR; r++) {
-                char back[4096 / 32 * 34];
+                char back[4864 / 32 * 34];
                 assert_true(ws <= sizeof back);
                 tf_weight_pack_row(t, w + r * ws, back, n);
                 assert_memory_equal(back, wp + r * ws, ws); /* one row = that row of many */

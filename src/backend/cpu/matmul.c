@@ -55,7 +55,7 @@
  * a block stays in L2 (1-2 MiB per core on current x86) while every row of
  * the thread's range takes it, and the rows are read once per block (at 512
  * tokens of 4,096 Q8_0 columns, 3 blocks instead of one pass of all tokens
- * per row from L3: on the Llama-3.1-8B cut's Q8_0 prefill, 364 -> 385 tok/s,
+ * per row from L3: prefill of 512 tokens on the Llama-3.1-8B cut in Q8_0 373 -> 427 tok/s,
  * docs/BENCHMARKS.md). */
 #define MM_L2_ACT_BYTES (512 * 1024)
 /* Pauses (about 40 ns each) a thread spins at the barrier before yielding. */

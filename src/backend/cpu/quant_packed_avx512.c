@@ -481,29 +481,31 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
 
 /* ---- Several tokens over packed weight rows: register tiles ------------------- */
 
-/* With three or more tokens a tile of packed weight rows is taken two rows
- * by up to PK_RT(kind) tokens at a time: per vector index v of a group the
- * two rows' weight vectors are made once and each token's activation vector
- * loaded once for both rows, so 2 T integer chains are in flight and every
- * load serves two products (one row against one token at a time, as
- * pk_row_kernel does, runs T chains of 8 dependent products and reads every
- * activation vector once per product, at about a third of the VNNI unit's
- * rate). The float accumulators of the 2 T (row, token) pairs stay in
- * registers across a chunk of groups (PK_CHUNK_BYTES of the tokens'
- * activations, so that they are read from L1 by every row pair of the
- * tile) and in memory between chunks. Each (row, token) takes the same
- * steps as in pk_row_kernel (the block sums, exact in int32, then the same
- * float operations per group in group order, then the tail pairs and
- * hsum_tree): the same bits for any tile shape. Q6_K, whose lanes have two
- * sums each, keeps pk_row_kernel. */
+/* Where the tile's activations exceed L1 (nt x as > PK_RT_MIN_ACT_BYTES:
+ * prefill tiles of 16 tokens at 4,096 columns, verification passes at the
+ * 14,336 columns of an 8B model's down projection), pk_row_kernel, which
+ * takes one row against all the tile's tokens over the whole row, reads
+ * every activation vector from L2 once per product and runs at a quarter of
+ * the VNNI unit's rate. There a tile is taken two rows by up to PK_RT(kind)
+ * tokens at a time: per vector index v of a group the two rows' weight
+ * vectors are made once and each token's activation vector loaded once for
+ * both rows, so 2 T integer chains are in flight and every load serves two
+ * products. The float accumulators of the 2 T (row, token) pairs stay in
+ * registers across a chunk of groups (PK_CHUNK_BYTES of one token tile's
+ * activations, read from L1 by every row pair of the tile) and in memory
+ * between chunks. Each (row, token) takes the same steps as in
+ * pk_row_kernel (the block sums, exact in int32, then the same float
+ * operations per group in group order, then the tail pairs and hsum_tree):
+ * the same bits for any tile shape and either path. Below the bound
+ * pk_row_kernel is as fast or faster (its weights stay in registers for all
+ * the tokens). Q6_K, whose lanes have two sums each, keeps pk_row_kernel. */
 
 /* Tokens per register tile: Q5_x's fifth bits take three more registers. */
 #define PK_RT(kind) (PK_IS_Q5(kind) ? 4 : 6)
 /* Activation bytes of one chunk of groups (per token tile). */
 #define PK_CHUNK_BYTES (24 * 1024)
-#ifndef PK_RT_MIN_TOKS
-#define PK_RT_MIN_TOKS 3
-#endif
+/* Tile activations above which the register tiles run (about L1). */
+#define PK_RT_MIN_ACT_BYTES (48 * 1024)
 
 /* The fifth bits of a Q5 group record's lanes (see pk_load_group_w). */
 TF_AI __m512i pk_w_qh(int kind, const char *p) {
@@ -597,6 +599,9 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
     const int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
     int64_t chunk = PK_CHUNK_BYTES / ((int64_t)RT * TF_PACK_GROUP_BYTES);
     if (chunk < 1) chunk = 1;
+    /* the next tile's rows, as pk_tile requests them for pk_row_kernel */
+    for (int r = 0; r < nr; r++)
+        for (size_t b = 0; b < ws; b += 64) _mm_prefetch(w + (nr + r) * ws + b, _MM_HINT_T0);
     __m512 acc[TF_TILE_ROWS_MAX + 1][TF_PACK_TOKS_MAX];
     for (int r = 0; r < nr + 1; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
@@ -635,7 +640,7 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
 TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
                    int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
-    if (wpk && kind != K_PK_Q6_K && nt >= PK_RT_MIN_TOKS) {
+    if (wpk && kind != K_PK_Q6_K && (size_t)nt * as > PK_RT_MIN_ACT_BYTES) {
         pk_tile_rt(kind, n, w, ws, nr, a, as, nt, out, ldo);
         return;
     }
