@@ -498,10 +498,11 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
  * operations per group in group order, then the tail pairs and hsum_tree):
  * the same bits for any tile shape and either path. Below the bound
  * pk_row_kernel is as fast or faster (its weights stay in registers for all
- * the tokens). Q6_K, whose lanes have two sums each, keeps pk_row_kernel. */
+ * the tokens). */
 
-/* Tokens per register tile: Q5_x's fifth bits take three more registers. */
-#define PK_RT(kind) (PK_IS_Q5(kind) ? 4 : 6)
+/* Tokens per register tile: Q5_x's fifth bits take three more registers,
+ * Q6_K's two sums per lane twice the integer accumulators. */
+#define PK_RT(kind) (PK_IS_Q5(kind) || (kind) == K_PK_Q6_K ? 4 : 6)
 /* Activation bytes of one chunk of groups (per token tile). */
 #define PK_CHUNK_BYTES (24 * 1024)
 /* Tile activations above which the register tiles run (about L1). */
@@ -519,6 +520,11 @@ TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
     __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
     if (v >= 4) y = _mm512_srli_epi16(y, 4);
     y = _mm512_and_si512(y, _mm512_set1_epi8(0x0F));
+    if (kind == K_PK_Q6_K) {
+        const __m512i h = _mm512_loadu_si512(p + 256 + 64 * (v / 4));
+        return _mm512_or_si512(y, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * (v % 4)),
+                                                                        _mm512_set1_epi8(3)), 4));
+    }
     if (K0_IS_IQ4(kind)) y = _mm512_shuffle_epi8(iq4_table(128), y);
     if (PK_IS_Q5(kind)) {
         const __m512i spread = _mm512_setr_epi32(
@@ -554,7 +560,58 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
     __m512 f0[8], f1[8];
 #pragma GCC unroll 8
     for (int t = 0; t < T; t++) f0[t] = c0[t], f1[t] = c1[t];
-    for (int64_t g = g0; g < g1; g++) {
+    for (int64_t g = g0; g < g1 && kind == K_PK_Q6_K; g++) {
+        /* pk_token_step's Q6_K sums: each lane's first half (v < 4) and second half, less 32 times
+         * the activations' half sums, times the halves' scales, in int32 */
+        const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
+        __m512i s0[8], s1[8];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) s0[t] = s1[t] = _mm512_setzero_si512();
+        for (int half = 0; half < 2; half++) {
+            __m512i h0[8], h1[8];
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) h0[t] = h1[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int v = 4 * half; v < 4 * half + 4; v++) {
+                const __m512i u0 = pk_w_vec(kind, p0, v, _mm512_setzero_si512());
+                const __m512i u1 = pk_w_vec(kind, p1, v, _mm512_setzero_si512());
+#pragma GCC unroll 8
+                for (int t = 0; t < T; t++) {
+                    const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
+                    h0[t] = dpbusd_vnni(h0[t], u0, x);
+                    h1[t] = dpbusd_vnni(h1[t], u1, x);
+                }
+            }
+            /* the halves' scales: int8 pairs per lane, sign-extended */
+            const __m512i b0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p0 + 384)));
+            const __m512i b1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p1 + 384)));
+            const __m512i sc0 = half ? _mm512_srai_epi32(b0, 16) : _mm512_srai_epi32(_mm512_slli_epi32(b0, 16), 16);
+            const __m512i sc1 = half ? _mm512_srai_epi32(b1, 16) : _mm512_srai_epi32(_mm512_slli_epi32(b1, 16), 16);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
+                const __m512i corr = _mm512_slli_epi32(half ? _mm512_srai_epi32(e, 16)
+                                                            : _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), 5);
+                const __m512i m0 = _mm512_mullo_epi32(_mm512_sub_epi32(h0[t], corr), sc0);
+                const __m512i m1 = _mm512_mullo_epi32(_mm512_sub_epi32(h1[t], corr), sc1);
+                s0[t] = _mm512_add_epi32(s0[t], m0);
+                s1[t] = _mm512_add_epi32(s1[t], m1);
+            }
+        }
+        uint16_t e0[2], e1[2];
+        memcpy(e0, p0 + 416, 4);
+        memcpy(e1, p1 + 416, 4);
+        /* lane L's super-block is the second where L % 4 >= 2 */
+        const __m512 d0 = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(e0[0])), _mm512_set1_ps(f16(e0[1])));
+        const __m512 d1 = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(e1[0])), _mm512_set1_ps(f16(e1[1])));
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const __m512 ad = _mm512_loadu_ps((const float *)(ap + t * as + 512));
+            f0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0[t]), _mm512_mul_ps(d0, ad), f0[t]);
+            f1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d1, ad), f1[t]);
+        }
+    }
+    for (int64_t g = g0; g < g1 && kind != K_PK_Q6_K; g++) {
         const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
         const __m512i qh0 = pk_w_qh(kind, p0), qh1 = pk_w_qh(kind, p1);
         __m512i s0[8], s1[8];
@@ -640,7 +697,7 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
 TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
                    int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
-    if (wpk && kind != K_PK_Q6_K && (size_t)nt * as > PK_RT_MIN_ACT_BYTES) {
+    if (wpk && (size_t)nt * as > PK_RT_MIN_ACT_BYTES) {
         pk_tile_rt(kind, n, w, ws, nr, a, as, nt, out, ldo);
         return;
     }
