@@ -64,6 +64,16 @@ kinds = [r["test"] for r in rows]
 assert kinds.count("membw") == 1 and kinds.count("prefill") == 2 and kinds.count("pass") == 4 \
     and kinds.count("decode") == 6, kinds
 def pos(x): return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+# the compute peaks: measured where the CPU has the instructions (its flags read here), the same on every row
+try:
+    flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
+except (OSError, StopIteration):
+    flags = None
+if flags is not None:
+    assert pos(rows[0]["peak_f32_gflops"]) == ("avx512f" in flags or ("avx2" in flags and "fma" in flags)), rows[0]
+    assert pos(rows[0]["peak_int8_gops"]) == ("avx512_vnni" in flags and "avx512f" in flags), rows[0]
+assert all(r["peak_int8_gops"] == rows[0]["peak_int8_gops"] and r["peak_f32_gflops"] == rows[0]["peak_f32_gflops"]
+           for r in rows), rows
 for r in rows:
     for k in ("model", "threads", "mode", "depth", "median", "bw_gbs", "unit"):
         assert k in r, (k, r)
@@ -126,6 +136,12 @@ decode = tables[2]
 eq = decode[0].index("= ar")
 assert [r[eq] for r in decode[2:]].count("yes") == 4, decode
 assert any(l.startswith("read bandwidth: ") for l in lines)
+try:
+    flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
+except (OSError, StopIteration):
+    flags = []
+if "avx512f" in flags or ("avx2" in flags and "fma" in flags):
+    assert any(l.startswith("compute peak: int8 ") and " GFLOP/s (FMA), 2 threads" in l for l in lines), lines[:8]
 PY
     then ok bench_md; else cat "$W/err"; cat "$W/o.md"; bad bench_md; fi
 

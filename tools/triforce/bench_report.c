@@ -112,7 +112,8 @@ static void csv_str(FILE *f, const char *s, bool first) {
 }
 
 static const char *k_csv_header =
-    "model,threads,kv,test,mode,depth,n,reps,unit,median,min,max,bound,pct_of_bound,bw_gbs,gflops,tok_s,speedup,"
+    "model,threads,kv,test,mode,depth,n,reps,unit,median,min,max,bound,pct_of_bound,bw_gbs,peak_int8_gops,"
+    "peak_f32_gflops,gflops,tok_s,speedup,"
     "speedup_min,speedup_max,tok_per_target_pass,acceptance,level_ms_per_pass,same_as_ar,fill";
 
 void bench_report_begin(bench_report *r, FILE *out, bench_format fmt, const bench_header *h) {
@@ -165,6 +166,9 @@ static void md_row(bench_report *r, const bench_row *row) {
         else
             fprintf(f, "read bandwidth: %s GB/s (best of %d passes over %d MiB, %d threads)\n\n", v, row->reps,
                     row->n, r->h.threads);
+        if (isfinite(r->h.peak_int8_gops) || isfinite(r->h.peak_f32_gflops))
+            fprintf(f, "compute peak: int8 %s GOP/s (vpdpbusd), f32 %s GFLOP/s (FMA), %d threads\n\n",
+                    num(r->h.peak_int8_gops, a, sizeof a), num(r->h.peak_f32_gflops, b, sizeof b), r->h.threads);
         break;
     case BENCH_PREFILL:
         fprintf(f, "| %s | %d | %s | %s | %s | %s | %s |\n", r->h.model, r->h.threads, test, v,
@@ -205,6 +209,8 @@ static void json_row(bench_report *r, const bench_row *row) {
     json_num(f, "bound", row->bound);
     json_num(f, "pct_of_bound", row->pct_of_bound);
     json_num(f, "bw_gbs", r->h.bw_gbs);
+    json_num(f, "peak_int8_gops", r->h.peak_int8_gops);
+    json_num(f, "peak_f32_gflops", r->h.peak_f32_gflops);
     json_num(f, "gflops", row->gflops);
     json_num(f, "tok_s", row->tok_s);
     json_num(f, "speedup", row->speedup.med);
@@ -236,7 +242,7 @@ static void csv_row(bench_report *r, const bench_row *row) {
     fprintf(f, ",%d,%d,%d", row->depth, row->n, row->reps);
     csv_str(f, row->unit, false);
     const double nums[] = {row->value.med, row->value.lo, row->value.hi, row->bound, row->pct_of_bound, r->h.bw_gbs,
-                           row->gflops, row->tok_s, row->speedup.med, row->speedup.lo, row->speedup.hi,
+                           r->h.peak_int8_gops, r->h.peak_f32_gflops, row->gflops, row->tok_s, row->speedup.med, row->speedup.lo, row->speedup.hi,
                            row->tok_per_pass};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) csv_num(f, nums[i]);
     level_list(row, true, ";", acc, sizeof acc);
@@ -262,7 +268,8 @@ void bench_report_end(bench_report *r) {
     fprintf(r->out,
             "\nBounds are at the read bandwidth measured above. Prefill ceiling: every weight read once per batch "
             "and the KV cache read by each batch (prefill is compute-bound, so far below it); GFLOP/s counts the "
-            "matrix products and causal attention. Pass floor: every weight once plus the KV cache of depth + rows; "
+            "matrix products and causal attention, next to the compute peak measured above (int8 vpdpbusd for the packed "
+            "weight types on a VNNI CPU, f32 FMA for float weights; two operations per multiply-add). Pass floor: every weight once plus the KV cache of depth + rows; "
             "the cache is filled with random keys and values (a pass costs the same whatever they hold). Decode "
             "floor: ar's bytes per token, every weight once plus the KV cache at the mean context of the generation "
             "(the embedding table of an untied model is gathered, not read); a speculative mode can beat it "

@@ -72,6 +72,8 @@ typedef struct bench_header {
     double bw_gbs;          /* the measured read bandwidth (NAN: none, no bounds) */
     const char *device;     /* "cpu" or "cuda" */
     bool bw_given;          /* bw_gbs came from --bw-gbs, not the host probe */
+    double peak_int8_gops;  /* the host's compute peaks (peak.h); NAN: not measured or not available */
+    double peak_f32_gflops;
 } bench_header;
 
 typedef struct bench_report {

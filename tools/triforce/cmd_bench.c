@@ -28,6 +28,7 @@
 #include "bench_text.h"
 #include "cli.h"
 #include "membw.h"
+#include "peak.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@
 static const char *k_usage =
     "-m MODEL [-md DRAFT | --draft-layers K | --draft-lookup N] [-f TEXT] [-p N,..] [-n N] [-d N,..] [--rows K,..] [--mode M,..] "
     "[-r N] [-o md|json|csv] [options]\n\n"
-    "Measures, after a read-bandwidth probe (--bw-mib): prefill tok/s for each -p; the time of one target pass\n"
+    "Measures, after a read-bandwidth probe (--bw-mib) and a compute-peak probe (int8 vpdpbusd and f32 FMA\n"
+    "operations a second; on the CPU): prefill tok/s and GFLOP/s for each -p; the time of one target pass\n"
     "of k rows for each --rows at each depth -d, over a cache of random keys and values; decode ms/token for each\n"
     "--mode at each depth (the first max(depth, 1) tokens of the text prefilled, then -n tokens generated greedily,\n"
     "or sampled with --temp T [--top-k --top-p --min-p -s], the modes interleaved over the -r repetitions), with\n"
@@ -610,12 +612,23 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     bm.bw = gbs * 1e9;
+    /* the host's compute peaks, prefill's ceiling (a device's are not the host's) */
+    double peak_i8 = NAN, peak_f32 = NAN;
+    if (device != TF_DEVICE_CUDA) {
+        fprintf(stderr, "bench: compute peak (%d threads)\n", threads);
+        peak_i8 = peak_int8_gops(threads, 200);
+        peak_f32 = peak_f32_gflops(threads, 200);
+        if (peak_i8 < 0 || peak_f32 < 0)
+            fprintf(stderr, "triforce bench: warning: the compute-peak probe could not start its threads\n");
+        if (!(peak_i8 > 0)) peak_i8 = NAN; /* 0: the CPU lacks the instruction */
+        if (!(peak_f32 > 0)) peak_f32 = NAN;
+    }
     const char *slash = strrchr(o.model, '/');
     bench_header h = {.model = slash && slash[1] ? slash + 1 : o.model, .model_path = o.model,
                       .draft = cli_draft_name(&o),
                       .params_m = (double)bm.info.n_params / 1e6, .weight_mib = (double)bm.info.weight_bytes / (1 << 20),
                       .threads = threads, .kv = o.kv_type, .bw_gbs = gbs, .device = tf_device_name(device),
-                      .bw_given = bw_given};
+                      .bw_given = bw_given, .peak_int8_gops = peak_i8, .peak_f32_gflops = peak_f32};
     bench_report rep;
     bench_report_begin(&rep, stdout, fmt, &h);
     if (!bw_none) {
