@@ -205,24 +205,25 @@ typedef struct {
     __m512i sc0, sc1; /* Q6_K: the scales of the lanes' two halves */
 } pk_wgroup;
 
-/* The nibbles of a 4-bit group's lanes made the kernel's u8 operands: IQ4
- * indices to V + 128; for Q5, bit 4 of quant 4 v + i (bit 4 v + i of the
+/* The nibbles of a 4-bit group's lane vector v made the kernel's u8 operand:
+ * IQ4 indices to V + 128; for Q5, bit 4 of quant 4 v + i (bit 4 v + i of the
  * lane's block qh, in lane order in qh) to bit 4 of byte i of its lane, by a
  * 16-entry table of 4-bit patterns. */
-TF_AI void pk_finish_quants(int kind, pk_wgroup *wg, __m512i qh) {
-    if (K0_IS_IQ4(kind)) {
-        const __m512i table = iq4_table(128);
-#pragma GCC unroll 8
-        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_shuffle_epi8(table, wg->q[v]);
-    }
+TF_AI __m512i pk_finish_vec(int kind, __m512i y, int v, __m512i qh) {
+    if (K0_IS_IQ4(kind)) y = _mm512_shuffle_epi8(iq4_table(128), y);
     if (PK_IS_Q5(kind)) {
         const __m512i spread = _mm512_setr_epi32(
             0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
             0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010);
-#pragma GCC unroll 8
-        for (int v = 0; v < 8; v++)
-            wg->q[v] = _mm512_or_si512(wg->q[v], _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
+        y = _mm512_or_si512(y, _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
     }
+    return y;
+}
+
+/* pk_finish_vec for the 8 vectors of a group. */
+TF_AI void pk_finish_quants(int kind, pk_wgroup *wg, __m512i qh) {
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) wg->q[v] = pk_finish_vec(kind, wg->q[v], v, qh);
 }
 
 TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg);
@@ -269,57 +270,69 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(pk_group_words(kind, blocks, 2)) : _mm512_setzero_ps();
 }
 
-/* A group record of the packed weight layout (quant.h) at p: the vectors of
- * pk_load_group without the rearrangement. */
-TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
+/* A group record of the packed weight layout (quant.h) at p, piece by piece:
+ * the fifth bits of a Q5 record's lanes, */
+TF_AI __m512i pk_w_qh(int kind, const char *p) {
+    if (!PK_IS_Q5(kind)) return _mm512_setzero_si512();
+    return _mm512_loadu_si512(p + (kind == K_PK_Q5_K ? 256 : K0_HAS_MIN(kind) ? 320 : 288));
+}
+
+/* its vector v as the kernel's u8 operand (the nibbles of y[v % 4], the high
+ * 2 bits of Q6_K's quant 4 v + i at bits 2 (v % 4) of byte i of H[v / 4], the
+ * fifth bits of Q5), */
+TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
+    if (kind == K_Q8_0) return _mm512_loadu_si512(p + 64 * v);
+    __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
+    if (v >= 4) y = _mm512_srli_epi16(y, 4);
+    y = _mm512_and_si512(y, _mm512_set1_epi8(0x0F));
+    if (kind == K_PK_Q6_K) {
+        const __m512i h = _mm512_loadu_si512(p + 256 + 64 * (v / 4));
+        return _mm512_or_si512(y, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * (v % 4)),
+                                                                        _mm512_set1_epi8(3)), 4));
+    }
+    return pk_finish_vec(kind, y, v, qh);
+}
+
+/* its scales d and offsets m in lane order (Q6_K: d of the lane's super-block), */
+TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
     if (kind == K_Q8_0) {
-#pragma GCC unroll 8
-        for (int v = 0; v < 8; v++) wg->q[v] = _mm512_loadu_si512(p + 64 * v);
-        wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
-        wg->m = _mm512_setzero_ps();
-        return;
-    }
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        __m512i y = _mm512_loadu_si512(p + 64 * j);
-        wg->q[j] = _mm512_and_si512(y, low4);
-        wg->q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(y, 4), low4);
-    }
-    if (kind == K_PK_Q6_K) { /* the high 2 bits of quant 4 v + i at bits 2 (v % 4) of byte i of H[v / 4] */
-        const __m512i m3 = _mm512_set1_epi8(3);
-#pragma GCC unroll 8
-        for (int v = 0; v < 8; v++) {
-            __m512i h = _mm512_loadu_si512(p + 256 + 64 * (v / 4));
-            h = _mm512_and_si512(_mm512_srli_epi16(h, 2 * (v % 4)), m3);
-            wg->q[v] = _mm512_or_si512(wg->q[v], _mm512_slli_epi16(h, 4));
-        }
-        /* the scales: int8 pairs per lane, sign-extended */
-        const __m512i s16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + 384)));
-        wg->sc0 = _mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16);
-        wg->sc1 = _mm512_srai_epi32(s16, 16);
+        *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
+        *m = _mm512_setzero_ps();
+    } else if (PK_IS_KQ(kind)) {
+        pk_q4k_scales(p + (kind == K_PK_Q5_K ? 320 : 256), d, m);
+    } else if (kind == K_IQ4_XS) {
+        *d = pk_iq4xs_scales(p + 256, p + 264);
+        *m = _mm512_setzero_ps();
+    } else if (kind == K_PK_Q6_K) {
         uint16_t d2[2];
         memcpy(d2, p + 416, 4);
         /* lane L's super-block is the second where L % 4 >= 2 */
-        wg->d = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(d2[0])), _mm512_set1_ps(f16(d2[1])));
-        wg->m = _mm512_setzero_ps();
-        return;
+        *d = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(d2[0])), _mm512_set1_ps(f16(d2[1])));
+        *m = _mm512_setzero_ps();
+    } else {
+        *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
+        *m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288))) : _mm512_setzero_ps();
     }
-    /* Q5_x: the fifth bits after d (and m); Q5_K's right after the quants */
-    const int qh_at = kind == K_PK_Q5_K ? 256 : K0_HAS_MIN(kind) ? 320 : 288;
-    pk_finish_quants(kind, wg, PK_IS_Q5(kind) ? _mm512_loadu_si512(p + qh_at) : _mm512_setzero_si512());
-    if (PK_IS_KQ(kind)) {
-        pk_q4k_scales(p + (kind == K_PK_Q5_K ? 320 : 256), &wg->d, &wg->m);
-        return;
+}
+
+/* and Q6_K's scales of the lanes' first (half 0) or second halves: int8
+ * pairs per lane, sign-extended. */
+TF_AI __m512i pk_w_q6k_scales(const char *p, int half) {
+    const __m512i s16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + 384)));
+    return half ? _mm512_srai_epi32(s16, 16) : _mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16);
+}
+
+/* The whole record at p: the vectors of pk_load_group without the
+ * rearrangement. */
+TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
+    const __m512i qh = pk_w_qh(kind, p);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) wg->q[v] = pk_w_vec(kind, p, v, qh);
+    pk_w_scales(kind, p, &wg->d, &wg->m);
+    if (kind == K_PK_Q6_K) {
+        wg->sc0 = pk_w_q6k_scales(p, 0);
+        wg->sc1 = pk_w_q6k_scales(p, 1);
     }
-    if (kind == K_IQ4_XS) {
-        wg->d = pk_iq4xs_scales(p + 256, p + 264);
-        wg->m = _mm512_setzero_ps();
-        return;
-    }
-    wg->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
-    wg->m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288)))
-                             : _mm512_setzero_ps();
 }
 
 /* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
@@ -508,49 +521,6 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
 /* Tile activations above which the register tiles run (about L1). */
 #define PK_RT_MIN_ACT_BYTES (48 * 1024)
 
-/* The fifth bits of a Q5 group record's lanes (see pk_load_group_w). */
-TF_AI __m512i pk_w_qh(int kind, const char *p) {
-    if (!PK_IS_Q5(kind)) return _mm512_setzero_si512();
-    return _mm512_loadu_si512(p + (kind == K_PK_Q5_K ? 256 : K0_HAS_MIN(kind) ? 320 : 288));
-}
-
-/* Vector v of a packed group record at p: pk_load_group_w's q[v]. */
-TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
-    if (kind == K_Q8_0) return _mm512_loadu_si512(p + 64 * v);
-    __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
-    if (v >= 4) y = _mm512_srli_epi16(y, 4);
-    y = _mm512_and_si512(y, _mm512_set1_epi8(0x0F));
-    if (kind == K_PK_Q6_K) {
-        const __m512i h = _mm512_loadu_si512(p + 256 + 64 * (v / 4));
-        return _mm512_or_si512(y, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * (v % 4)),
-                                                                        _mm512_set1_epi8(3)), 4));
-    }
-    if (K0_IS_IQ4(kind)) y = _mm512_shuffle_epi8(iq4_table(128), y);
-    if (PK_IS_Q5(kind)) {
-        const __m512i spread = _mm512_setr_epi32(
-            0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
-            0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010);
-        y = _mm512_or_si512(y, _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * v), spread));
-    }
-    return y;
-}
-
-/* d and m of a packed group record at p: pk_load_group_w's. */
-TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
-    if (kind == K_Q8_0) {
-        *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 512)));
-        *m = _mm512_setzero_ps();
-    } else if (PK_IS_KQ(kind)) {
-        pk_q4k_scales(p + (kind == K_PK_Q5_K ? 320 : 256), d, m);
-    } else if (kind == K_IQ4_XS) {
-        *d = pk_iq4xs_scales(p + 256, p + 264);
-        *m = _mm512_setzero_ps();
-    } else {
-        *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 256)));
-        *m = K0_HAS_MIN(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 288))) : _mm512_setzero_ps();
-    }
-}
-
 /* Rows w0, w1 (packed layout) x T tokens of activations a (as bytes apart),
  * groups [g0, g1): c0[t] and c1[t] (row 0's and row 1's accumulators of
  * token t) updated in place. */
@@ -582,11 +552,7 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                     h1[t] = dpbusd_vnni(h1[t], u1, x);
                 }
             }
-            /* the halves' scales: int8 pairs per lane, sign-extended */
-            const __m512i b0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p0 + 384)));
-            const __m512i b1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p1 + 384)));
-            const __m512i sc0 = half ? _mm512_srai_epi32(b0, 16) : _mm512_srai_epi32(_mm512_slli_epi32(b0, 16), 16);
-            const __m512i sc1 = half ? _mm512_srai_epi32(b1, 16) : _mm512_srai_epi32(_mm512_slli_epi32(b1, 16), 16);
+            const __m512i sc0 = pk_w_q6k_scales(p0, half), sc1 = pk_w_q6k_scales(p1, half);
 #pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
                 const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
@@ -598,12 +564,9 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                 s1[t] = _mm512_add_epi32(s1[t], m1);
             }
         }
-        uint16_t e0[2], e1[2];
-        memcpy(e0, p0 + 416, 4);
-        memcpy(e1, p1 + 416, 4);
-        /* lane L's super-block is the second where L % 4 >= 2 */
-        const __m512 d0 = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(e0[0])), _mm512_set1_ps(f16(e0[1])));
-        const __m512 d1 = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(e1[0])), _mm512_set1_ps(f16(e1[1])));
+        __m512 d0, d1, unused;
+        pk_w_scales(kind, p0, &d0, &unused);
+        pk_w_scales(kind, p1, &d1, &unused);
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const __m512 ad = _mm512_loadu_ps((const float *)(ap + t * as + 512));
