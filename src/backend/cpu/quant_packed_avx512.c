@@ -530,67 +530,55 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
     __m512 f0[8], f1[8];
 #pragma GCC unroll 8
     for (int t = 0; t < T; t++) f0[t] = c0[t], f1[t] = c1[t];
-    for (int64_t g = g0; g < g1 && kind == K_PK_Q6_K; g++) {
-        /* pk_token_step's Q6_K sums: each lane's first half (v < 4) and second half, less 32 times
-         * the activations' half sums, times the halves' scales, in int32 */
+    for (int64_t g = g0; g < g1; g++) {
         const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
         __m512i s0[8], s1[8];
+        if (kind == K_PK_Q6_K) {
+            /* pk_token_step's Q6_K sums: each lane's first half (v < 4) and second half, less 32
+             * times the activations' half sums, times the halves' scales, in int32 */
 #pragma GCC unroll 8
-        for (int t = 0; t < T; t++) s0[t] = s1[t] = _mm512_setzero_si512();
-        for (int half = 0; half < 2; half++) {
-            __m512i h0[8], h1[8];
+            for (int t = 0; t < T; t++) s0[t] = s1[t] = _mm512_setzero_si512();
+            for (int half = 0; half < 2; half++) {
+                __m512i h0[8], h1[8];
 #pragma GCC unroll 8
-            for (int t = 0; t < T; t++) h0[t] = h1[t] = _mm512_setzero_si512();
+                for (int t = 0; t < T; t++) h0[t] = h1[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-            for (int v = 4 * half; v < 4 * half + 4; v++) {
-                const __m512i u0 = pk_w_vec(kind, p0, v, _mm512_setzero_si512());
-                const __m512i u1 = pk_w_vec(kind, p1, v, _mm512_setzero_si512());
+                for (int v = 4 * half; v < 4 * half + 4; v++) {
+                    const __m512i u0 = pk_w_vec(kind, p0, v, _mm512_setzero_si512());
+                    const __m512i u1 = pk_w_vec(kind, p1, v, _mm512_setzero_si512());
+#pragma GCC unroll 8
+                    for (int t = 0; t < T; t++) {
+                        const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
+                        h0[t] = dpbusd_vnni(h0[t], u0, x);
+                        h1[t] = dpbusd_vnni(h1[t], u1, x);
+                    }
+                }
+                const __m512i sc0 = pk_w_q6k_scales(p0, half), sc1 = pk_w_q6k_scales(p1, half);
+#pragma GCC unroll 8
+                for (int t = 0; t < T; t++) {
+                    const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
+                    const __m512i corr = _mm512_slli_epi32(
+                        half ? _mm512_srai_epi32(e, 16) : _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), 5);
+                    s0[t] = _mm512_add_epi32(s0[t], _mm512_mullo_epi32(_mm512_sub_epi32(h0[t], corr), sc0));
+                    s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(_mm512_sub_epi32(h1[t], corr), sc1));
+                }
+            }
+        } else {
+            const __m512i qh0 = pk_w_qh(kind, p0), qh1 = pk_w_qh(kind, p1);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                s0[t] = PK_INT_EX(kind) ? _mm512_loadu_si512(ap + t * as + 576) : _mm512_setzero_si512();
+                s1[t] = s0[t];
+            }
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) {
+                const __m512i u0 = pk_w_vec(kind, p0, v, qh0), u1 = pk_w_vec(kind, p1, v, qh1);
 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
                     const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
-                    h0[t] = dpbusd_vnni(h0[t], u0, x);
-                    h1[t] = dpbusd_vnni(h1[t], u1, x);
+                    s0[t] = dpbusd_vnni(s0[t], u0, x);
+                    s1[t] = dpbusd_vnni(s1[t], u1, x);
                 }
-            }
-            const __m512i sc0 = pk_w_q6k_scales(p0, half), sc1 = pk_w_q6k_scales(p1, half);
-#pragma GCC unroll 8
-            for (int t = 0; t < T; t++) {
-                const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
-                const __m512i corr = _mm512_slli_epi32(half ? _mm512_srai_epi32(e, 16)
-                                                            : _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), 5);
-                const __m512i m0 = _mm512_mullo_epi32(_mm512_sub_epi32(h0[t], corr), sc0);
-                const __m512i m1 = _mm512_mullo_epi32(_mm512_sub_epi32(h1[t], corr), sc1);
-                s0[t] = _mm512_add_epi32(s0[t], m0);
-                s1[t] = _mm512_add_epi32(s1[t], m1);
-            }
-        }
-        __m512 d0, d1, unused;
-        pk_w_scales(kind, p0, &d0, &unused);
-        pk_w_scales(kind, p1, &d1, &unused);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; t++) {
-            const __m512 ad = _mm512_loadu_ps((const float *)(ap + t * as + 512));
-            f0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0[t]), _mm512_mul_ps(d0, ad), f0[t]);
-            f1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d1, ad), f1[t]);
-        }
-    }
-    for (int64_t g = g0; g < g1 && kind != K_PK_Q6_K; g++) {
-        const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
-        const __m512i qh0 = pk_w_qh(kind, p0), qh1 = pk_w_qh(kind, p1);
-        __m512i s0[8], s1[8];
-#pragma GCC unroll 8
-        for (int t = 0; t < T; t++) {
-            s0[t] = PK_INT_EX(kind) ? _mm512_loadu_si512(ap + t * as + 576) : _mm512_setzero_si512();
-            s1[t] = s0[t];
-        }
-#pragma GCC unroll 8
-        for (int v = 0; v < 8; v++) {
-            const __m512i u0 = pk_w_vec(kind, p0, v, qh0), u1 = pk_w_vec(kind, p1, v, qh1);
-#pragma GCC unroll 8
-            for (int t = 0; t < T; t++) {
-                const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
-                s0[t] = dpbusd_vnni(s0[t], u0, x);
-                s1[t] = dpbusd_vnni(s1[t], u1, x);
             }
         }
         __m512 d0, m0, d1, m1;
