@@ -242,8 +242,8 @@ static void csv_row(bench_report *r, const bench_row *row) {
     fprintf(f, ",%d,%d,%d", row->depth, row->n, row->reps);
     csv_str(f, row->unit, false);
     const double nums[] = {row->value.med, row->value.lo, row->value.hi, row->bound, row->pct_of_bound, r->h.bw_gbs,
-                           r->h.peak_int8_gops, r->h.peak_f32_gflops, row->gflops, row->tok_s, row->speedup.med, row->speedup.lo, row->speedup.hi,
-                           row->tok_per_pass};
+                           r->h.peak_int8_gops, r->h.peak_f32_gflops, row->gflops, row->tok_s, row->speedup.med,
+                           row->speedup.lo, row->speedup.hi, row->tok_per_pass};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) csv_num(f, nums[i]);
     level_list(row, true, ";", acc, sizeof acc);
     level_list(row, false, ";", lms, sizeof lms);
@@ -268,8 +268,9 @@ void bench_report_end(bench_report *r) {
     fprintf(r->out,
             "\nBounds are at the read bandwidth measured above. Prefill ceiling: every weight read once per batch "
             "and the KV cache read by each batch (prefill is compute-bound, so far below it); GFLOP/s counts the "
-            "matrix products and causal attention, next to the compute peak measured above (int8 vpdpbusd for the packed "
-            "weight types on a VNNI CPU, f32 FMA for float weights; two operations per multiply-add). Pass floor: every weight once plus the KV cache of depth + rows; "
+            "matrix products and causal attention, next to the compute peak measured above (int8 vpdpbusd for the "
+            "packed weight types on a VNNI CPU, f32 FMA for float weights; two operations per multiply-add). Pass "
+            "floor: every weight once plus the KV cache of depth + rows; "
             "the cache is filled with random keys and values (a pass costs the same whatever they hold). Decode "
             "floor: ar's bytes per token, every weight once plus the KV cache at the mean context of the generation "
             "(the embedding table of an untied model is gathered, not read); a speculative mode can beat it "

@@ -1,9 +1,10 @@
 /* peak.c — the compute-peak probes (see peak.h). */
 #include "peak.h"
 
+#include "cli.h"
+
 #include <pthread.h>
 #include <stdint.h>
-#include <time.h>
 
 typedef enum { PK_VNNI512, PK_FMA512, PK_FMA256 } peak_kind;
 
@@ -12,12 +13,6 @@ typedef struct peak_arg {
     long iters;    /* loop iterations (16 instructions each) */
     double secs;   /* this thread's time */
 } peak_arg;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* 16 independent accumulators (more than latency x throughput on current
  * cores), the sources in two other registers. The instructions are written
@@ -61,7 +56,7 @@ __attribute__((target("avx512f"))) static void clean512(void) {
 
 static void *peak_run(void *a_) {
     peak_arg *a = a_;
-    double t0 = now_s();
+    double t0 = cli_now();
     switch (a->kind) {
     case PK_VNNI512:
         zero512();
@@ -79,7 +74,7 @@ static void *peak_run(void *a_) {
         __asm__ volatile("vzeroupper" ::: PK_CLOBBERS_16);
         break;
     }
-    a->secs = now_s() - t0;
+    a->secs = cli_now() - t0;
     return NULL;
 }
 

@@ -15,9 +15,9 @@
  *      rows a group at a time and, for each group, every token tile_toks at
  *      a time, so a group of weight rows is read from memory once and reused
  *      from cache by all tokens; many tokens are taken in blocks that fit
- *      L2 (MM_L2_ACT_BYTES), the rows walked once per block. Wide float rows are also split along the
- *      columns (partial sums added into Y) so that the rows in use stay in
- *      L1 while the tokens stream past them.
+ *      L2 (MM_L2_ACT_BYTES), the rows walked once per block. Wide float rows
+ *      are also split along the columns (partial sums added into Y) so that
+ *      the rows in use stay in L1 while the tokens stream past them.
  * Decode (n_tok == 1) reads every weight byte exactly once: on the packed
  * path as prefill does, each thread one stream through its rows, its tile
  * kernel requesting the next tile's rows as it reads a tile; otherwise in
@@ -55,8 +55,8 @@
  * a block stays in L2 (1-2 MiB per core on current x86) while every row of
  * the thread's range takes it, and the rows are read once per block (at 512
  * tokens of 4,096 Q8_0 columns, 3 blocks instead of one pass of all tokens
- * per row from L3: prefill of 512 tokens on the Llama-3.1-8B cut in Q8_0 373 -> 427 tok/s,
- * docs/BENCHMARKS.md). */
+ * per row from L3: prefill of 512 tokens on the Llama-3.1-8B cut in Q8_0
+ * 373 -> 427 tok/s, docs/BENCHMARKS.md). */
 #define MM_L2_ACT_BYTES (512 * 1024)
 /* Pauses (about 40 ns each) a thread spins at the barrier before yielding. */
 #define MM_SPIN_BEFORE_YIELD 256
@@ -199,7 +199,8 @@ static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r
         /* the tokens in blocks whose activations stay in L2 while the rows pass */
         int64_t tb = MM_L2_ACT_BYTES / (int64_t)j->a_row;
         tb = tb < j->tile_toks ? j->tile_toks : tb / j->tile_toks * j->tile_toks;
-        for (int64_t t = t0; t < t1; t += tb) mm_block(j, m, act, r0, r1, t, t + tb < t1 ? t + tb : t1, 0, j->n_cols, 0);
+        for (int64_t t = t0; t < t1; t += tb)
+            mm_block(j, m, act, r0, r1, t, t + tb < t1 ? t + tb : t1, 0, j->n_cols, 0);
         return;
     }
     /* Column-chunked (wide float rows, for any number of tokens, one
