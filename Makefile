@@ -314,8 +314,9 @@ $(BUILD)/tfbench: bench/tfbench.c tools/triforce/membw.c tools/triforce/membw.h 
 $(BUILD)/kvscale: bench/kvscale.c $(BUILD)/libtriforce.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
 
-$(BUILD)/attnbw: bench/attnbw.c $(BUILD)/libtriforce.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libtriforce.a $(LDLIBS)
+# attnbw's prefill test shares the CLI's compute-peak probes (tools/triforce/peak.c).
+$(BUILD)/attnbw: bench/attnbw.c tools/triforce/peak.c tools/triforce/peak.h $(BUILD)/libtriforce.a
+	$(CC) $(CFLAGS) -Itools/triforce -o $@ bench/attnbw.c tools/triforce/peak.c $(BUILD)/libtriforce.a $(LDLIBS)
 
 bench: all $(BUILD)/tfbench $(BUILD)/kvscale $(BUILD)/attnbw
 	BUILD=$(BUILD) sh bench/run.sh

@@ -10,6 +10,13 @@
  *          [--type f16|f32|q8_0|q4_0] [--slots 65536] [--rows 1,7] [--reps 7]
  *          [--kernel best|generic|avx2|avx512|avx512_bf16|amx_bf16[,...]]
  * Several kernels are timed in turn for each (L, rows), interleaved.
+ *
+ *   attnbw --prefill 2048,8192 [--heads 9 --kv-heads 3 --head-dim 64 ...]
+ * instead times the causal attention of a prompt of N tokens (N query rows,
+ * row i seeing slots 0..i, the path prefill takes): GFLOP/s (a multiply-add
+ * counts two, QK and PV) next to the compute peaks measured in the same run
+ * (bf16 vdpbf16ps, what the f16 / q4_0 caches multiply with on AVX512-BF16
+ * CPUs, and f32 FMA; tools/triforce/peak.c).
  */
 #include "bench_util.h"
 #include "backend/cpu/attn.h"
@@ -18,6 +25,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "kv/kv.h"
+#include "peak.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,9 +55,12 @@ static void read_task(void *arg, int ith, int nth) {
     j->sink[ith % 64] = (double)acc;
 }
 
+/* peak.c's clock (the CLI has its own) */
+double cli_now(void) { return bench_now(); }
+
 int main(int argc, char **argv) {
     int threads = 2, n_head = 32, n_kv = 32, hd = 128, reps = 7;
-    const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7", *kern_s = "best";
+    const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7", *kern_s = "best", *prefill_s = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--heads")) n_head = atoi(argv[i + 1]);
@@ -60,19 +71,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rows")) rows_s = argv[i + 1];
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--kernel")) kern_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--prefill")) prefill_s = argv[i + 1];
         else {
             fprintf(stderr, "attnbw: unknown option %s\n", argv[i]);
             return 2;
         }
     }
-    int slots[16], rows[16];
+    int slots[16], rows[16], prefill[16];
     int n_slots = bench_parse_list(slots_s, slots, 16), n_rows = bench_parse_list(rows_s, rows, 16);
+    int n_prefill = prefill_s ? bench_parse_list(prefill_s, prefill, 16) : 0;
     tf_dtype type = !strcmp(type_s, "f32")    ? TF_DTYPE_F32
                     : !strcmp(type_s, "q8_0") ? TF_DTYPE_Q8_0
                     : !strcmp(type_s, "q4_0") ? TF_DTYPE_Q4_0
                                               : TF_DTYPE_F16;
     if (threads < 1 || n_head < 1 || n_kv < 1 || n_head % n_kv || hd < 1 || hd > 256 || reps < 1 || n_slots < 1 ||
-        n_rows < 1 || (strcmp(type_s, "f16") && strcmp(type_s, "f32") && strcmp(type_s, "q8_0") && strcmp(type_s, "q4_0"))) {
+        n_rows < 1 || n_prefill < 0 || (prefill_s && n_prefill < 1) || (strcmp(type_s, "f16") && strcmp(type_s, "f32") && strcmp(type_s, "q8_0") && strcmp(type_s, "q4_0"))) {
         fprintf(stderr, "attnbw: invalid arguments (see the comment at the top of bench/attnbw.c)\n");
         return 2;
     }
@@ -95,7 +108,11 @@ int main(int argc, char **argv) {
     int max_slots = 0, max_rows = 0;
     for (int i = 0; i < n_slots; i++) max_slots = slots[i] > max_slots ? slots[i] : max_slots;
     for (int i = 0; i < n_rows; i++) max_rows = rows[i] > max_rows ? rows[i] : max_rows;
-    if (max_rows > 16) {
+    if (n_prefill > 0) { /* the prefill test alone: its query rows and slots */
+        max_rows = 0;
+        n_slots = 0;
+        for (int i = 0; i < n_prefill; i++) max_slots = prefill[i] > max_slots ? prefill[i] : max_slots;
+    } else if (max_rows > 16) {
         fprintf(stderr, "attnbw: at most 16 rows (the decode / verification path)\n");
         return 2;
     }
@@ -135,16 +152,51 @@ int main(int argc, char **argv) {
         free(vb);
     }
     kv.n_used = kv.n_slots;
-    size_t qn = (size_t)max_rows * n_head * hd;
+    const int q_rows = n_prefill > 0 ? max_slots : max_rows;
+    size_t qn = (size_t)q_rows * n_head * hd;
     float *q = malloc(sizeof(float) * qn), *out = malloc(sizeof(float) * qn);
-    int32_t kv_len[16];
-    void *scratch = malloc(tf_attn_scratch_size(threads, max_rows, n_head, hd, kv.n_slots));
-    if (!q || !out || !scratch) {
+    int32_t *kv_len = malloc(sizeof(int32_t) * (size_t)q_rows);
+    void *scratch = malloc(tf_attn_scratch_size(threads, q_rows, n_head, hd, kv.n_slots));
+    if (!q || !out || !kv_len || !scratch) {
         fprintf(stderr, "attnbw: out of memory\n");
         return 1;
     }
     for (size_t i = 0; i < qn; i++) q[i] = (float)(tf_rng_uniform(&rng) * 2 - 1);
     double *t = malloc(sizeof(double) * (size_t)reps);
+    if (!t) {
+        fprintf(stderr, "attnbw: out of memory\n");
+        return 1;
+    }
+    if (n_prefill > 0) {
+        const double pk_bf16 = peak_bf16_gflops(threads, 200), pk_f32 = peak_f32_gflops(threads, 200);
+        for (int pi = 0; pi < n_prefill; pi++) {
+            const int n = prefill[pi];
+            for (int i = 0; i < n; i++) kv_len[i] = i + 1;
+            tf_attn_args a = {.q = q, .ldq = (int64_t)n_head * hd, .kv = tf_kv_layer_view(&kv, 0), .n_q = n,
+                              .kv_len = kv_len, .n_head = n_head, .scale = 1.0f / sqrtf((float)hd),
+                              .out = out, .ldo = (int64_t)n_head * hd};
+            /* QK and PV: two multiply-adds per query head, dimension and visible key */
+            const double flops = 4.0 * hd * n_head * ((double)n * (n + 1) / 2);
+            for (int ki = 0; ki < n_kerns; ki++) {
+                for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+                    double t0 = bench_now();
+                    tf_cpu_attn_kernel(pool, (tf_attn_kernel)kerns[ki], &a, scratch);
+                    if (r >= 0) t[r] = bench_now() - t0;
+                }
+                double sec = bench_median(t, reps);
+                int finite = 1;
+                for (size_t i = 0; i < (size_t)n * n_head * hd; i++) finite &= isfinite(out[i]);
+                printf("{\"prefill\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, "
+                       "\"threads\": %d, \"kernel\": \"%s\", \"ms\": %.3f, \"gflops\": %.1f, "
+                       "\"peak_bf16_gflops\": %.1f, \"peak_f32_gflops\": %.1f, \"of_bf16_peak\": %.3f, "
+                       "\"finite\": %s}\n",
+                       n, type_s, n_head, n_kv, hd, threads, tf_attn_kernel_name(kerns[ki]), sec * 1e3,
+                       flops / sec / 1e9, pk_bf16, pk_f32, pk_bf16 > 0 ? flops / sec / 1e9 / pk_bf16 : 0.0,
+                       finite ? "true" : "false");
+                fflush(stdout);
+            }
+        }
+    }
 
     for (int si = 0; si < n_slots; si++) {
         int L = slots[si];
@@ -199,6 +251,7 @@ int main(int argc, char **argv) {
         }
     }
     free(t);
+    free(kv_len);
     free(scratch);
     free(q);
     free(out);

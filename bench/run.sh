@@ -25,6 +25,11 @@ $B/attnbw -t "$T" --heads 32 --kv-heads 32 --head-dim 128 --slots 16384,65536 --
 $B/attnbw -t "$T" --heads 32 --kv-heads 32 --head-dim 128 --slots 65536 --rows 1,7 --type f32 | tee -a "$A"
 $B/attnbw -t "$T" --heads 32 --kv-heads 8 --head-dim 128 --slots 65536 --rows 1,7 --type f16 | tee -a "$A"
 $B/attnbw -t "$T" --heads 8 --kv-heads 4 --head-dim 8 --slots 65536 --rows 1,7 --type f16 | tee -a "$A"
+# Prefill's causal attention over a 4,096-token prompt, against the bf16 and f32 peaks:
+# Llama-3.1-8B (GQA 4, head_dim 128), Llama2-7B (MHA) and SmolLM2-135M (9 / 3 heads of 64) layers.
+$B/attnbw -t "$T" --heads 32 --kv-heads 8 --head-dim 128 --prefill 4096 --reps 3 | tee -a "$A"
+$B/attnbw -t "$T" --heads 32 --kv-heads 32 --head-dim 128 --prefill 4096 --reps 3 | tee -a "$A"
+$B/attnbw -t "$T" --heads 9 --kv-heads 3 --head-dim 64 --prefill 4096,16384 --reps 3 | tee -a "$A"
 
 for f in "$S260" "$TEXT" "$VOCAB"; do
     [ -f "$f" ] || { echo "bench: skipped: $f not found"; exit 0; }

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-typedef enum { PK_VNNI512, PK_FMA512, PK_FMA256 } peak_kind;
+typedef enum { PK_VNNI512, PK_BF16512, PK_FMA512, PK_FMA256 } peak_kind;
 
 typedef struct peak_arg {
     peak_kind kind;
@@ -63,6 +63,11 @@ static void *peak_run(void *a_) {
         for (long i = 0; i < a->iters; i++) __asm__ volatile(PK16("vpdpbusd", "zmm")::: PK_CLOBBERS_16);
         clean512();
         break;
+    case PK_BF16512:
+        zero512();
+        for (long i = 0; i < a->iters; i++) __asm__ volatile(PK16("vdpbf16ps", "zmm")::: PK_CLOBBERS_16);
+        clean512();
+        break;
     case PK_FMA512:
         zero512();
         for (long i = 0; i < a->iters; i++) __asm__ volatile(PK16("vfmadd231ps", "zmm")::: PK_CLOBBERS_16);
@@ -111,6 +116,11 @@ static double peak_measure(peak_kind kind, int n_threads, int ms, double ops_per
 double peak_int8_gops(int n_threads, int ms) {
     if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512f")) return 0;
     return peak_measure(PK_VNNI512, n_threads, ms, 16.0 * 64 * 2); /* 64 multiply-adds per instruction */
+}
+
+double peak_bf16_gflops(int n_threads, int ms) {
+    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512f")) return 0;
+    return peak_measure(PK_BF16512, n_threads, ms, 16.0 * 32 * 2); /* 32 multiply-adds per instruction */
 }
 
 double peak_f32_gflops(int n_threads, int ms) {
