@@ -66,8 +66,8 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
 size_t tf_act_format_row_size(tf_dtype act, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K weights (a sub-block
- * of 32 of IQ4_XS, Q4_K or Q5_K, and two sub-blocks of 16 of Q6_K, count as a block): one token's quantized row
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K and Q3_K weights (a sub-block
+ * of 32 of IQ4_XS, Q4_K or Q5_K, and two sub-blocks of 16 of Q6_K or Q3_K, count as a block): one token's quantized row
  * (the same quants and f16 scales as its blocks of tf_act_pack_type: Q8_0, or
  * Q8_1 for the formats with an offset, Q4_1, Q5_1, Q4_K, Q5_K) rearranged so that a
  * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the
@@ -86,15 +86,17 @@ size_t tf_act_format_row_size(tf_dtype act, int64_t n);
  * -128 s (Q8_0, IQ4_NL, IQ4_XS: the weights enter the u8 x s8 product as
  * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1, Q4_K,
  * Q5_K: the weight's offset m multiplies it; exact, 11 x 12 significant bits);
- * for Q6_K the sums of the two halves (quants 0..15 and 16..31 of the block,
+ * for Q6_K and Q3_K the sums of the two halves (quants 0..15 and 16..31 of the block,
  * in a tail lane its 4 quants and 0) as int16, the first in the low 16 bits:
- * the lane's value is sc0 (s0 - 32 e0) + sc1 (s1 - 32 e1), exact in int32,
- * with s0, s1 the integer dot products of the halves, sc0, sc1 their int8
- * scales (a tail lane: its half's scale and 0), times d of the super-block.
+ * the lane's value is sc0 (s0 - o e0) + sc1 (s1 - o e1), exact in int32,
+ * with s0, s1 the integer dot products of the halves (the weights' quants as
+ * stored, u8), o their offset (Q6_K 32, Q3_K 4), sc0, sc1 their signed
+ * scales (Q3_K: the 6-bit scale less 32; a tail lane: its half's scale and
+ * 0), times d of the super-block.
  * For Q4_K and Q5_K the lane's weight scale is the sub-block's d sc and its
  * offset -dmin m (both exact in f32), so their arithmetic is Q4_1's and
  * Q5_1's. Their activations here are Q8_1 blocks of 32, not the Q8_K blocks
- * of 256 their other kernels read (finer steps; a different rounding); so are Q6_K's (Q8_0 blocks
+ * of 256 their other kernels read (finer steps; a different rounding); so are Q6_K's and Q3_K's (Q8_0 blocks
  * of 32). Only the matrix product uses this
  * format; tests reach it through tf_ref_act_pack. */
 #define TF_PACK_GROUP_BLOCKS 16
@@ -115,11 +117,11 @@ size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
 size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
 
 /* Packed weight rows ("weight_pack"): the matrix products of the packed path
- * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K) spend a good part of every
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K, Q3_K) spend a good part of every
  * (row, call) rearranging a weight row's group of 16 blocks into lanes, the
  * same work for every call. A host backend may instead hold the row
  * rearranged once, at load: each full group of 16 blocks (two super-blocks
- * for IQ4_XS, Q4_K, Q5_K and Q6_K) is replaced in place by a record of the same size, and the
+ * for IQ4_XS and the K-quants) is replaced in place by a record of the same size, and the
  * tail blocks stay as in the file (the row's size does not change):
  *   Q8_0:  q[v][64] for v = 0..7, bytes 4 L .. 4 L + 3 = quants 4 v .. 4 v + 3
  *          of block tf_pack_lane_block(L), each + 128 (u8), then d[16] (f16,
@@ -149,7 +151,15 @@ size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
  *          2 bits of quants 16 p + 4 m + i of lane L at bits 2 m (m = 0..3);
  *          then the int8 scales of the two sub-blocks of 16 of each lane
  *          (bytes 2 L, 2 L + 1), then d of the two super-blocks (f16); every
- *          bit of the file's 420 bytes is used once.
+ *          bit of the file's 420 bytes is used once;
+ *   Q3_K:  L[2][64]: byte 4 L + i of L[p] holds the low 2 bits of quants
+ *          16 p + 4 m + i of lane L at bits 2 m (m = 0..3), then H[64]: byte
+ *          4 L + i holds their third bits, quant 4 m + i at bit m (m = 0..7);
+ *          then the two 6-bit scales of lane L's sub-blocks of 16: their low
+ *          4 bits as the low and high nibble of byte L (16 bytes), their high
+ *          2 bits as bits 0-1 and 2-3 of nibble L of the next 8 bytes; then d
+ *          of the two super-blocks (f16); every bit of the file's 220 bytes is
+ *          used once.
  * A kernel reading this layout gives bitwise the results of the same kernel
  * on the file's rows (the same integers and scales reach the same float
  * steps). tf_weight_pack_row / tf_weight_unpack_row are exact inverses;

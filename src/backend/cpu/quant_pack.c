@@ -34,11 +34,14 @@ static int pack_int_offset(tf_dtype wtype) {
     }
 }
 
+/* Q6_K and Q3_K: a block of 32 is two sub-blocks of 16, each with its scale
+ * (a lane's two halves are summed apart). */
+static int pack_halves(tf_dtype wtype) { return wtype == TF_DTYPE_Q6_K || wtype == TF_DTYPE_Q3_K; }
+
 /* The registry's family Q32 has the packed format, and Q4_K and Q5_K (whose
- * sub-blocks of 32 carry their own scale and offset) and Q6_K (whose blocks
- * of 32 are two sub-blocks of 16, each with its scale). */
+ * sub-blocks of 32 carry their own scale and offset), Q6_K and Q3_K. */
 static int pack_supported(tf_dtype wtype) {
-    if (wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K || wtype == TF_DTYPE_Q6_K) return 1;
+    if (wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K || pack_halves(wtype)) return 1;
     switch (wtype) {
 #define TF_PACK_FAMILY_Q32 1
 #define TF_PACK_FAMILY_QK 0
@@ -97,7 +100,7 @@ static void pack_ex(tf_dtype wtype, float d, int s, void *ex) {
     }
 }
 
-/* Q6_K's ex term: the activation sums of the two halves of the lane's quants
+/* Q6_K's and Q3_K's ex term: the activation sums of the two halves of the lane's quants
  * (int16 each: at most 16 x 127 in magnitude), the first in the low 16 bits. */
 static void pack_ex_q6k(int s_lo, int s_hi, void *ex) {
     uint32_t v = (uint32_t)(uint16_t)s_lo | (uint32_t)(uint16_t)s_hi << 16;
@@ -120,7 +123,7 @@ void tf_act_pack_blocks(tf_dtype wtype, const void *blocks, void *packed, int64_
             for (int i = 0; i < TF_QK8_0; i++) s += qs[i];
             for (int i = 0; i < TF_QK8_0 / 2; i++) s_lo += qs[i];
             ad[lane] = d;
-            if (wtype == TF_DTYPE_Q6_K) pack_ex_q6k(s_lo, s - s_lo, ex + 4 * lane);
+            if (pack_halves(wtype)) pack_ex_q6k(s_lo, s - s_lo, ex + 4 * lane);
             else pack_ex(wtype, d, s, ex + 4 * lane);
         }
     }
@@ -134,7 +137,7 @@ void tf_act_pack_blocks(tf_dtype wtype, const void *blocks, void *packed, int64_
             for (int l = 0; l < 8; l++) {
                 int lane = 8 * h + l, s = qs[4 * l] + qs[4 * l + 1] + qs[4 * l + 2] + qs[4 * l + 3];
                 ((float *)(y + 64))[lane] = d;
-                if (wtype == TF_DTYPE_Q6_K) pack_ex_q6k(s, 0, y + 128 + 4 * lane);
+                if (pack_halves(wtype)) pack_ex_q6k(s, 0, y + 128 + 4 * lane);
                 else pack_ex(wtype, d, s, y + 128 + 4 * lane);
             }
         }
@@ -243,26 +246,37 @@ static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, f
     }
 }
 
-/* Q6_K, block b of a row (the 32 quants of sub-blocks 2 (b % 8) and
+/* Q6_K or Q3_K, block b of a row (the 32 quants of sub-blocks 2 (b % 8) and
  * 2 (b % 8) + 1 of super-block b / 8): the super-block's d, the two
- * sub-blocks' scales, and the quants q (0..63, the value is d sc (q - 32)). */
-static void q6k_block(const void *row, int64_t b, float *d, int sc[2], int u[32]) {
-    const tf_block_q6_k *x = (const tf_block_q6_k *)row + b / 8;
+ * sub-blocks' scales as signed values, and the quants q as stored (Q6_K:
+ * 0..63, the value is d sc (q - 32); Q3_K: 0..7, the value d sc (q - 4)). */
+static void halves_block(tf_dtype wtype, const void *row, int64_t b, float *d, int sc[2], int u[32]) {
     const int j = (int)(b % 8);
+    if (wtype == TF_DTYPE_Q3_K) {
+        const tf_block_q3_k *x = (const tf_block_q3_k *)row + b / 8;
+        *d = tf_f16_to_f32(x->d);
+        for (int h = 0; h < 2; h++) sc[h] = tf_q3k_scale(x->scales, 2 * j + h) - 32;
+        for (int i = 0; i < 32; i++) u[i] = tf_q3k_get(x, 32 * j + i);
+        return;
+    }
+    const tf_block_q6_k *x = (const tf_block_q6_k *)row + b / 8;
     *d = tf_f16_to_f32(x->d);
     sc[0] = x->scales[2 * j];
     sc[1] = x->scales[2 * j + 1];
     for (int i = 0; i < 32; i++) u[i] = tf_q6k_get(x, 32 * j + i);
 }
 
-/* Q6_K's exact lane sum from the integer dot products of the lane's two
+/* The quants' offset of Q6_K (32) or Q3_K (4). */
+static int halves_offset(tf_dtype wtype) { return wtype == TF_DTYPE_Q3_K ? 4 : 32; }
+
+/* Their exact lane sum from the integer dot products of the lane's two
  * halves of quants (s_lo, s_hi) and its ex term (their activation sums): the
- * quants' offset 32 taken out, each half times its scale. */
-static int32_t q6k_isum(const int sc[2], int32_t s_lo, int32_t s_hi, const char *ex) {
+ * quants' offset taken out, each half times its scale. */
+static int32_t halves_isum(int off, const int sc[2], int32_t s_lo, int32_t s_hi, const char *ex) {
     uint32_t e;
     memcpy(&e, ex, 4);
     const int32_t e_lo = (int16_t)(uint16_t)(e & 0xFFFF), e_hi = (int16_t)(uint16_t)(e >> 16);
-    return sc[0] * (s_lo - 32 * e_lo) + sc[1] * (s_hi - 32 * e_hi);
+    return sc[0] * (s_lo - off * e_lo) + sc[1] * (s_hi - off * e_hi);
 }
 
 /* One lane step: acc = fma(isum, d_w d_a, acc), then the offset term. */
@@ -299,17 +313,17 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
     float acc[16] = {0};
     int u[32];
     float wd, wm;
-    const int q6 = wtype == TF_DTYPE_Q6_K;
+    const int q6 = pack_halves(wtype), off = halves_offset(wtype);
     int sc[2];
     for (int64_t g = 0; g < n_groups; g++, a += TF_PACK_GROUP_BYTES) {
         const float *ad = (const float *)(a + 512);
         for (int lane = 0; lane < 16; lane++) {
             if (q6) {
-                q6k_block(w, 16 * g + tf_pack_lane_block(lane), &wd, sc, u);
+                halves_block(wtype, w, 16 * g + tf_pack_lane_block(lane), &wd, sc, u);
                 int32_t s[2] = {0, 0};
                 for (int v = 0; v < 8; v++)
                     for (int i = 0; i < 4; i++) s[v / 4] += u[4 * v + i] * (int8_t)a[64 * v + 4 * lane + i];
-                acc[lane] = lane_step(wtype, acc[lane], q6k_isum(sc, s[0], s[1], a + 576 + 4 * lane), wd, 0.0f,
+                acc[lane] = lane_step(wtype, acc[lane], halves_isum(off, sc, s[0], s[1], a + 576 + 4 * lane), wd, 0.0f,
                                       ad[lane], a + 576 + 4 * lane);
                 continue;
             }
@@ -328,11 +342,11 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
                 int one[2] = {0, 0}, s = 0;
                 wd = 0.0f;
                 if (b0 + h < nb) {
-                    q6k_block(w, b0 + h, &wd, sc, u);
+                    halves_block(wtype, w, b0 + h, &wd, sc, u);
                     one[0] = sc[l / 4];
                     for (int i = 0; i < 4; i++) s += u[4 * l + i] * (int8_t)a[32 * h + 4 * l + i];
                 }
-                acc[lane] = lane_step(wtype, acc[lane], q6k_isum(one, s, 0, a + 128 + 4 * lane), wd, 0.0f, ad[lane],
+                acc[lane] = lane_step(wtype, acc[lane], halves_isum(off, one, s, 0, a + 128 + 4 * lane), wd, 0.0f, ad[lane],
                                       a + 128 + 4 * lane);
                 continue;
             }
@@ -535,6 +549,60 @@ static void q6k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
     else memcpy(dst, rec, sizeof rec);
 }
 
+/* Q3_K: a group of two super-blocks (the file's 220 bytes at src) to its
+ * record (quant.h) at dst, or back (unpack). Quant k (0..31) of lane L's block
+ * (sub-blocks 2 j, 2 j + 1 of super-block s, tf_pack_lane_block(L) = 8 s + j):
+ * its low 2 bits at bits 2 (k % 16 / 4) of byte 64 (k / 16) + 4 L + k % 4, its
+ * high bit at bit k / 4 of byte 128 + 4 L + k % 4; the two 6-bit scales' low
+ * 4 bits as the nibbles of byte 192 + L, their high 2 bits as bits 0-1 and
+ * 2-3 of nibble L of bytes 208..215; then d of each super-block. Every bit of
+ * the file is used once. */
+static void q3k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
+    uint8_t rec[2 * sizeof(tf_block_q3_k)] = {0};
+    tf_block_q3_k sb[2];
+    int sc[2][16];
+    if (unpack) {
+        memcpy(rec, src, sizeof rec);
+        memset(sb, 0, sizeof sb);
+    } else {
+        memcpy(sb, src, sizeof sb);
+    }
+    for (int lane = 0; lane < 16; lane++) {
+        const int b = tf_pack_lane_block(lane), s = b / 8, j = b % 8;
+        for (int k = 0; k < 32; k++) {
+            const int lb = 64 * (k / 16) + 4 * lane + k % 4, lsh = 2 * (k % 16 / 4);
+            const int hb = 128 + 4 * lane + k % 4, hsh = k / 4;
+            if (unpack) {
+                tf_q3k_put(&sb[s], 32 * j + k, (rec[lb] >> lsh & 3) | (rec[hb] >> hsh & 1) << 2);
+            } else {
+                const int q = tf_q3k_get(&sb[s], 32 * j + k);
+                rec[lb] |= (uint8_t)((q & 3) << lsh);
+                rec[hb] |= (uint8_t)((q >> 2) << hsh);
+            }
+        }
+        const int nsh = 4 * (lane % 2);
+        for (int h = 0; h < 2; h++) {
+            if (unpack) {
+                sc[s][2 * j + h] = (rec[192 + lane] >> 4 * h & 0xF) | (rec[208 + lane / 2] >> (nsh + 2 * h) & 3) << 4;
+            } else {
+                const int v = tf_q3k_scale(sb[s].scales, 2 * j + h);
+                rec[192 + lane] |= (uint8_t)((v & 0xF) << 4 * h);
+                rec[208 + lane / 2] |= (uint8_t)((v >> 4) << (nsh + 2 * h));
+            }
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        if (unpack) {
+            memcpy(&sb[s].d, rec + 216 + 2 * s, 2);
+            tf_q3k_pack_scales(sb[s].scales, sc[s]);
+        } else {
+            memcpy(rec + 216 + 2 * s, &sb[s].d, 2);
+        }
+    }
+    if (unpack) memcpy(dst, sb, sizeof sb);
+    else memcpy(dst, rec, sizeof rec);
+}
+
 static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_rows, int64_t n, int unpack) {
     const size_t row = tf_dtype_row_size(type, n), rec = tf_dtype_row_size(type, 2 * TF_QK_K);
     const int64_t n_groups = n / (2 * TF_QK_K);
@@ -543,6 +611,7 @@ static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_ro
         char *d = dst + (size_t)r * row;
         for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec) {
             if (type == TF_DTYPE_Q6_K) q6k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
+            else if (type == TF_DTYPE_Q3_K) q3k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
             else kq_pack_group(type, (const uint8_t *)s, (uint8_t *)d, unpack);
         }
         memcpy(d, s, row - (size_t)n_groups * rec); /* an odd last super-block as it is */
@@ -551,7 +620,7 @@ static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_ro
 
 void tf_weight_pack_rows(tf_dtype type, const void *rows, void *packed, int64_t n_rows, int64_t n) {
     TF_ASSERT(pack_supported(type) && rows != packed);
-    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K || type == TF_DTYPE_Q6_K) {
+    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K || pack_halves(type)) {
         kq_pack_rows(type, rows, packed, n_rows, n, 0);
         return;
     }
@@ -566,7 +635,7 @@ void tf_weight_pack_row(tf_dtype type, const void *row, void *packed, int64_t n)
 
 void tf_weight_unpack_row(tf_dtype type, const void *packed, void *row, int64_t n) {
     TF_ASSERT(pack_supported(type) && row != packed);
-    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K || type == TF_DTYPE_Q6_K) {
+    if (type == TF_DTYPE_Q4_K || type == TF_DTYPE_Q5_K || pack_halves(type)) {
         kq_pack_rows(type, packed, row, 1, n, 1);
         return;
     }

@@ -27,6 +27,11 @@
 /* Q6_K: a block of 32 is two sub-blocks of 16 with a scale each; the lane's
  * two halves are summed apart (quant.h) */
 #define K_PK_Q6_K (K_IQ4_XS + 3)
+/* Q3_K: the same with 3-bit quants (offset 4 instead of 32) and 6-bit scales */
+#define K_PK_Q3_K (K_IQ4_XS + 4)
+#define PK_HALVES(kind) ((kind) == K_PK_Q6_K || (kind) == K_PK_Q3_K)
+/* log2 of the halves' quant offset (32, 4) */
+#define PK_HALF_SHIFT(kind) ((kind) == K_PK_Q3_K ? 2 : 5)
 #define PK_IS_KQ(kind) ((kind) == K_PK_Q4_K || (kind) == K_PK_Q5_K)
 /* Formats whose lanes carry an offset term: acc = fma(m, ex, acc). */
 #define PK_HAS_MIN(kind) (K0_HAS_MIN(kind) || PK_IS_KQ(kind))
@@ -49,6 +54,7 @@ TF_AI int pk_group_bytes(int kind) {
     if (kind == K_PK_Q4_K) return 2 * (int)sizeof(tf_block_q4_k);
     if (kind == K_PK_Q5_K) return 2 * (int)sizeof(tf_block_q5_k);
     if (kind == K_PK_Q6_K) return 2 * (int)sizeof(tf_block_q6_k);
+    if (kind == K_PK_Q3_K) return 2 * (int)sizeof(tf_block_q3_k);
     return kind == K_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
 }
 TF_AI int pk_qs_offset(int kind) {
@@ -202,7 +208,7 @@ TF_AI void pk_q4k_scales(const char *f, __m512 *d, __m512 *m) {
 typedef struct {
     __m512i q[8];
     __m512 d, m;
-    __m512i sc0, sc1; /* Q6_K: the scales of the lanes' two halves */
+    __m512i sc0, sc1; /* Q6_K, Q3_K: the scales of the lanes' two halves */
 } pk_wgroup;
 
 /* The nibbles of a 4-bit group's lane vector v made the kernel's u8 operand:
@@ -232,11 +238,14 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg);
 TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
-    if (PK_IS_KQ(kind) || kind == K_PK_Q6_K) {
-        /* the file's layout is the rare case (the CPU backend packs Q4_K, Q5_K
-         * and Q6_K at load): rearranged into a record here by the scalar packer */
+    if (PK_IS_KQ(kind) || PK_HALVES(kind)) {
+        /* the file's layout is the rare case (the CPU backend packs Q4_K, Q5_K,
+         * Q6_K and Q3_K at load): rearranged into a record here by the scalar packer */
         _Alignas(64) char rec[2 * sizeof(tf_block_q6_k)];
-        tf_weight_pack_row(kind == K_PK_Q6_K ? TF_DTYPE_Q6_K : kind == K_PK_Q5_K ? TF_DTYPE_Q5_K : TF_DTYPE_Q4_K,
+        tf_weight_pack_row(kind == K_PK_Q6_K   ? TF_DTYPE_Q6_K
+                           : kind == K_PK_Q3_K ? TF_DTYPE_Q3_K
+                           : kind == K_PK_Q5_K ? TF_DTYPE_Q5_K
+                                               : TF_DTYPE_Q4_K,
                            blocks, rec, 2 * TF_QK_K);
         pk_load_group_w(kind, rec, wg);
         return;
@@ -279,9 +288,15 @@ TF_AI __m512i pk_w_qh(int kind, const char *p) {
 
 /* its vector v as the kernel's u8 operand (the nibbles of y[v % 4], the high
  * 2 bits of Q6_K's quant 4 v + i at bits 2 (v % 4) of byte i of H[v / 4], the
- * fifth bits of Q5), */
+ * fifth bits of Q5; Q3_K's low 2 bits at bits 2 (v % 4) of byte i of L[v / 4],
+ * its third bit at bit v of byte i of H), */
 TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
     if (kind == K_Q8_0) return _mm512_loadu_si512(p + 64 * v);
+    if (kind == K_PK_Q3_K) {
+        const __m512i l = _mm512_loadu_si512(p + 64 * (v / 4)), h = _mm512_loadu_si512(p + 128);
+        const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(l, 2 * (v % 4)), _mm512_set1_epi8(3));
+        return _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, v), _mm512_set1_epi8(1)), 2));
+    }
     __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
     if (v >= 4) y = _mm512_srli_epi16(y, 4);
     y = _mm512_and_si512(y, _mm512_set1_epi8(0x0F));
@@ -303,9 +318,9 @@ TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
     } else if (kind == K_IQ4_XS) {
         *d = pk_iq4xs_scales(p + 256, p + 264);
         *m = _mm512_setzero_ps();
-    } else if (kind == K_PK_Q6_K) {
+    } else if (PK_HALVES(kind)) {
         uint16_t d2[2];
-        memcpy(d2, p + 416, 4);
+        memcpy(d2, p + (kind == K_PK_Q3_K ? 216 : 416), 4);
         /* lane L's super-block is the second where L % 4 >= 2 */
         *d = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(d2[0])), _mm512_set1_ps(f16(d2[1])));
         *m = _mm512_setzero_ps();
@@ -315,9 +330,20 @@ TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
     }
 }
 
-/* and Q6_K's scales of the lanes' first (half 0) or second halves: int8
- * pairs per lane, sign-extended. */
-TF_AI __m512i pk_w_q6k_scales(const char *p, int half) {
+/* and Q6_K's or Q3_K's scales of the lanes' first (half 0) or second halves
+ * as int32 (Q6_K: int8 pairs per lane, sign-extended; Q3_K: the low nibbles
+ * of byte L, the high 2 bits in nibble L of the next 8 bytes, less 32). */
+TF_AI __m512i pk_w_q6k_scales(int kind, const char *p, int half) {
+    if (kind == K_PK_Q3_K) {
+        const __m128i lo = _mm_loadu_si128((const __m128i *)(p + 192));
+        const __m128i h8 = _mm_loadl_epi64((const __m128i *)(p + 208)), m4 = _mm_set1_epi8(0x0F);
+        /* byte L: nibble L of the 8 bytes */
+        const __m128i hn = _mm_unpacklo_epi8(_mm_and_si128(h8, m4), _mm_and_si128(_mm_srli_epi16(h8, 4), m4));
+        const __m512i l32 = _mm512_cvtepu8_epi32(lo), h32 = _mm512_cvtepu8_epi32(hn);
+        const __m512i low = half ? _mm512_srli_epi32(l32, 4) : _mm512_and_si512(l32, _mm512_set1_epi32(0xF));
+        const __m512i high = _mm512_and_si512(half ? _mm512_srli_epi32(h32, 2) : h32, _mm512_set1_epi32(3));
+        return _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+    }
     const __m512i s16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + 384)));
     return half ? _mm512_srai_epi32(s16, 16) : _mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16);
 }
@@ -329,9 +355,9 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
 #pragma GCC unroll 8
     for (int v = 0; v < 8; v++) wg->q[v] = pk_w_vec(kind, p, v, qh);
     pk_w_scales(kind, p, &wg->d, &wg->m);
-    if (kind == K_PK_Q6_K) {
-        wg->sc0 = pk_w_q6k_scales(p, 0);
-        wg->sc1 = pk_w_q6k_scales(p, 1);
+    if (PK_HALVES(kind)) {
+        wg->sc0 = pk_w_q6k_scales(kind, p, 0);
+        wg->sc1 = pk_w_q6k_scales(kind, p, 1);
     }
 }
 
@@ -357,12 +383,19 @@ TF_AI __m256i pk_block_quants(int kind, const char *block) {
 /* Tail pair: block b of a row and, if two, the next one. */
 TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup *wg) {
     float d[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f};
-    if (kind == K_PK_Q6_K) { /* a tail super-block, in the file's layout: by the scalar helpers */
+    if (PK_HALVES(kind)) { /* a tail super-block, in the file's layout: by the scalar helpers */
         _Alignas(64) uint8_t u8[64] = {0};
         _Alignas(64) int32_t scv[16] = {0};
         for (int h = 0; h < 1 + two; h++) {
-            const tf_block_q6_k *x = (const tf_block_q6_k *)row + (b + h) / 8;
             const int j = (int)((b + h) % 8);
+            if (kind == K_PK_Q3_K) {
+                const tf_block_q3_k *x = (const tf_block_q3_k *)row + (b + h) / 8;
+                d[h] = f16(x->d);
+                for (int k = 0; k < 32; k++) u8[32 * h + k] = (uint8_t)tf_q3k_get(x, 32 * j + k);
+                for (int l = 0; l < 8; l++) scv[8 * h + l] = tf_q3k_scale(x->scales, 2 * j + l / 4) - 32;
+                continue;
+            }
+            const tf_block_q6_k *x = (const tf_block_q6_k *)row + (b + h) / 8;
             d[h] = f16(x->d);
             for (int k = 0; k < 32; k++) u8[32 * h + k] = (uint8_t)tf_q6k_get(x, 32 * j + k);
             for (int l = 0; l < 8; l++) scv[8 * h + l] = x->scales[2 * j + l / 4]; /* lane l: quants 4 l .. */
@@ -421,7 +454,7 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
  * so the split changes no result. */
 TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, const char *ap, __m512 acc) {
     const char *ad = ap + 64 * nv, *ex = ad + 64;
-    if (kind == K_PK_Q6_K) { /* tf_ref_packed_dot's q6k_isum, lane by lane */
+    if (PK_HALVES(kind)) { /* tf_ref_packed_dot's halves_isum, lane by lane */
         __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
         if (nv == 8) {
 #pragma GCC unroll 4
@@ -433,8 +466,8 @@ TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, co
             lo = dpbusd_vnni_mem(lo, wg->q[0], ap);
         }
         const __m512i e = _mm512_loadu_si512(ex);
-        lo = _mm512_sub_epi32(lo, _mm512_slli_epi32(_mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), 5));
-        hi = _mm512_sub_epi32(hi, _mm512_slli_epi32(_mm512_srai_epi32(e, 16), 5));
+        lo = _mm512_sub_epi32(lo, _mm512_slli_epi32(_mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), PK_HALF_SHIFT(kind)));
+        hi = _mm512_sub_epi32(hi, _mm512_slli_epi32(_mm512_srai_epi32(e, 16), PK_HALF_SHIFT(kind)));
         const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo, wg->sc0), _mm512_mullo_epi32(hi, wg->sc1));
         return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wg->d, _mm512_loadu_ps((const float *)ad)), acc);
     }
@@ -514,8 +547,8 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
  * the tokens). */
 
 /* Tokens per register tile: Q5_x's fifth bits take three more registers,
- * Q6_K's two sums per lane twice the integer accumulators. */
-#define PK_RT(kind) (PK_IS_Q5(kind) || (kind) == K_PK_Q6_K ? 4 : 6)
+ * Q6_K's and Q3_K's two sums per lane twice the integer accumulators. */
+#define PK_RT(kind) (PK_IS_Q5(kind) || PK_HALVES(kind) ? 4 : 6)
 /* Activation bytes of one chunk of groups (per token tile). */
 #define PK_CHUNK_BYTES (24 * 1024)
 /* Tile activations above which the register tiles run (about L1). */
@@ -533,8 +566,8 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
     for (int64_t g = g0; g < g1; g++) {
         const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
         __m512i s0[8], s1[8];
-        if (kind == K_PK_Q6_K) {
-            /* pk_token_step's Q6_K sums: each lane's first half (v < 4) and second half, less 32
+        if (PK_HALVES(kind)) {
+            /* pk_token_step's Q6_K / Q3_K sums: each lane's first half (v < 4) and second half, less 32 (4)
              * times the activations' half sums, times the halves' scales, in int32 */
 #pragma GCC unroll 8
             for (int t = 0; t < T; t++) s0[t] = s1[t] = _mm512_setzero_si512();
@@ -553,12 +586,13 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                         h1[t] = dpbusd_vnni(h1[t], u1, x);
                     }
                 }
-                const __m512i sc0 = pk_w_q6k_scales(p0, half), sc1 = pk_w_q6k_scales(p1, half);
+                const __m512i sc0 = pk_w_q6k_scales(kind, p0, half), sc1 = pk_w_q6k_scales(kind, p1, half);
 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
                     const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
                     const __m512i corr = _mm512_slli_epi32(
-                        half ? _mm512_srai_epi32(e, 16) : _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), 5);
+                        half ? _mm512_srai_epi32(e, 16) : _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16),
+                        PK_HALF_SHIFT(kind));
                     s0[t] = _mm512_add_epi32(s0[t], _mm512_mullo_epi32(_mm512_sub_epi32(h0[t], corr), sc0));
                     s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(_mm512_sub_epi32(h1[t], corr), sc1));
                 }
@@ -690,6 +724,7 @@ PK_ENTRIES(iq4_xs, K_IQ4_XS)
 PK_ENTRIES(q4_k, K_PK_Q4_K)
 PK_ENTRIES(q5_k, K_PK_Q5_K)
 PK_ENTRIES(q6_k, K_PK_Q6_K)
+PK_ENTRIES(q3_k, K_PK_Q3_K)
 #undef PK_ENTRIES
 
 /* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
@@ -721,7 +756,7 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
     case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
     case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
-    case TF_DTYPE_Q6_K: /* the two halves' sums as int16: the first in the low bits */
+    case TF_DTYPE_Q6_K: case TF_DTYPE_Q3_K: /* the two halves' sums as int16: the first in the low bits */
         ex = _mm512_or_si512(_mm512_slli_epi32(_mm512_sub_epi32(sum, sum_lo), 16),
                              _mm512_and_si512(sum_lo, _mm512_set1_epi32(0xFFFF)));
         break;
@@ -756,3 +791,4 @@ void tf_avx512_act_pack_iq4_xs(const float *x, void *y, int64_t n) { act_pack(TF
 void tf_avx512_act_pack_q4_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q4_K, x, y, n); }
 void tf_avx512_act_pack_q5_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_K, x, y, n); }
 void tf_avx512_act_pack_q6_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q6_K, x, y, n); }
+void tf_avx512_act_pack_q3_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q3_K, x, y, n); }

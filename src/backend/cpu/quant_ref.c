@@ -14,7 +14,7 @@
  *   Q2_K  16 groups of 16; 4-bit scale sc and min m per group (one byte);
  *         x = d*sc*q - dmin*m, q in 0..3. Element 128 h + 32 k + l is bits
  *         2k..2k+1 of qs[32 h + l] (q2bits_get).
- *   Q3_K  16 groups of 16; 6-bit scales sc packed in 12 bytes (q3k_scale);
+ *   Q3_K  16 groups of 16; 6-bit scales sc packed in 12 bytes (tf_q3k_scale);
  *         x = d * (sc - 32) * (q - 4), q in 0..7: 2 low bits placed as Q2_K's,
  *         bit 2 of element 128 h + 32 k + l at bit 4h + k of hmask[l].
  *   Q4_K  8 sub-blocks of 32; 6-bit scale sc and min m per sub-block, packed
@@ -187,22 +187,28 @@ static void q2bits_put(uint8_t *qs, int e, int q) {
 }
 
 /* Q3_K: quant (0..7) of element e; the value is q - 4. */
-static int q3k_get(const tf_block_q3_k *b, int e) {
+int tf_q3k_get(const tf_block_q3_k *b, int e) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
     return q2bits_get(b->qs, e) | (((b->hmask[l] >> (4 * h + k)) & 1) << 2);
+}
+
+void tf_q3k_put(tf_block_q3_k *b, int e, int q) {
+    int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    q2bits_put(b->qs, e, q);
+    b->hmask[l] = (uint8_t)((b->hmask[l] & ~(1 << (4 * h + k))) | ((q >> 2) & 1) << (4 * h + k));
 }
 
 /* Q3_K: the 16 6-bit scales (0..63, value sc - 32) from the packed 12
  * bytes: group g keeps its low 4 bits in byte g % 8 (low nibble for g < 8,
  * high nibble for g >= 8) and its high 2 bits at bits 2 (g / 4) of byte
  * 8 + g % 4. */
-static int q3k_scale(const uint8_t *s, int g) {
+int tf_q3k_scale(const uint8_t *s, int g) {
     int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
     int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
     return low | (high << 4);
 }
 
-static void q3k_pack_scales(uint8_t *s, const int *sc) {
+void tf_q3k_pack_scales(uint8_t *s, const int *sc) {
     memset(s, 0, 12);
     for (int g = 0; g < 16; g++) {
         s[g % 8] |= (uint8_t)((sc[g] & 0xF) << (g < 8 ? 0 : 4));
@@ -466,7 +472,7 @@ static void quantize_q3_k(const float *x, tf_block_q3_k *y, int64_t nb) {
                 b->hmask[e % 32] |= (uint8_t)((q >> 2) << (4 * (e / 128) + (e % 128) / 32));
             }
         }
-        q3k_pack_scales(b->scales, sc);
+        tf_q3k_pack_scales(b->scales, sc);
     }
 }
 
@@ -710,7 +716,7 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
             float d = tf_f16_to_f32(x[i].d);
             for (int e = 0; e < TF_QK_K; e++)
                 y[i * TF_QK_K + e] =
-                    d * (float)(q3k_scale(x[i].scales, e / 16) - 32) * (float)(q3k_get(&x[i], e) - 4);
+                    d * (float)(tf_q3k_scale(x[i].scales, e / 16) - 32) * (float)(tf_q3k_get(&x[i], e) - 4);
         }
         break;
     }
@@ -887,8 +893,8 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
             int64_t s_scaled = 0;
             for (int g = 0; g < 16; g++) {
                 int s = 0;
-                for (int l = 0; l < 16; l++) s += (q3k_get(&w[i], 16 * g + l) - 4) * a[i].qs[16 * g + l];
-                s_scaled += (int64_t)(q3k_scale(w[i].scales, g) - 32) * s;
+                for (int l = 0; l < 16; l++) s += (tf_q3k_get(&w[i], 16 * g + l) - 4) * a[i].qs[16 * g + l];
+                s_scaled += (int64_t)(tf_q3k_scale(w[i].scales, g) - 32) * s;
             }
             sum += (double)tf_f16_to_f32(w[i].d) * (double)a[i].d * (double)s_scaled;
         }
