@@ -44,7 +44,7 @@ static void test_tables(void **state) {
     print_message("kernel tables on this CPU: %d, best %s\n", g_n_tables, best->isa);
     /* The registry: the types GGUF files in the wild use, by ggml id, each
      * name parsing back to its id; the packed path exactly for the types with
-     * 32-value (sub-)blocks and Q8_0/Q8_1 activations, and Q4_K, Q5_K, Q6_K and Q3_K. */
+     * 32-value (sub-)blocks and Q8_0/Q8_1 activations, and every K-quant. */
     static const int ggml_ids[] = {0, 1, 30, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23};
     assert_int_equal(N_TYPES, (int)(sizeof ggml_ids / sizeof ggml_ids[0]));
     for (int ti = 0; ti < N_TYPES; ti++) {
@@ -56,7 +56,7 @@ static void test_tables(void **state) {
         tf_dtype t = k_types[ti];
         bool packed = t == TF_DTYPE_Q8_0 || t == TF_DTYPE_Q4_0 || t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_0 ||
                       t == TF_DTYPE_Q5_1 || t == TF_DTYPE_IQ4_NL || t == TF_DTYPE_IQ4_XS || t == TF_DTYPE_Q4_K ||
-                      t == TF_DTYPE_Q5_K || t == TF_DTYPE_Q6_K || t == TF_DTYPE_Q3_K;
+                      t == TF_DTYPE_Q5_K || t == TF_DTYPE_Q6_K || t == TF_DTYPE_Q3_K || t == TF_DTYPE_Q2_K;
         assert_int_equal(tf_act_pack_type(t), t == TF_DTYPE_Q4_1 || t == TF_DTYPE_Q5_1 || t == TF_DTYPE_Q4_K ||
                                                       t == TF_DTYPE_Q5_K
                                                   ? TF_DTYPE_Q8_1
@@ -875,7 +875,7 @@ static void test_packed_vs_ref(void **state) {
     enum { NR = TF_TILE_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
     static const tf_dtype types[] = {TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0,
                                      TF_DTYPE_Q5_1,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_K,
-                                     TF_DTYPE_Q5_K,   TF_DTYPE_Q6_K,   TF_DTYPE_Q3_K};
+                                     TF_DTYPE_Q5_K,   TF_DTYPE_Q6_K,   TF_DTYPE_Q3_K, TF_DTYPE_Q2_K};
     /* 4864 = 9 groups of 512 and 8 blocks: with 10 or more tokens the tile's activations pass the
      * kernels' L1 bound, so the register-tiled path runs, over two chunks of groups and tail pairs */
     static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096, 4864};
@@ -966,6 +966,16 @@ static void test_packed_vs_ref(void **state) {
                     assert_int_equal((uint8_t)rec[192 + 6] >> 4, sb1.scales[3] & 0xF);
                     assert_int_equal((uint8_t)rec[208 + 3] >> 2 & 3, sb1.scales[11] & 3);
                     assert_memory_equal(rec + 218, &sb1.d, 2);
+                } else if (t == TF_DTYPE_Q2_K) {
+                    /* lane 6, block 9 again: quant 22 (element 54: bits 2, 3 of qs[22]) in L[1] byte
+                     * 4 * 6 + 2 bits 2, 3; the scale bytes of sub-blocks 2, 3 at 128 + 2 * 6, + 1;
+                     * d, dmin of the second super-block at 164 */
+                    tf_block_q2_k sb1;
+                    memcpy(&sb1, w + sizeof(tf_block_q2_k), sizeof sb1);
+                    assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2] >> 2 & 3, sb1.qs[22] >> 2 & 3);
+                    assert_int_equal((uint8_t)rec[128 + 2 * 6], sb1.scales[2]);
+                    assert_int_equal((uint8_t)rec[128 + 2 * 6 + 1], sb1.scales[3]);
+                    assert_memory_equal(rec + 164, &sb1.d, 4);
                 } else if (t == TF_DTYPE_IQ4_XS) {
                     b6 = w + 136 + offsetof(tf_block_iq4_xs, qs) + 16 * (9 - 8); /* its qs */
                     assert_memory_equal(rec + 256 + 8, w + 136, 8);               /* second header */

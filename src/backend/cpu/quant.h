@@ -66,8 +66,8 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
 size_t tf_act_format_row_size(tf_dtype act, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K and Q3_K weights (a sub-block
- * of 32 of IQ4_XS, Q4_K or Q5_K, and two sub-blocks of 16 of Q6_K or Q3_K, count as a block): one token's quantized row
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and K-quant weights (a sub-block
+ * of 32 of IQ4_XS, Q4_K or Q5_K, and two sub-blocks of 16 of Q6_K, Q3_K or Q2_K, count as a block): one token's quantized row
  * (the same quants and f16 scales as its blocks of tf_act_pack_type: Q8_0, or
  * Q8_1 for the formats with an offset, Q4_1, Q5_1, Q4_K, Q5_K) rearranged so that a
  * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the
@@ -86,17 +86,18 @@ size_t tf_act_format_row_size(tf_dtype act, int64_t n);
  * -128 s (Q8_0, IQ4_NL, IQ4_XS: the weights enter the u8 x s8 product as
  * w + 128, for IQ4 w the table value), -8 s (Q4_0), -16 s (Q5_0); f32 d s (Q4_1, Q5_1, Q4_K,
  * Q5_K: the weight's offset m multiplies it; exact, 11 x 12 significant bits);
- * for Q6_K and Q3_K the sums of the two halves (quants 0..15 and 16..31 of the block,
+ * for Q6_K, Q3_K and Q2_K the sums of the two halves (quants 0..15 and 16..31 of the block,
  * in a tail lane its 4 quants and 0) as int16, the first in the low 16 bits:
  * the lane's value is sc0 (s0 - o e0) + sc1 (s1 - o e1), exact in int32,
  * with s0, s1 the integer dot products of the halves (the weights' quants as
- * stored, u8), o their offset (Q6_K 32, Q3_K 4), sc0, sc1 their signed
+ * stored, u8), o their offset (Q6_K 32, Q3_K 4, Q2_K 0), sc0, sc1 their signed
  * scales (Q3_K: the 6-bit scale less 32; a tail lane: its half's scale and
- * 0), times d of the super-block.
+ * 0), times d of the super-block; Q2_K adds mn0 e0 + mn1 e1 (its 4-bit
+ * mins, exact in int32) times -dmin, a second FMA.
  * For Q4_K and Q5_K the lane's weight scale is the sub-block's d sc and its
  * offset -dmin m (both exact in f32), so their arithmetic is Q4_1's and
  * Q5_1's. Their activations here are Q8_1 blocks of 32, not the Q8_K blocks
- * of 256 their other kernels read (finer steps; a different rounding); so are Q6_K's and Q3_K's (Q8_0 blocks
+ * of 256 their other kernels read (finer steps; a different rounding); so are Q6_K's, Q3_K's and Q2_K's (Q8_0 blocks
  * of 32). Only the matrix product uses this
  * format; tests reach it through tf_ref_act_pack. */
 #define TF_PACK_GROUP_BLOCKS 16
@@ -117,7 +118,7 @@ size_t tf_act_packed_row_size(tf_dtype type, int64_t n);
 size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
 
 /* Packed weight rows ("weight_pack"): the matrix products of the packed path
- * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K, Q3_K) spend a good part of every
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and the K-quants) spend a good part of every
  * (row, call) rearranging a weight row's group of 16 blocks into lanes, the
  * same work for every call. A host backend may instead hold the row
  * rearranged once, at load: each full group of 16 blocks (two super-blocks
@@ -159,7 +160,11 @@ size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
  *          4 bits as the low and high nibble of byte L (16 bytes), their high
  *          2 bits as bits 0-1 and 2-3 of nibble L of the next 8 bytes; then d
  *          of the two super-blocks (f16); every bit of the file's 220 bytes is
- *          used once.
+ *          used once;
+ *   Q2_K:  the quants as Q3_K's low 2 bits (L[2][64]), then the file's scale
+ *          bytes (4-bit scale low, 4-bit min high) of lane L's two sub-blocks
+ *          of 16 at bytes 2 L, 2 L + 1, then d, dmin of the two super-blocks
+ *          (f16): a permutation of the file's 168 bytes' bits.
  * A kernel reading this layout gives bitwise the results of the same kernel
  * on the file's rows (the same integers and scales reach the same float
  * steps). tf_weight_pack_row / tf_weight_unpack_row are exact inverses;

@@ -142,9 +142,9 @@ static const tf_cpu_kernels k_avx512 = KERNEL_TABLE("avx512");
 #define APACK_Q32(ID, nm) KSLOT(ID, tf_avx512_act_pack_##nm)
 #define PTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_packed_tile_##nm)
 #define WTILE_Q32(ID, nm) KSLOT(ID, tf_avx512vnni_wpacked_tile_##nm)
-/* of the K-quants, Q4_K and Q5_K (sub-blocks of 32 with a scale and offset each), Q6_K and Q3_K (blocks
- * of 32 as two sub-blocks of 16 with a scale each) have the packed path */
-#define QK_PACKS_Q2_K(X, nm)
+/* of the K-quants, Q4_K and Q5_K (sub-blocks of 32 with a scale and offset each) and Q6_K, Q3_K and Q2_K
+ * (blocks of 32 as two sub-blocks of 16 with a scale, and for Q2_K a min, each) have the packed path */
+#define QK_PACKS_Q2_K(X, nm) X(Q2_K, nm)
 #define QK_PACKS_Q3_K(X, nm) X(Q3_K, nm)
 #define QK_PACKS_Q4_K(X, nm) X(Q4_K, nm)
 #define QK_PACKS_Q5_K(X, nm) X(Q5_K, nm)

@@ -22,6 +22,10 @@ void tf_q4k_pack_scales(uint8_t *s, const int *sc, const int *m);
  * inverse for one element (quant_ref.c; the packed weight layout uses both). */
 int tf_q6k_get(const tf_block_q6_k *b, int e);
 void tf_q6k_put(tf_block_q6_k *b, int e, int q);
+/* Q2_K / Q3_K: the 2 low bits of element e (0..255) of a super-block's qs,
+ * and the inverse for one element. */
+int tf_q2bits_get(const uint8_t *qs, int e);
+void tf_q2bits_put(uint8_t *qs, int e, int q);
 /* Q3_K: the quant (0..7, the value is q - 4) of element e and its inverse; the
  * 6-bit scale (0..63, the value is sc - 32) of group g (0..15) from a
  * super-block's 12 bytes of scales, and the inverse for all 16 groups. */
@@ -80,7 +84,7 @@ TF_DTYPE_LIST(TF_KERNEL_DECLS_)
 #define TF_VNNI_DECLS_QK(nm) TF_VNNI_DECLS_Q32(nm)
 #define TF_PACK_DECLS_FLOAT(nm)
 #define TF_PACK_DECLS_QK(nm) TF_PACK_DECLS_QK_##nm
-#define TF_PACK_DECLS_QK_q2_k
+#define TF_PACK_DECLS_QK_q2_k TF_PACK_DECLS_Q32(q2_k)
 #define TF_PACK_DECLS_QK_q3_k TF_PACK_DECLS_Q32(q3_k)
 #define TF_PACK_DECLS_QK_q4_k TF_PACK_DECLS_Q32(q4_k)
 #define TF_PACK_DECLS_QK_q5_k TF_PACK_DECLS_Q32(q5_k)

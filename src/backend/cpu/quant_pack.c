@@ -34,12 +34,14 @@ static int pack_int_offset(tf_dtype wtype) {
     }
 }
 
-/* Q6_K and Q3_K: a block of 32 is two sub-blocks of 16, each with its scale
- * (a lane's two halves are summed apart). */
-static int pack_halves(tf_dtype wtype) { return wtype == TF_DTYPE_Q6_K || wtype == TF_DTYPE_Q3_K; }
+/* Q6_K, Q3_K and Q2_K: a block of 32 is two sub-blocks of 16, each with its
+ * scale (Q2_K: and its min), so a lane's two halves are summed apart. */
+static int pack_halves(tf_dtype wtype) {
+    return wtype == TF_DTYPE_Q6_K || wtype == TF_DTYPE_Q3_K || wtype == TF_DTYPE_Q2_K;
+}
 
 /* The registry's family Q32 has the packed format, and Q4_K and Q5_K (whose
- * sub-blocks of 32 carry their own scale and offset), Q6_K and Q3_K. */
+ * sub-blocks of 32 carry their own scale and offset), Q6_K, Q3_K and Q2_K. */
 static int pack_supported(tf_dtype wtype) {
     if (wtype == TF_DTYPE_Q4_K || wtype == TF_DTYPE_Q5_K || pack_halves(wtype)) return 1;
     switch (wtype) {
@@ -100,7 +102,7 @@ static void pack_ex(tf_dtype wtype, float d, int s, void *ex) {
     }
 }
 
-/* Q6_K's and Q3_K's ex term: the activation sums of the two halves of the lane's quants
+/* The ex term of Q6_K, Q3_K and Q2_K: the activation sums of the two halves of the lane's quants
  * (int16 each: at most 16 x 127 in magnitude), the first in the low 16 bits. */
 static void pack_ex_q6k(int s_lo, int s_hi, void *ex) {
     uint32_t v = (uint32_t)(uint16_t)s_lo | (uint32_t)(uint16_t)s_hi << 16;
@@ -246,12 +248,25 @@ static void weight_block(tf_dtype wtype, const void *row, int64_t b, float *d, f
     }
 }
 
-/* Q6_K or Q3_K, block b of a row (the 32 quants of sub-blocks 2 (b % 8) and
- * 2 (b % 8) + 1 of super-block b / 8): the super-block's d, the two
+/* Q6_K, Q3_K or Q2_K, block b of a row (the 32 quants of sub-blocks 2 (b % 8)
+ * and 2 (b % 8) + 1 of super-block b / 8): the super-block's d, the two
  * sub-blocks' scales as signed values, and the quants q as stored (Q6_K:
- * 0..63, the value is d sc (q - 32); Q3_K: 0..7, the value d sc (q - 4)). */
-static void halves_block(tf_dtype wtype, const void *row, int64_t b, float *d, int sc[2], int u[32]) {
+ * 0..63, the value is d sc (q - 32); Q3_K: 0..7, the value d sc (q - 4);
+ * Q2_K: 0..3, the value d sc q - dmin mn, with m = -dmin and the two mins mn;
+ * the others: m = 0, mn = 0). */
+static void halves_block(tf_dtype wtype, const void *row, int64_t b, float *d, float *m, int sc[2], int mn[2],
+                         int u[32]) {
     const int j = (int)(b % 8);
+    *m = 0.0f;
+    mn[0] = mn[1] = 0;
+    if (wtype == TF_DTYPE_Q2_K) {
+        const tf_block_q2_k *x = (const tf_block_q2_k *)row + b / 8;
+        *d = tf_f16_to_f32(x->d);
+        *m = -tf_f16_to_f32(x->dmin);
+        for (int h = 0; h < 2; h++) sc[h] = x->scales[2 * j + h] & 0xF, mn[h] = x->scales[2 * j + h] >> 4;
+        for (int i = 0; i < 32; i++) u[i] = tf_q2bits_get(x->qs, 32 * j + i);
+        return;
+    }
     if (wtype == TF_DTYPE_Q3_K) {
         const tf_block_q3_k *x = (const tf_block_q3_k *)row + b / 8;
         *d = tf_f16_to_f32(x->d);
@@ -266,8 +281,8 @@ static void halves_block(tf_dtype wtype, const void *row, int64_t b, float *d, i
     for (int i = 0; i < 32; i++) u[i] = tf_q6k_get(x, 32 * j + i);
 }
 
-/* The quants' offset of Q6_K (32) or Q3_K (4). */
-static int halves_offset(tf_dtype wtype) { return wtype == TF_DTYPE_Q3_K ? 4 : 32; }
+/* The quants' offset of Q6_K (32), Q3_K (4) or Q2_K (0). */
+static int halves_offset(tf_dtype wtype) { return wtype == TF_DTYPE_Q3_K ? 4 : wtype == TF_DTYPE_Q2_K ? 0 : 32; }
 
 /* Their exact lane sum from the integer dot products of the lane's two
  * halves of quants (s_lo, s_hi) and its ex term (their activation sums): the
@@ -277,6 +292,21 @@ static int32_t halves_isum(int off, const int sc[2], int32_t s_lo, int32_t s_hi,
     memcpy(&e, ex, 4);
     const int32_t e_lo = (int16_t)(uint16_t)(e & 0xFFFF), e_hi = (int16_t)(uint16_t)(e >> 16);
     return sc[0] * (s_lo - off * e_lo) + sc[1] * (s_hi - off * e_hi);
+}
+
+/* A lane step of these types: acc = fma(isum, d_w d_a, acc), then for Q2_K
+ * the mins' term, its integer sum mn0 e_lo + mn1 e_hi (exact) times m_w d_a
+ * (m_w = -dmin). */
+static float halves_step(tf_dtype wtype, float acc, int32_t isum, const int mn[2], float wd, float wm, float ad,
+                         const char *ex) {
+    acc = fmaf((float)isum, wd * ad, acc);
+    if (wtype == TF_DTYPE_Q2_K) {
+        uint32_t e;
+        memcpy(&e, ex, 4);
+        const int32_t msum = mn[0] * (int16_t)(uint16_t)(e & 0xFFFF) + mn[1] * (int16_t)(uint16_t)(e >> 16);
+        acc = fmaf((float)msum, wm * ad, acc);
+    }
+    return acc;
 }
 
 /* One lane step: acc = fma(isum, d_w d_a, acc), then the offset term. */
@@ -314,17 +344,17 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
     int u[32];
     float wd, wm;
     const int q6 = pack_halves(wtype), off = halves_offset(wtype);
-    int sc[2];
+    int sc[2], mn[2];
     for (int64_t g = 0; g < n_groups; g++, a += TF_PACK_GROUP_BYTES) {
         const float *ad = (const float *)(a + 512);
         for (int lane = 0; lane < 16; lane++) {
             if (q6) {
-                halves_block(wtype, w, 16 * g + tf_pack_lane_block(lane), &wd, sc, u);
+                halves_block(wtype, w, 16 * g + tf_pack_lane_block(lane), &wd, &wm, sc, mn, u);
                 int32_t s[2] = {0, 0};
                 for (int v = 0; v < 8; v++)
                     for (int i = 0; i < 4; i++) s[v / 4] += u[4 * v + i] * (int8_t)a[64 * v + 4 * lane + i];
-                acc[lane] = lane_step(wtype, acc[lane], halves_isum(off, sc, s[0], s[1], a + 576 + 4 * lane), wd, 0.0f,
-                                      ad[lane], a + 576 + 4 * lane);
+                acc[lane] = halves_step(wtype, acc[lane], halves_isum(off, sc, s[0], s[1], a + 576 + 4 * lane), mn,
+                                        wd, wm, ad[lane], a + 576 + 4 * lane);
                 continue;
             }
             weight_block(wtype, w, 16 * g + tf_pack_lane_block(lane), &wd, &wm, u);
@@ -338,16 +368,17 @@ float tf_ref_packed_dot(tf_dtype wtype, int64_t n, const void *w, const void *pa
         const float *ad = (const float *)(a + 64);
         for (int lane = 0; lane < 16; lane++) {
             int h = lane / 8, l = lane % 8;
-            if (q6) { /* the lane's 4 quants lie in one half: that half's scale */
-                int one[2] = {0, 0}, s = 0;
-                wd = 0.0f;
+            if (q6) { /* the lane's 4 quants lie in one half: that half's scale (and min) */
+                int one[2] = {0, 0}, onem[2] = {0, 0}, s = 0;
+                wd = wm = 0.0f;
                 if (b0 + h < nb) {
-                    halves_block(wtype, w, b0 + h, &wd, sc, u);
+                    halves_block(wtype, w, b0 + h, &wd, &wm, sc, mn, u);
                     one[0] = sc[l / 4];
+                    onem[0] = mn[l / 4];
                     for (int i = 0; i < 4; i++) s += u[4 * l + i] * (int8_t)a[32 * h + 4 * l + i];
                 }
-                acc[lane] = lane_step(wtype, acc[lane], halves_isum(off, one, s, 0, a + 128 + 4 * lane), wd, 0.0f, ad[lane],
-                                      a + 128 + 4 * lane);
+                acc[lane] = halves_step(wtype, acc[lane], halves_isum(off, one, s, 0, a + 128 + 4 * lane), onem, wd,
+                                        wm, ad[lane], a + 128 + 4 * lane);
                 continue;
             }
             if (b0 + h < nb) weight_block(wtype, w, b0 + h, &wd, &wm, u);
@@ -603,6 +634,42 @@ static void q3k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
     else memcpy(dst, rec, sizeof rec);
 }
 
+/* Q2_K: a group of two super-blocks (the file's 168 bytes at src) to its
+ * record (quant.h) at dst, or back (unpack). Quant k (0..31) of lane L's block
+ * (sub-blocks 2 j, 2 j + 1 of super-block s, tf_pack_lane_block(L) = 8 s + j)
+ * at bits 2 (k % 16 / 4) of byte 64 (k / 16) + 4 L + k % 4 (as Q3_K's low
+ * bits); the file's scale bytes of the two sub-blocks (scale in the low
+ * nibble, min in the high) at bytes 128 + 2 L, + 1; then d, dmin of each
+ * super-block. Every bit of the file is used once. */
+static void q2k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
+    uint8_t rec[2 * sizeof(tf_block_q2_k)] = {0};
+    tf_block_q2_k sb[2];
+    if (unpack) {
+        memcpy(rec, src, sizeof rec);
+        memset(sb, 0, sizeof sb);
+    } else {
+        memcpy(sb, src, sizeof sb);
+    }
+    for (int lane = 0; lane < 16; lane++) {
+        const int b = tf_pack_lane_block(lane), s = b / 8, j = b % 8;
+        for (int k = 0; k < 32; k++) {
+            const int lb = 64 * (k / 16) + 4 * lane + k % 4, lsh = 2 * (k % 16 / 4);
+            if (unpack) tf_q2bits_put(sb[s].qs, 32 * j + k, rec[lb] >> lsh & 3);
+            else rec[lb] |= (uint8_t)(tf_q2bits_get(sb[s].qs, 32 * j + k) << lsh);
+        }
+        for (int h = 0; h < 2; h++) {
+            if (unpack) sb[s].scales[2 * j + h] = rec[128 + 2 * lane + h];
+            else rec[128 + 2 * lane + h] = sb[s].scales[2 * j + h];
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        if (unpack) memcpy(&sb[s].d, rec + 160 + 4 * s, 4); /* d, dmin */
+        else memcpy(rec + 160 + 4 * s, &sb[s].d, 4);
+    }
+    if (unpack) memcpy(dst, sb, sizeof sb);
+    else memcpy(dst, rec, sizeof rec);
+}
+
 static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_rows, int64_t n, int unpack) {
     const size_t row = tf_dtype_row_size(type, n), rec = tf_dtype_row_size(type, 2 * TF_QK_K);
     const int64_t n_groups = n / (2 * TF_QK_K);
@@ -612,6 +679,7 @@ static void kq_pack_rows(tf_dtype type, const char *src, char *dst, int64_t n_ro
         for (int64_t g = 0; g < n_groups; g++, s += rec, d += rec) {
             if (type == TF_DTYPE_Q6_K) q6k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
             else if (type == TF_DTYPE_Q3_K) q3k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
+            else if (type == TF_DTYPE_Q2_K) q2k_pack_group((const uint8_t *)s, (uint8_t *)d, unpack);
             else kq_pack_group(type, (const uint8_t *)s, (uint8_t *)d, unpack);
         }
         memcpy(d, s, row - (size_t)n_groups * rec); /* an odd last super-block as it is */

@@ -27,10 +27,13 @@
 /* Q6_K: a block of 32 is two sub-blocks of 16 with a scale each; the lane's
  * two halves are summed apart (quant.h) */
 #define K_PK_Q6_K (K_IQ4_XS + 3)
-/* Q3_K: the same with 3-bit quants (offset 4 instead of 32) and 6-bit scales */
+/* Q3_K: the same with 3-bit quants (offset 4 instead of 32) and 6-bit scales;
+ * Q2_K: 2-bit quants without an offset, 4-bit scales, and a 4-bit min per
+ * half (times -dmin) */
 #define K_PK_Q3_K (K_IQ4_XS + 4)
-#define PK_HALVES(kind) ((kind) == K_PK_Q6_K || (kind) == K_PK_Q3_K)
-/* log2 of the halves' quant offset (32, 4) */
+#define K_PK_Q2_K (K_IQ4_XS + 5)
+#define PK_HALVES(kind) ((kind) == K_PK_Q6_K || (kind) == K_PK_Q3_K || (kind) == K_PK_Q2_K)
+/* log2 of the halves' quant offset (32, 4; Q2_K has none) */
 #define PK_HALF_SHIFT(kind) ((kind) == K_PK_Q3_K ? 2 : 5)
 #define PK_IS_KQ(kind) ((kind) == K_PK_Q4_K || (kind) == K_PK_Q5_K)
 /* Formats whose lanes carry an offset term: acc = fma(m, ex, acc). */
@@ -55,6 +58,7 @@ TF_AI int pk_group_bytes(int kind) {
     if (kind == K_PK_Q5_K) return 2 * (int)sizeof(tf_block_q5_k);
     if (kind == K_PK_Q6_K) return 2 * (int)sizeof(tf_block_q6_k);
     if (kind == K_PK_Q3_K) return 2 * (int)sizeof(tf_block_q3_k);
+    if (kind == K_PK_Q2_K) return 2 * (int)sizeof(tf_block_q2_k);
     return kind == K_IQ4_XS ? 2 * (int)sizeof(tf_block_iq4_xs) : TF_PACK_GROUP_BLOCKS * pk_block_bytes(kind);
 }
 TF_AI int pk_qs_offset(int kind) {
@@ -208,7 +212,8 @@ TF_AI void pk_q4k_scales(const char *f, __m512 *d, __m512 *m) {
 typedef struct {
     __m512i q[8];
     __m512 d, m;
-    __m512i sc0, sc1; /* Q6_K, Q3_K: the scales of the lanes' two halves */
+    __m512i sc0, sc1; /* Q6_K, Q3_K, Q2_K: the scales of the lanes' two halves */
+    __m512i mn;       /* Q2_K: the mins of the two halves as int16, the first in the low bits */
 } pk_wgroup;
 
 /* The nibbles of a 4-bit group's lane vector v made the kernel's u8 operand:
@@ -244,6 +249,7 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
         _Alignas(64) char rec[2 * sizeof(tf_block_q6_k)];
         tf_weight_pack_row(kind == K_PK_Q6_K   ? TF_DTYPE_Q6_K
                            : kind == K_PK_Q3_K ? TF_DTYPE_Q3_K
+                           : kind == K_PK_Q2_K ? TF_DTYPE_Q2_K
                            : kind == K_PK_Q5_K ? TF_DTYPE_Q5_K
                                                : TF_DTYPE_Q4_K,
                            blocks, rec, 2 * TF_QK_K);
@@ -289,9 +295,12 @@ TF_AI __m512i pk_w_qh(int kind, const char *p) {
 /* its vector v as the kernel's u8 operand (the nibbles of y[v % 4], the high
  * 2 bits of Q6_K's quant 4 v + i at bits 2 (v % 4) of byte i of H[v / 4], the
  * fifth bits of Q5; Q3_K's low 2 bits at bits 2 (v % 4) of byte i of L[v / 4],
- * its third bit at bit v of byte i of H), */
+ * its third bit at bit v of byte i of H; Q2_K's 2 bits as Q3_K's low ones), */
 TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
     if (kind == K_Q8_0) return _mm512_loadu_si512(p + 64 * v);
+    if (kind == K_PK_Q2_K)
+        return _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(p + 64 * (v / 4)), 2 * (v % 4)),
+                                _mm512_set1_epi8(3));
     if (kind == K_PK_Q3_K) {
         const __m512i l = _mm512_loadu_si512(p + 64 * (v / 4)), h = _mm512_loadu_si512(p + 128);
         const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(l, 2 * (v % 4)), _mm512_set1_epi8(3));
@@ -318,6 +327,11 @@ TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
     } else if (kind == K_IQ4_XS) {
         *d = pk_iq4xs_scales(p + 256, p + 264);
         *m = _mm512_setzero_ps();
+    } else if (kind == K_PK_Q2_K) {
+        uint16_t dm[4]; /* d, dmin of each super-block */
+        memcpy(dm, p + 160, 8);
+        *d = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(f16(dm[0])), _mm512_set1_ps(f16(dm[2])));
+        *m = _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(-f16(dm[1])), _mm512_set1_ps(-f16(dm[3])));
     } else if (PK_HALVES(kind)) {
         uint16_t d2[2];
         memcpy(d2, p + (kind == K_PK_Q3_K ? 216 : 416), 4);
@@ -332,8 +346,13 @@ TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
 
 /* and Q6_K's or Q3_K's scales of the lanes' first (half 0) or second halves
  * as int32 (Q6_K: int8 pairs per lane, sign-extended; Q3_K: the low nibbles
- * of byte L, the high 2 bits in nibble L of the next 8 bytes, less 32). */
+ * of byte L, the high 2 bits in nibble L of the next 8 bytes, less 32; Q2_K:
+ * the low nibbles of bytes 2 L + half), */
 TF_AI __m512i pk_w_q6k_scales(int kind, const char *p, int half) {
+    if (kind == K_PK_Q2_K) {
+        const __m512i x = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 128)));
+        return _mm512_and_si512(half ? _mm512_srli_epi32(x, 16) : x, _mm512_set1_epi32(0xF));
+    }
     if (kind == K_PK_Q3_K) {
         const __m128i lo = _mm_loadu_si128((const __m128i *)(p + 192));
         const __m128i h8 = _mm_loadl_epi64((const __m128i *)(p + 208)), m4 = _mm_set1_epi8(0x0F);
@@ -348,6 +367,13 @@ TF_AI __m512i pk_w_q6k_scales(int kind, const char *p, int half) {
     return half ? _mm512_srai_epi32(s16, 16) : _mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16);
 }
 
+/* and Q2_K's mins of the lanes' two halves: int16 pairs (the high nibbles of
+ * bytes 2 L, 2 L + 1), the layout of the activations' half sums in ex. */
+TF_AI __m512i pk_w_q2k_mins(const char *p) {
+    const __m512i x = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 128)));
+    return _mm512_and_si512(_mm512_srli_epi16(x, 4), _mm512_set1_epi16(0xF));
+}
+
 /* The whole record at p: the vectors of pk_load_group without the
  * rearrangement. */
 TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
@@ -359,6 +385,7 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
         wg->sc0 = pk_w_q6k_scales(kind, p, 0);
         wg->sc1 = pk_w_q6k_scales(kind, p, 1);
     }
+    wg->mn = kind == K_PK_Q2_K ? pk_w_q2k_mins(p) : _mm512_setzero_si512();
 }
 
 /* The 32 quants of one block (NULL: absent, zeros) as u8 in element order
@@ -385,9 +412,20 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
     float d[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f};
     if (PK_HALVES(kind)) { /* a tail super-block, in the file's layout: by the scalar helpers */
         _Alignas(64) uint8_t u8[64] = {0};
-        _Alignas(64) int32_t scv[16] = {0};
+        _Alignas(64) int32_t scv[16] = {0}, mnv[16] = {0};
         for (int h = 0; h < 1 + two; h++) {
             const int j = (int)((b + h) % 8);
+            if (kind == K_PK_Q2_K) { /* lane l: its half's scale, and its min in the low 16 bits */
+                const tf_block_q2_k *x = (const tf_block_q2_k *)row + (b + h) / 8;
+                d[h] = f16(x->d);
+                m[h] = -f16(x->dmin);
+                for (int k = 0; k < 32; k++) u8[32 * h + k] = (uint8_t)tf_q2bits_get(x->qs, 32 * j + k);
+                for (int l = 0; l < 8; l++) {
+                    scv[8 * h + l] = x->scales[2 * j + l / 4] & 0xF;
+                    mnv[8 * h + l] = x->scales[2 * j + l / 4] >> 4;
+                }
+                continue;
+            }
             if (kind == K_PK_Q3_K) {
                 const tf_block_q3_k *x = (const tf_block_q3_k *)row + (b + h) / 8;
                 d[h] = f16(x->d);
@@ -402,9 +440,10 @@ TF_AI void pk_load_pair(int kind, const char *row, int64_t b, int two, pk_wgroup
         }
         wg->q[0] = _mm512_load_si512(u8);
         wg->d = block_scales_f32(K_Q8_0, _mm_setr_ps(d[0], d[1], 0.0f, 0.0f));
-        wg->m = _mm512_setzero_ps();
+        wg->m = block_scales_f32(K_Q8_0, _mm_setr_ps(m[0], m[1], 0.0f, 0.0f));
         wg->sc0 = _mm512_load_si512(scv);
         wg->sc1 = _mm512_setzero_si512();
+        wg->mn = _mm512_load_si512(mnv);
         return;
     }
     __m256i q[2];
@@ -466,10 +505,17 @@ TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, co
             lo = dpbusd_vnni_mem(lo, wg->q[0], ap);
         }
         const __m512i e = _mm512_loadu_si512(ex);
-        lo = _mm512_sub_epi32(lo, _mm512_slli_epi32(_mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16), PK_HALF_SHIFT(kind)));
-        hi = _mm512_sub_epi32(hi, _mm512_slli_epi32(_mm512_srai_epi32(e, 16), PK_HALF_SHIFT(kind)));
+        if (kind != K_PK_Q2_K) {
+            lo = _mm512_sub_epi32(lo, _mm512_slli_epi32(_mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16),
+                                                        PK_HALF_SHIFT(kind)));
+            hi = _mm512_sub_epi32(hi, _mm512_slli_epi32(_mm512_srai_epi32(e, 16), PK_HALF_SHIFT(kind)));
+        }
         const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo, wg->sc0), _mm512_mullo_epi32(hi, wg->sc1));
-        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wg->d, _mm512_loadu_ps((const float *)ad)), acc);
+        const __m512 a_d = _mm512_loadu_ps((const float *)ad);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wg->d, a_d), acc);
+        if (kind == K_PK_Q2_K) /* the mins: mn0 e_lo + mn1 e_hi, exact, times -dmin d_a */
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(e, wg->mn)), _mm512_mul_ps(wg->m, a_d), acc);
+        return acc;
     }
     __m512i s0 = PK_INT_EX(kind) ? _mm512_loadu_si512(ex) : _mm512_setzero_si512();
     if (nv == 8 && chains == 2) {
@@ -589,6 +635,11 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                 const __m512i sc0 = pk_w_q6k_scales(kind, p0, half), sc1 = pk_w_q6k_scales(kind, p1, half);
 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
+                    if (kind == K_PK_Q2_K) { /* no offset */
+                        s0[t] = _mm512_add_epi32(s0[t], _mm512_mullo_epi32(h0[t], sc0));
+                        s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(h1[t], sc1));
+                        continue;
+                    }
                     const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
                     const __m512i corr = _mm512_slli_epi32(
                         half ? _mm512_srai_epi32(e, 16) : _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16),
@@ -618,11 +669,18 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
         __m512 d0, m0, d1, m1;
         pk_w_scales(kind, p0, &d0, &m0);
         pk_w_scales(kind, p1, &d1, &m1);
+        const __m512i mn0 = kind == K_PK_Q2_K ? pk_w_q2k_mins(p0) : _mm512_setzero_si512();
+        const __m512i mn1 = kind == K_PK_Q2_K ? pk_w_q2k_mins(p1) : _mm512_setzero_si512();
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const __m512 ad = _mm512_loadu_ps((const float *)(ap + t * as + 512));
             f0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0[t]), _mm512_mul_ps(d0, ad), f0[t]);
             f1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d1, ad), f1[t]);
+            if (kind == K_PK_Q2_K) { /* pk_token_step's mins */
+                const __m512i e = _mm512_loadu_si512(ap + t * as + 576);
+                f0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(e, mn0)), _mm512_mul_ps(m0, ad), f0[t]);
+                f1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(e, mn1)), _mm512_mul_ps(m1, ad), f1[t]);
+            }
             if (PK_HAS_MIN(kind)) {
                 const __m512 ex = _mm512_loadu_ps((const float *)(ap + t * as + 576));
                 f0[t] = _mm512_fmadd_ps(m0, ex, f0[t]);
@@ -725,6 +783,7 @@ PK_ENTRIES(q4_k, K_PK_Q4_K)
 PK_ENTRIES(q5_k, K_PK_Q5_K)
 PK_ENTRIES(q6_k, K_PK_Q6_K)
 PK_ENTRIES(q3_k, K_PK_Q3_K)
+PK_ENTRIES(q2_k, K_PK_Q2_K)
 #undef PK_ENTRIES
 
 /* tf_act_pack_blocks for one whole group of 16 Q8_0 / Q8_1 blocks, with
@@ -756,7 +815,7 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
     case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
     case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
-    case TF_DTYPE_Q6_K: case TF_DTYPE_Q3_K: /* the two halves' sums as int16: the first in the low bits */
+    case TF_DTYPE_Q6_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q2_K: /* the two halves' sums as int16: the first in the low bits */
         ex = _mm512_or_si512(_mm512_slli_epi32(_mm512_sub_epi32(sum, sum_lo), 16),
                              _mm512_and_si512(sum_lo, _mm512_set1_epi32(0xFFFF)));
         break;
@@ -792,3 +851,4 @@ void tf_avx512_act_pack_q4_k(const float *x, void *y, int64_t n) { act_pack(TF_D
 void tf_avx512_act_pack_q5_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q5_K, x, y, n); }
 void tf_avx512_act_pack_q6_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q6_K, x, y, n); }
 void tf_avx512_act_pack_q3_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q3_K, x, y, n); }
+void tf_avx512_act_pack_q2_k(const float *x, void *y, int64_t n) { act_pack(TF_DTYPE_Q2_K, x, y, n); }

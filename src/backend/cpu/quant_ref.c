@@ -175,12 +175,12 @@ static void q5_put(uint8_t *qh4, uint8_t *qs, const int *q) {
 }
 
 /* Q2_K / Q3_K: the 2 low bits of element e (0..255). */
-static int q2bits_get(const uint8_t *qs, int e) {
+int tf_q2bits_get(const uint8_t *qs, int e) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
     return (qs[32 * h + l] >> (2 * k)) & 3;
 }
 
-static void q2bits_put(uint8_t *qs, int e, int q) {
+void tf_q2bits_put(uint8_t *qs, int e, int q) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
     uint8_t *p = &qs[32 * h + l];
     *p = (uint8_t)((*p & ~(3 << (2 * k))) | ((q & 3) << (2 * k)));
@@ -189,12 +189,12 @@ static void q2bits_put(uint8_t *qs, int e, int q) {
 /* Q3_K: quant (0..7) of element e; the value is q - 4. */
 int tf_q3k_get(const tf_block_q3_k *b, int e) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
-    return q2bits_get(b->qs, e) | (((b->hmask[l] >> (4 * h + k)) & 1) << 2);
+    return tf_q2bits_get(b->qs, e) | (((b->hmask[l] >> (4 * h + k)) & 1) << 2);
 }
 
 void tf_q3k_put(tf_block_q3_k *b, int e, int q) {
     int h = e / 128, k = (e % 128) / 32, l = e % 32;
-    q2bits_put(b->qs, e, q);
+    tf_q2bits_put(b->qs, e, q);
     b->hmask[l] = (uint8_t)((b->hmask[l] & ~(1 << (4 * h + k))) | ((q >> 2) & 1) << (4 * h + k));
 }
 
@@ -438,7 +438,7 @@ static void quantize_q2_k(const float *x, tf_block_q2_k *y, int64_t nb) {
         memset(b, 0, sizeof *b);
         kmin_quantize(x, 16, 3, 15, &b->d, &b->dmin, sc, m, q);
         for (int g = 0; g < 16; g++) b->scales[g] = (uint8_t)(sc[g] | (m[g] << 4));
-        for (int e = 0; e < TF_QK_K; e++) q2bits_put(b->qs, e, q[e]);
+        for (int e = 0; e < TF_QK_K; e++) tf_q2bits_put(b->qs, e, q[e]);
     }
 }
 
@@ -468,7 +468,7 @@ static void quantize_q3_k(const float *x, tf_block_q3_k *y, int64_t nb) {
             for (int l = 0; l < 16; l++) {
                 int e = 16 * g + l;
                 int q = ds != 0.0f ? clampi((int)nearbyintf(x[e] / ds) + 4, 0, 7) : 4;
-                q2bits_put(b->qs, e, q);
+                tf_q2bits_put(b->qs, e, q);
                 b->hmask[e % 32] |= (uint8_t)((q >> 2) << (4 * (e / 128) + (e % 128) / 32));
             }
         }
@@ -697,7 +697,7 @@ void tf_ref_dequantize_row(tf_dtype type, const void *vx, float *y, int64_t n) {
             float d = tf_f16_to_f32(x[i].d), dmin = tf_f16_to_f32(x[i].dmin);
             for (int e = 0; e < TF_QK_K; e++) {
                 int s = x[i].scales[e / 16];
-                y[i * TF_QK_K + e] = d * (float)(s & 0xF) * (float)q2bits_get(x[i].qs, e) - dmin * (float)(s >> 4);
+                y[i * TF_QK_K + e] = d * (float)(s & 0xF) * (float)tf_q2bits_get(x[i].qs, e) - dmin * (float)(s >> 4);
             }
         }
         break;
@@ -876,7 +876,7 @@ float tf_ref_vec_dot(tf_dtype wtype, int64_t n, const void *vw, const void *vact
             int64_t s_scaled = 0, s_min = 0;
             for (int g = 0; g < 16; g++) {
                 int s = 0;
-                for (int l = 0; l < 16; l++) s += q2bits_get(w[i].qs, 16 * g + l) * a[i].qs[16 * g + l];
+                for (int l = 0; l < 16; l++) s += tf_q2bits_get(w[i].qs, 16 * g + l) * a[i].qs[16 * g + l];
                 s_scaled += (int64_t)(w[i].scales[g] & 0xF) * s;
                 s_min += (int64_t)(w[i].scales[g] >> 4) * a[i].bsums[g];
             }
