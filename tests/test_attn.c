@@ -338,6 +338,73 @@ static void test_batch_invariance(void **state) {
     tf_pool_free(pools[1]);
 }
 
+/* Prefill batches (more than 16 rows) go in items of 16 to 64 positions,
+ * chosen by the batch size and the thread count; a row's result must not
+ * depend on them: causal rows computed as one batch of 150, as batches of
+ * 75, 40 and 35 rows, on 1 and 2 threads, give the same bits. */
+static void test_prefill_item_invariance(void **state) {
+    (void)state;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() + 3);
+    tf_err err = {0};
+    tf_pool *pools[2];
+    assert_int_equal(tf_pool_create(&pools[0], 1, &err), TF_OK);
+    assert_int_equal(tf_pool_create(&pools[1], 2, &err), TF_OK);
+    static const struct { int hd, n_head, n_head_kv; } shapes[] = {{64, 8, 8}, {64, 9, 3}, {128, 4, 1}, {8, 8, 4}};
+    static const tf_dtype types[] = {TF_DTYPE_F32, TF_DTYPE_F16, TF_DTYPE_Q8_0, TF_DTYPE_Q4_0};
+    static const int cuts[][3] = {{150, 0, 0}, {75, 75, 0}, {40, 75, 35}};
+    const int n_q = 150, n_slots = 700;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (int t = 0; t < 4; t++) {
+            const int hd = shapes[sh].hd, n_head = shapes[sh].n_head, n_head_kv = shapes[sh].n_head_kv;
+            if (t >= 2 && hd % 32 != 0) continue;
+            const int qd = n_head * hd;
+            tf_kv_cache kv;
+            assert_int_equal(tf_kv_init(&kv, 1, n_head_kv, hd, n_slots, types[t], &err), TF_OK);
+            size_t nkv = (size_t)n_slots * n_head_kv * hd;
+            float *k = malloc(sizeof(float) * nkv), *v = malloc(sizeof(float) * nkv);
+            float *q = malloc(sizeof(float) * n_q * qd), *out = malloc(sizeof(float) * n_q * qd),
+                  *golden = malloc(sizeof(float) * n_q * qd);
+            int32_t *len = malloc(sizeof(int32_t) * n_q);
+            assert_true(k && v && q && out && golden && len);
+            tu_fill_uniform(&rng, k, nkv, -3, 3);
+            tu_fill_uniform(&rng, v, nkv, -1, 1);
+            tf_kv_store(&kv, 0, 0, n_slots, k, v, n_head_kv * hd);
+            kv.n_used = n_slots;
+            tu_fill_uniform(&rng, q, (size_t)n_q * qd, -2, 2);
+            for (int i = 0; i < n_q; i++) len[i] = n_slots - n_q + i + 1;
+            void *scratch = tf_alloc(tf_attn_scratch_size(2, n_q, n_head, hd, n_slots));
+            for (tf_attn_kernel kern = 0; kern < TF_ATTN_KERNEL_COUNT; kern++) {
+                if (!tf_attn_kernel_supported(kern)) continue;
+                for (int c = 0; c < 3; c++)
+                    for (int pi = 0; pi < 2; pi++) {
+                        for (int b = 0, r0 = 0; b < 3 && cuts[c][b] > 0; r0 += cuts[c][b], b++) {
+                            tf_attn_args a = {.q = q + (size_t)r0 * qd, .ldq = qd, .kv = tf_kv_layer_view(&kv, 0),
+                                              .n_q = cuts[c][b], .kv_len = len + r0, .n_head = n_head,
+                                              .scale = 0.35f, .out = out + (size_t)r0 * qd, .ldo = qd};
+                            tf_cpu_attn_kernel(pools[pi], kern, &a, scratch);
+                        }
+                        for (size_t i = 0; i < (size_t)n_q * qd; i++) assert_true(isfinite(out[i]));
+                        if (c == 0 && pi == 0) memcpy(golden, out, sizeof(float) * n_q * qd);
+                        else if (memcmp(golden, out, sizeof(float) * n_q * qd) != 0)
+                            fail_msg("prefill rows differ with batches %d/%d/%d on %d threads: hd %d heads %d/%d %s "
+                                     "kernel %s", cuts[c][0], cuts[c][1], cuts[c][2], pi + 1, hd, n_head, n_head_kv,
+                                     tf_dtype_name(types[t]), tf_attn_kernel_name(kern));
+                    }
+            }
+            tf_free(scratch);
+            free(k);
+            free(v);
+            free(q);
+            free(out);
+            free(golden);
+            free(len);
+            tf_kv_free(&kv);
+        }
+    tf_pool_free(pools[0]);
+    tf_pool_free(pools[1]);
+}
+
 /* A random bf16 value with exponent in [emin, emax] (unbiased) and random sign. */
 static uint32_t rand_bf16(tf_rng *rng, int emin, int emax) {
     uint32_t r = (uint32_t)tf_rng_next(rng);
@@ -430,6 +497,7 @@ int main(void) {
         cmocka_unit_test(test_kv_quantized),
         cmocka_unit_test(test_attn_vs_reference),
         cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_prefill_item_invariance),
         cmocka_unit_test(test_bf16_primitives_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,19 +12,21 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define QTILE 16        /* query positions per item in prefill */
+#define QTILE 16        /* batches of up to this many rows (decode, verification) split the keys */
+#define QTILE_PF 64     /* query positions per item in prefill (larger batches), at most */
 #define SPLIT_KEYS 1024 /* decode / verification: keys per split, at fixed slot boundaries */
 
 typedef struct plan {
     const tf_attn_args *a;
     void (*item_fn)(const attn_item *);
     int g, hd, n_qt, n_split;
+    int qt;            /* query positions per item: QTILE, or QTILE_PF in prefill */
     int32_t split_len; /* keys per split (multiple of 64) */
     /* the visible slots as up to two segments [seg_lo[i], seg_hi[i]), each cut
      * at the multiples of split_len into seg_n[i] splits */
     int32_t seg_lo[2], seg_hi[2], seg_n[2];
     int64_t n_items;
-    float *part;       /* [n_items][QTILE*g][hd + 2] */
+    float *part;       /* [n_items][qt*g][hd + 2] */
     uint8_t *thread_scratch;
     size_t thread_scratch_size;
     atomic_long next;
@@ -32,11 +34,11 @@ typedef struct plan {
 
 /* Floats before the AMX scratch in a thread's scratch (rounded up to 64 bytes). */
 static size_t amx_offset(int32_t n_head, int32_t hd) {
-    return ((size_t)QTILE * n_head * hd + 128u * hd + (size_t)QTILE * n_head * 16 + 15) & ~(size_t)15;
+    return ((size_t)QTILE_PF * n_head * hd + 128u * hd + (size_t)QTILE_PF * n_head * 16 + 15) & ~(size_t)15;
 }
 
 static size_t thread_scratch_bytes(int32_t n_head, int32_t hd) {
-    /* qbuf [QTILE*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] + lvec [QTILE*g][16], then the AMX scratch */
+    /* qbuf [QTILE_PF*g][hd] (g <= n_head) + kt [64][hd] + v [64][hd] + lvec [QTILE_PF*g][16], then the AMX scratch */
     return sizeof(float) * (amx_offset(n_head, hd) + TF_ATTN_AMX_SCRATCH((size_t)hd)) + 256;
 }
 
@@ -52,14 +54,14 @@ static void split_range(const plan *p, int i, int32_t *lo, int32_t *hi) {
 /* Splits of [lo, hi) at multiples of len. */
 static int32_t n_cuts(int32_t lo, int32_t hi, int32_t len) { return hi <= lo ? 0 : (hi - 1) / len - lo / len + 1; }
 
-static size_t part_floats(int32_t n_q, int32_t n_head, int32_t hd, int n_split) {
-    int32_t n_qt = (n_q + QTILE - 1) / QTILE;
-    return (size_t)n_split * n_qt * QTILE * n_head * (hd + 2);
+static size_t part_floats(int32_t n_q, int qt, int32_t n_head, int32_t hd, int n_split) {
+    int32_t n_qt = (n_q + qt - 1) / qt;
+    return (size_t)n_split * n_qt * qt * n_head * (hd + 2);
 }
 
 size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max) {
     int max_split = (n_kv_max + SPLIT_KEYS - 1) / SPLIT_KEYS + 1; /* + 1: a gap cuts one split in two */
-    size_t a = part_floats(n_q_max, n_head, head_dim, 2), b = part_floats(QTILE, n_head, head_dim, max_split);
+    size_t a = part_floats(n_q_max, QTILE_PF, n_head, head_dim, 2), b = part_floats(QTILE, QTILE, n_head, head_dim, max_split);
     return sizeof(float) * (a > b ? a : b) + (size_t)n_threads * thread_scratch_bytes(n_head, head_dim) + 256;
 }
 
@@ -76,10 +78,10 @@ static void run_items(void *arg, int ith, int nth) {
         long rest = it_id / p->n_split;
         int qt = (int)(rest % p->n_qt);
         int h = (int)(rest / p->n_qt);
-        int q0 = qt * QTILE;
-        int nq = a->n_q - q0 < QTILE ? a->n_q - q0 : QTILE;
+        int q0 = qt * p->qt;
+        int nq = a->n_q - q0 < p->qt ? a->n_q - q0 : p->qt;
         int rows = nq * g;
-        float *part = p->part + (size_t)it_id * QTILE * g * (hd + 2);
+        float *part = p->part + (size_t)it_id * p->qt * g * (hd + 2);
         int32_t klo, k1;
         split_range(p, split, &klo, &k1);
         attn_item item = {
@@ -102,9 +104,9 @@ static void run_items(void *arg, int ith, int nth) {
             .l = part + rows,
             .acc = part + 2 * rows,
             .qbuf = ts,
-            .kt_buf = ts + (size_t)QTILE * a->n_head * hd,
-            .v_buf = ts + (size_t)QTILE * a->n_head * hd + 64u * hd,
-            .lvec = ts + (size_t)QTILE * a->n_head * hd + 128u * hd,
+            .kt_buf = ts + (size_t)QTILE_PF * a->n_head * hd,
+            .v_buf = ts + (size_t)QTILE_PF * a->n_head * hd + 64u * hd,
+            .lvec = ts + (size_t)QTILE_PF * a->n_head * hd + 128u * hd,
             .amx = ts + amx_offset(a->n_head, hd),
         };
         p->item_fn(&item);
@@ -121,19 +123,19 @@ static void merge_rows(void *arg, int ith, int nth) {
     tf_split_range(total, ith, nth, &lo, &hi);
     for (long row = lo; row < hi; row++) {
         int qi = (int)(row / a->n_head), hq = (int)(row % a->n_head);
-        int h = hq / g, gi = hq % g, qt = qi / QTILE, qr = qi % QTILE;
-        int nq = a->n_q - qt * QTILE < QTILE ? a->n_q - qt * QTILE : QTILE;
+        int h = hq / g, gi = hq % g, qt = qi / p->qt, qr = qi % p->qt;
+        int nq = a->n_q - qt * p->qt < p->qt ? a->n_q - qt * p->qt : p->qt;
         int rows = nq * g, r = qr * g + gi;
         float M = -INFINITY;
         for (int s = 0; s < p->n_split; s++) {
-            const float *part = p->part + ((size_t)((long)h * p->n_qt + qt) * p->n_split + s) * QTILE * g * (hd + 2);
+            const float *part = p->part + ((size_t)((long)h * p->n_qt + qt) * p->n_split + s) * p->qt * g * (hd + 2);
             if (part[r] > M) M = part[r];
         }
         float *out = a->out + (size_t)qi * a->ldo + (size_t)hq * hd;
         for (int d = 0; d < hd; d++) out[d] = 0.0f;
         float L = 0.0f;
         for (int s = 0; s < p->n_split; s++) {
-            const float *part = p->part + ((size_t)((long)h * p->n_qt + qt) * p->n_split + s) * QTILE * g * (hd + 2);
+            const float *part = p->part + ((size_t)((long)h * p->n_qt + qt) * p->n_split + s) * p->qt * g * (hd + 2);
             if (part[r] == -INFINITY) continue;
             float w = expf(part[r] - M);
             L += w * part[rows + r];
@@ -222,7 +224,18 @@ void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, 
     int nth = tf_pool_size(pool);
     int32_t kmax = 0;
     for (int i = 0; i < a->n_q; i++) kmax = a->kv_len[i] > kmax ? a->kv_len[i] : kmax;
-    p.n_qt = (a->n_q + QTILE - 1) / QTILE;
+    /* Prefill items of up to QTILE_PF positions: every row group of an item
+     * reads the tile's K / V pairs its first group converted, so the more
+     * rows an item has, the less conversion per product (an MHA layer's
+     * items have one head per position); fewer positions where the batch
+     * would leave fewer than 4 items per thread. A row's result depends on its
+     * own data alone, so the item size changes no bit. */
+    p.qt = QTILE;
+    if (a->n_q > QTILE) {
+        p.qt = QTILE_PF;
+        while (p.qt > QTILE && (int64_t)kv->n_head_kv * ((a->n_q + p.qt - 1) / p.qt) < 4L * nth) p.qt /= 2;
+    }
+    p.n_qt = (a->n_q + p.qt - 1) / p.qt;
     /* Batches of at most QTILE rows (decode, verification of drafted tokens)
      * split the keys at fixed slot boundaries, so a row's result depends only
      * on its own data and visible length: bitwise the same whether it is
@@ -251,7 +264,7 @@ void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, 
     p.n_items = (int64_t)kv->n_head_kv * p.n_qt * p.n_split;
     uintptr_t base = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     p.part = (float *)base;
-    size_t part_bytes = sizeof(float) * part_floats(a->n_q, a->n_head, p.hd, p.n_split);
+    size_t part_bytes = sizeof(float) * part_floats(a->n_q, p.qt, a->n_head, p.hd, p.n_split);
     p.thread_scratch = (uint8_t *)(((base + part_bytes) + 63) & ~(uintptr_t)63);
     p.thread_scratch_size = (thread_scratch_bytes(a->n_head, p.hd) + 63) & ~(size_t)63;
     atomic_init(&p.next, 0);
