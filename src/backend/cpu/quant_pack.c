@@ -466,6 +466,35 @@ static void wpack_rows(const wpack_map *mp, tf_dtype type, const char *src, char
     }
 }
 
+/* The packers' word steps (at load, over every weight of the model): 4 bytes
+ * of a lane's record vectors at a time, each byte's field taken from the
+ * same byte of 4 consecutive file bytes. */
+static uint32_t ld32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* Bytes 4 L .. 4 L + 3 of the four nibble vectors y[r] of a record: byte i of
+ * y[r] holds quant 4 r + i (low nibble) and 16 + 4 r + i (high) of the lane's
+ * block, whose quant k is the nibble at bit sh of src[k]. */
+static void pack_lane_nibbles(uint8_t *rec, int lane, const uint8_t *src, int sh) {
+    for (int r = 0; r < 4; r++)
+        st32(rec + 64 * r + 4 * lane,
+             (ld32(src + 4 * r) >> sh & 0x0F0F0F0Fu) | (ld32(src + 16 + 4 * r) >> sh & 0x0F0F0F0Fu) << 4);
+}
+
+/* Bytes 4 L .. of the vectors V[p] (p = 0, 1) whose byte i holds the 2-bit
+ * fields (at bit sh of src[k]) of quants 16 p + 4 m + i at bits 2 m. */
+static void pack_lane_2bits(uint8_t *rec, int lane, const uint8_t *src, int sh) {
+    for (int p = 0; p < 2; p++) {
+        uint32_t w = 0;
+        for (int m = 0; m < 4; m++) w |= (ld32(src + 16 * p + 4 * m) >> sh & 0x03030303u) << 2 * m;
+        st32(rec + 64 * p + 4 * lane, w);
+    }
+}
+
 /* Q4_K / Q5_K: a group of two super-blocks (the file's 288 / 352 bytes at
  * src) to its record (quant.h) at dst, or back (unpack). Every quant's low
  * nibble is moved from its place in the file (sub-block j's quant k: nibble
@@ -500,13 +529,18 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
         uint8_t *fb = file + (sb / 8) * bs;
         uint32_t hbits = 0;
         if (q5 && unpack) memcpy(&hbits, rec + 256 + 4 * lane, 4);
-        for (int k = 0; k < 32; k++) {
+        if (!unpack) {
+            pack_lane_nibbles(rec, lane, fb + qs + 32 * (j / 2), 4 * (j % 2));
+            for (int m = 0; q5 && m < 8; m++) { /* bit j of qh bytes 4 m .. 4 m + 3 to bits 4 m .. */
+                const uint32_t b = ld32(fb + qho + 4 * m) >> j & 0x01010101u;
+                hbits |= ((b | b >> 7 | b >> 14 | b >> 21) & 0xFu) << 4 * m;
+            }
+        }
+        for (int k = 0; k < 32 && unpack; k++) {
             const int f = qs + 32 * (j / 2) + k, fsh = 4 * (j % 2);
             const int r = 64 * (k % 16 / 4) + 4 * lane + k % 4, rsh = 4 * (k / 16);
-            if (unpack) fb[f] |= (uint8_t)((rec[r] >> rsh & 0xF) << fsh);
-            else rec[r] |= (uint8_t)((fb[f] >> fsh & 0xF) << rsh);
-            if (q5 && unpack) fb[qho + k] |= (uint8_t)((hbits >> k & 1) << j);
-            else if (q5) hbits |= (uint32_t)(fb[qho + k] >> j & 1) << k;
+            fb[f] |= (uint8_t)((rec[r] >> rsh & 0xF) << fsh);
+            if (q5) fb[qho + k] |= (uint8_t)((hbits >> k & 1) << j);
         }
         if (q5 && !unpack) memcpy(rec + 256 + 4 * lane, &hbits, 4);
         if (unpack) {
@@ -556,16 +590,16 @@ static void q6k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
     }
     for (int lane = 0; lane < 16; lane++) {
         const int b = tf_pack_lane_block(lane), s = b / 8, j = b % 8;
-        for (int k = 0; k < 32; k++) {
+        if (!unpack) {
+            /* elements 32 j + k of the super-block: low 4 bits at bit 0 or 4 of ql[64 (j / 4) +
+             * 32 (j % 2) + k], high 2 bits at bit 2 (j % 4) of qh[32 (j / 4) + k] (tf_q6k_get) */
+            pack_lane_nibbles(rec, lane, sb[s].ql + 64 * (j / 4) + 32 * (j % 2), j % 4 < 2 ? 0 : 4);
+            pack_lane_2bits(rec + 256, lane, sb[s].qh + 32 * (j / 4), 2 * (j % 4));
+        }
+        for (int k = 0; k < 32 && unpack; k++) {
             const int nb = 64 * (k % 16 / 4) + 4 * lane + k % 4, nsh = 4 * (k / 16);
             const int hb = 256 + 64 * (k / 16) + 4 * lane + k % 4, hsh = 2 * (k % 16 / 4);
-            if (unpack) {
-                tf_q6k_put(&sb[s], 32 * j + k, (rec[nb] >> nsh & 0xF) | (rec[hb] >> hsh & 3) << 4);
-            } else {
-                const int q = tf_q6k_get(&sb[s], 32 * j + k);
-                rec[nb] |= (uint8_t)((q & 0xF) << nsh);
-                rec[hb] |= (uint8_t)((q >> 4) << hsh);
-            }
+            tf_q6k_put(&sb[s], 32 * j + k, (rec[nb] >> nsh & 0xF) | (rec[hb] >> hsh & 3) << 4);
         }
         for (int h = 0; h < 2; h++) {
             if (unpack) sb[s].scales[2 * j + h] = (int8_t)rec[384 + 2 * lane + h];
@@ -600,16 +634,19 @@ static void q3k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
     }
     for (int lane = 0; lane < 16; lane++) {
         const int b = tf_pack_lane_block(lane), s = b / 8, j = b % 8;
-        for (int k = 0; k < 32; k++) {
+        if (!unpack) {
+            /* elements 32 j + k: low 2 bits at bit 2 (j % 4) of qs[32 (j / 4) + k], the third at
+             * bit 4 (j / 4) + j % 4 of hmask[k] (tf_q3k_get) */
+            const int msh = 4 * (j / 4) + j % 4;
+            uint32_t h = 0;
+            pack_lane_2bits(rec, lane, sb[s].qs + 32 * (j / 4), 2 * (j % 4));
+            for (int m = 0; m < 8; m++) h |= (ld32(sb[s].hmask + 4 * m) >> msh & 0x01010101u) << m;
+            st32(rec + 128 + 4 * lane, h);
+        }
+        for (int k = 0; k < 32 && unpack; k++) {
             const int lb = 64 * (k / 16) + 4 * lane + k % 4, lsh = 2 * (k % 16 / 4);
             const int hb = 128 + 4 * lane + k % 4, hsh = k / 4;
-            if (unpack) {
-                tf_q3k_put(&sb[s], 32 * j + k, (rec[lb] >> lsh & 3) | (rec[hb] >> hsh & 1) << 2);
-            } else {
-                const int q = tf_q3k_get(&sb[s], 32 * j + k);
-                rec[lb] |= (uint8_t)((q & 3) << lsh);
-                rec[hb] |= (uint8_t)((q >> 2) << hsh);
-            }
+            tf_q3k_put(&sb[s], 32 * j + k, (rec[lb] >> lsh & 3) | (rec[hb] >> hsh & 1) << 2);
         }
         const int nsh = 4 * (lane % 2);
         for (int h = 0; h < 2; h++) {
@@ -652,10 +689,11 @@ static void q2k_pack_group(const uint8_t *src, uint8_t *dst, int unpack) {
     }
     for (int lane = 0; lane < 16; lane++) {
         const int b = tf_pack_lane_block(lane), s = b / 8, j = b % 8;
-        for (int k = 0; k < 32; k++) {
+        /* elements 32 j + k: at bit 2 (j % 4) of qs[32 (j / 4) + k] (tf_q2bits_get) */
+        if (!unpack) pack_lane_2bits(rec, lane, sb[s].qs + 32 * (j / 4), 2 * (j % 4));
+        for (int k = 0; k < 32 && unpack; k++) {
             const int lb = 64 * (k / 16) + 4 * lane + k % 4, lsh = 2 * (k % 16 / 4);
-            if (unpack) tf_q2bits_put(sb[s].qs, 32 * j + k, rec[lb] >> lsh & 3);
-            else rec[lb] |= (uint8_t)(tf_q2bits_get(sb[s].qs, 32 * j + k) << lsh);
+            tf_q2bits_put(sb[s].qs, 32 * j + k, rec[lb] >> lsh & 3);
         }
         for (int h = 0; h < 2; h++) {
             if (unpack) sb[s].scales[2 * j + h] = rec[128 + 2 * lane + h];
