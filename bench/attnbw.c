@@ -85,7 +85,8 @@ int main(int argc, char **argv) {
                     : !strcmp(type_s, "q4_0") ? TF_DTYPE_Q4_0
                                               : TF_DTYPE_F16;
     if (threads < 1 || n_head < 1 || n_kv < 1 || n_head % n_kv || hd < 1 || hd > 256 || reps < 1 || n_slots < 1 ||
-        n_rows < 1 || n_prefill < 0 || (prefill_s && n_prefill < 1) || (strcmp(type_s, "f16") && strcmp(type_s, "f32") && strcmp(type_s, "q8_0") && strcmp(type_s, "q4_0"))) {
+        n_rows < 1 || n_prefill < 0 || (prefill_s && n_prefill < 1) ||
+        (strcmp(type_s, "f16") && strcmp(type_s, "f32") && strcmp(type_s, "q8_0") && strcmp(type_s, "q4_0"))) {
         fprintf(stderr, "attnbw: invalid arguments (see the comment at the top of bench/attnbw.c)\n");
         return 2;
     }

@@ -61,7 +61,8 @@ static size_t part_floats(int32_t n_q, int qt, int32_t n_head, int32_t hd, int n
 
 size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max) {
     int max_split = (n_kv_max + SPLIT_KEYS - 1) / SPLIT_KEYS + 1; /* + 1: a gap cuts one split in two */
-    size_t a = part_floats(n_q_max, QTILE_PF, n_head, head_dim, 2), b = part_floats(QTILE, QTILE, n_head, head_dim, max_split);
+    size_t a = part_floats(n_q_max, QTILE_PF, n_head, head_dim, 2);
+    size_t b = part_floats(QTILE, QTILE, n_head, head_dim, max_split);
     return sizeof(float) * (a > b ? a : b) + (size_t)n_threads * thread_scratch_bytes(n_head, head_dim) + 256;
 }
 

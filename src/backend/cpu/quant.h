@@ -66,8 +66,9 @@ size_t tf_act_row_size(tf_dtype type, int64_t n);
 size_t tf_act_format_row_size(tf_dtype act, int64_t n);
 
 /* Packed activations ("act_pack") for the row-block integer kernels of Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and K-quant weights (a sub-block
- * of 32 of IQ4_XS, Q4_K or Q5_K, and two sub-blocks of 16 of Q6_K, Q3_K or Q2_K, count as a block): one token's quantized row
+ * Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and K-quant weights (a sub-block of
+ * 32 of IQ4_XS, Q4_K or Q5_K, and two sub-blocks of 16 of Q6_K, Q3_K or Q2_K,
+ * count as a block): one token's quantized row
  * (the same quants and f16 scales as its blocks of tf_act_pack_type: Q8_0, or
  * Q8_1 for the formats with an offset, Q4_1, Q5_1, Q4_K, Q5_K) rearranged so that a
  * 64-byte vector holds 4 consecutive quants of each of 16 blocks, and the

@@ -244,8 +244,8 @@ TF_AI void pk_load_group(int kind, const char *blocks, pk_wgroup *wg) {
     const int bs = pk_block_bytes(kind), qs = pk_qs_offset(kind);
     __m512i x[4];
     if (PK_IS_KQ(kind) || PK_HALVES(kind)) {
-        /* the file's layout is the rare case (the CPU backend packs Q4_K, Q5_K,
-         * Q6_K and Q3_K at load): rearranged into a record here by the scalar packer */
+        /* the file's layout is the rare case (the CPU backend packs the K-quants
+         * at load): rearranged into a record here by the scalar packer */
         _Alignas(64) char rec[2 * sizeof(tf_block_q6_k)];
         tf_weight_pack_row(kind == K_PK_Q6_K   ? TF_DTYPE_Q6_K
                            : kind == K_PK_Q3_K ? TF_DTYPE_Q3_K
@@ -304,7 +304,8 @@ TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
     if (kind == K_PK_Q3_K) {
         const __m512i l = _mm512_loadu_si512(p + 64 * (v / 4)), h = _mm512_loadu_si512(p + 128);
         const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(l, 2 * (v % 4)), _mm512_set1_epi8(3));
-        return _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, v), _mm512_set1_epi8(1)), 2));
+        const __m512i hb = _mm512_and_si512(_mm512_srli_epi16(h, v), _mm512_set1_epi8(1));
+        return _mm512_or_si512(lo, _mm512_slli_epi16(hb, 2));
     }
     __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
     if (v >= 4) y = _mm512_srli_epi16(y, 4);
@@ -344,11 +345,11 @@ TF_AI void pk_w_scales(int kind, const char *p, __m512 *d, __m512 *m) {
     }
 }
 
-/* and Q6_K's or Q3_K's scales of the lanes' first (half 0) or second halves
- * as int32 (Q6_K: int8 pairs per lane, sign-extended; Q3_K: the low nibbles
+/* and the scales of the lanes' first (half 0) or second halves of Q6_K, Q3_K
+ * or Q2_K as int32 (Q6_K: int8 pairs per lane, sign-extended; Q3_K: the low nibbles
  * of byte L, the high 2 bits in nibble L of the next 8 bytes, less 32; Q2_K:
  * the low nibbles of bytes 2 L + half), */
-TF_AI __m512i pk_w_q6k_scales(int kind, const char *p, int half) {
+TF_AI __m512i pk_w_half_scales(int kind, const char *p, int half) {
     if (kind == K_PK_Q2_K) {
         const __m512i x = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 128)));
         return _mm512_and_si512(half ? _mm512_srli_epi32(x, 16) : x, _mm512_set1_epi32(0xF));
@@ -382,8 +383,8 @@ TF_AI void pk_load_group_w(int kind, const char *p, pk_wgroup *wg) {
     for (int v = 0; v < 8; v++) wg->q[v] = pk_w_vec(kind, p, v, qh);
     pk_w_scales(kind, p, &wg->d, &wg->m);
     if (PK_HALVES(kind)) {
-        wg->sc0 = pk_w_q6k_scales(kind, p, 0);
-        wg->sc1 = pk_w_q6k_scales(kind, p, 1);
+        wg->sc0 = pk_w_half_scales(kind, p, 0);
+        wg->sc1 = pk_w_half_scales(kind, p, 1);
     }
     wg->mn = kind == K_PK_Q2_K ? pk_w_q2k_mins(p) : _mm512_setzero_si512();
 }
@@ -632,7 +633,7 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                         h1[t] = dpbusd_vnni(h1[t], u1, x);
                     }
                 }
-                const __m512i sc0 = pk_w_q6k_scales(kind, p0, half), sc1 = pk_w_q6k_scales(kind, p1, half);
+                const __m512i sc0 = pk_w_half_scales(kind, p0, half), sc1 = pk_w_half_scales(kind, p1, half);
 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
                     if (kind == K_PK_Q2_K) { /* no offset */
@@ -815,7 +816,8 @@ static void act_pack_group(tf_dtype wtype, const void *vblocks, char *y) {
     case TF_DTYPE_Q4_1: case TF_DTYPE_Q5_1: case TF_DTYPE_Q4_K: case TF_DTYPE_Q5_K: ex = _mm512_castps_si512(_mm512_mul_ps(ad, _mm512_cvtepi32_ps(sum))); break;
     case TF_DTYPE_Q4_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)); break;
     case TF_DTYPE_Q5_0: ex = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-16)); break;
-    case TF_DTYPE_Q6_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q2_K: /* the two halves' sums as int16: the first in the low bits */
+    case TF_DTYPE_Q6_K: case TF_DTYPE_Q3_K: case TF_DTYPE_Q2_K:
+        /* the two halves' sums as int16: the first in the low bits */
         ex = _mm512_or_si512(_mm512_slli_epi32(_mm512_sub_epi32(sum, sum_lo), 16),
                              _mm512_and_si512(sum_lo, _mm512_set1_epi32(0xFFFF)));
         break;
