@@ -37,16 +37,20 @@ int main(int argc, char **argv) {
         return 1;
     }
     const tf_cpu_kernels *k = tf_cpu_kernels_get(TF_ISA_BEST);
-    if (!k->wpacked_tile[t] || !k->act_pack[t] || nr < 1 || nr > k->tile_rows[t] || nt < 1 ||
+    if (!k->wpacked_tile[t] || !k->act_pack[t] || nr < 1 || nr > TF_PACK_ROWS_MAX || nt < 1 ||
         nt > TF_PACK_TOKS_MAX || rows % nr || n % 256) {
         fprintf(stderr, "packed_tile_lab: no packed path for %s in table %s, or a bad shape (nr <= %d, nt <= %d, "
-                        "rows a multiple of nr, columns of 256)\n", tf_dtype_name(t), k->isa, k->tile_rows[t],
+                        "rows a multiple of nr, columns of 256)\n", tf_dtype_name(t), k->isa, TF_PACK_ROWS_MAX,
                 TF_PACK_TOKS_MAX);
         return 1;
     }
     const size_t ws = tf_dtype_row_size(t, n), as = tf_act_packed_row_size(t, n);
     float *x = malloc(sizeof(float) * (size_t)n * (size_t)(rows > nt ? rows : nt));
-    char *w = malloc(ws * (size_t)rows), *wp = malloc(ws * (size_t)rows), *a = malloc(as * (size_t)nt);
+    /* 64-byte aligned, as the engine's buffers are (tf_alloc): malloc's 16-byte
+     * alignment makes every vector load straddle two cache lines and the tiles
+     * a third slower */
+    const size_t wbytes = (ws * (size_t)rows + 63) / 64 * 64, abytes = (as * (size_t)nt + 63) / 64 * 64;
+    char *w = aligned_alloc(64, wbytes), *wp = aligned_alloc(64, wbytes), *a = aligned_alloc(64, abytes);
     float *out = malloc(sizeof(float) * (size_t)rows * (size_t)nt);
     if (!x || !w || !wp || !a || !out) return 1;
     tf_rng rng;

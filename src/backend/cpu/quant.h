@@ -248,6 +248,11 @@ typedef void (*tf_dequant_fn)(const void *x, float *y, int64_t n);
  * table gives the tile shape that suits each type (tile_rows, tile_toks). */
 #define TF_TILE_ROWS_MAX 8
 #define TF_TILE_TOKS_MAX 4
+/* Largest tile of one packed_tile / wpacked_tile call in weight rows: prefill
+ * hands them TF_PACK_ROWS_MAX rows at a time, so that each chunk of a token
+ * tile's activations, loaded into L1 once, serves 16 rows instead of
+ * tile_rows (decode and verification keep tile_rows). */
+#define TF_PACK_ROWS_MAX 16
 
 /* A tile of dot products: out[t * ldo + r] = w_r . act_t for r < nr,
  * t < nt (1 <= nr <= tile_rows[type], 1 <= nt <= tile_toks[type] of the
@@ -267,8 +272,8 @@ typedef struct tf_cpu_kernels {
     /* Optional (NULL where absent): the packed path, used by tf_cpu_matmul
      * instead of act_quantize / vec_dot_tile when present. act_pack converts
      * a whole row (f32 -> packed); packed_tile has the tile contract over
-     * packed activations with up to tile_rows rows and TF_PACK_TOKS_MAX
-     * tokens, each output bitwise equal to tf_ref_packed_dot. */
+     * packed activations with up to TF_PACK_ROWS_MAX rows and
+     * TF_PACK_TOKS_MAX tokens, each output bitwise equal to tf_ref_packed_dot. */
     tf_act_quantize_fn act_pack[TF_DTYPE_COUNT];
     tf_vec_dot_tile_fn packed_tile[TF_DTYPE_COUNT];
     /* Optional, with packed_tile: the same tile over weight rows in the

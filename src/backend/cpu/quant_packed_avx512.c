@@ -700,12 +700,18 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
     const int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
     int64_t chunk = PK_CHUNK_BYTES / ((int64_t)RT * TF_PACK_GROUP_BYTES);
     if (chunk < 1) chunk = 1;
-    /* the next tile's rows, as pk_tile requests them for pk_row_kernel */
+    /* the next tile's rows, as pk_tile requests them for pk_row_kernel; into
+     * L2 only for prefill's tiles of TF_PACK_ROWS_MAX rows, which would not
+     * fit L1 beside the activations */
     for (int r = 0; r < nr; r++)
-        for (size_t b = 0; b < ws; b += 64) _mm_prefetch(w + (nr + r) * ws + b, _MM_HINT_T0);
-    __m512 acc[TF_TILE_ROWS_MAX + 1][TF_PACK_TOKS_MAX];
-    for (int r = 0; r < nr + 1; r++)
+        for (size_t b = 0; b < ws; b += 64) {
+            if (nr <= 4) _mm_prefetch(w + (nr + r) * ws + b, _MM_HINT_T0);
+            else _mm_prefetch(w + (nr + r) * ws + b, _MM_HINT_T1);
+        }
+    __m512 acc[TF_PACK_ROWS_MAX + 1][TF_PACK_TOKS_MAX];
+    for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
+    for (int t = 0; t < nt; t++) acc[TF_PACK_ROWS_MAX][t] = _mm512_setzero_ps(); /* the spare row */
     for (int64_t g0 = 0; g0 < n_groups; g0 += chunk) {
         const int64_t g1 = g0 + chunk < n_groups ? g0 + chunk : n_groups;
         /* token tiles of near-equal sizes (16 tokens: 6 + 5 + 5, not 6 + 6 + 4) */
@@ -715,7 +721,7 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
             for (int r = 0; r < nr; r += 2) {
                 /* an odd last row pairs with itself; its second results go to the spare row */
                 const char *w0 = w + r * ws, *w1 = r + 1 < nr ? w0 + ws : w0;
-                __m512 *c0 = acc[r] + t0, *c1 = r + 1 < nr ? acc[r + 1] + t0 : acc[TF_TILE_ROWS_MAX] + t0;
+                __m512 *c0 = acc[r] + t0, *c1 = r + 1 < nr ? acc[r + 1] + t0 : acc[TF_PACK_ROWS_MAX] + t0;
                 switch (T) {
 #define PK_RT_CASE(TT) \
     case TT: pk_rt_groups(kind, TT, w0, w1, a + t0 * as, as, g0, g1, c0, c1); break;
