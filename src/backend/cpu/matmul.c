@@ -18,8 +18,9 @@
  *      L2 (MM_L2_ACT_BYTES), the rows walked once per block, and on the
  *      packed path TF_PACK_ROWS_MAX rows per tile call instead of tile_rows
  *      (each chunk of a token tile's activations, loaded into L1 once, then
- *      serves 16 rows instead of 4: prefill 4-13% faster on the 1B-8B
- *      shapes, 12% on SmolLM2, docs/BENCHMARKS.md). Wide float rows
+ *      serves 16 rows instead of 4: prefill of 512 tokens 5-15% faster on
+ *      the TinyLlama shapes, 0-7% on the 8B cut, docs/BENCHMARKS.md). Wide
+ *      float rows
  *      are also split along the columns (partial sums added into Y) so that
  *      the rows in use stay in L1 while the tokens stream past them.
  * Decode (n_tok == 1) reads every weight byte exactly once: on the packed
