@@ -6,7 +6,8 @@
  * them from the caches (HOT=1 skips that read). Prints the best of 15 passes
  * as ms and GB/s of weights read, for the layers and the head apart
  * (REPS=N: N passes instead, for a profiler; ISA=avx2: the AVX2 kernels over the
- * file's layout, the path of CPUs without AVX512-VNNI).
+ * file's layout, the path of CPUs without AVX512-VNNI; TYPE=q4_k: the layers'
+ * weights in that type instead).
  *
  * Build (after `make`, from the repository root):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc dev/decode_mm_lab.c build/libtriforce.a \
@@ -57,7 +58,11 @@ int main(int argc, char **argv) {
     const int64_t(*shp)[2] = tiny ? tl : smol;
     const int n_layer = tiny ? 22 : 30, nm = n_layer * 7 + 1;
     const int64_t head_rows = tiny ? 32000 : 49152, head_cols = tiny ? 2048 : 576, max_cols = tiny ? 5632 : 1536;
-    const tf_dtype layer_type = tiny ? TF_DTYPE_Q8_0 : TF_DTYPE_Q4_1;
+    tf_dtype layer_type = tiny ? TF_DTYPE_Q8_0 : TF_DTYPE_Q4_1;
+    if (getenv("TYPE") && !tf_dtype_from_name(getenv("TYPE"), &layer_type)) {
+        fprintf(stderr, "decode_mm_lab: unknown type '%s'\n", getenv("TYPE"));
+        return 1;
+    }
     if (!avx2 && (!k->wpacked_tile[layer_type] || !k->wpacked_tile[TF_DTYPE_Q8_0])) {
         fprintf(stderr, "decode_mm_lab: this CPU's kernels (%s) have no packed weight layout\n", k->isa);
         return 1;
@@ -116,9 +121,9 @@ int main(int argc, char **argv) {
         if (t1 - t0 < best_layers) best_layers = t1 - t0;
         if (t2 - t1 < best_head) best_head = t2 - t1;
     }
-    printf("%s, %s kernels, %d thread(s), %d token(s)%s: layers %.3f ms (%.1f GB/s of weights), head %.3f ms "
+    printf("%s (layers %s), %s kernels, %d thread(s), %d token(s)%s: layers %.3f ms (%.1f GB/s of weights), head %.3f ms "
            "(%.1f GB/s)%s\n",
-           tiny ? "tinyllama" : "smollm2", k->isa, n_threads, n_tok, hot ? ", HOT" : "", best_layers * 1e3,
+           tiny ? "tinyllama" : "smollm2", tf_dtype_name(layer_type), k->isa, n_threads, n_tok, hot ? ", HOT" : "", best_layers * 1e3,
            layer_bytes / best_layers / 1e9, best_head * 1e3, head_bytes / best_head / 1e9, sink == 42 ? " " : "");
     return 0;
 }
