@@ -22,17 +22,18 @@ typedef struct shape { int n_head, n_head_kv, hd, n_slots, n_q; int causal; } sh
  * weights, and the scores through q and K), so its relative RMS error is a few
  * times 1e-3 and the NMSE of order 1e-5. 1e-4 leaves room for the worst shapes
  * and still fails on any real mistake (a wrong key, a lost tile: NMSE >= 1e-2).
- * q4_0 caches take the same path: a key or value is d * q (exact in f32,
- * which is what the reference reads back) rounded once to bf16.
- * q8_0 caches take integer products: the query quantized to int8 per 32
- * dimensions (a relative step of 1/127 of the segment's largest value: RMS
- * error about 1/(127 sqrt(12)) = 2.3e-3 of it, on the scores only) and the
- * softmax weights to int16 per tile (2^-16 of the tile's largest); K and V are
- * read exactly. Its error is of the bf16 path's order, under the same 1e-4.
+ * q8_0 and q4_0 caches take integer products: the query quantized to int8
+ * per 32 dimensions (a relative step of 1/127 of the segment's largest value:
+ * RMS error about 1/(127 sqrt(12)) = 2.3e-3 of it, on the scores only) and the
+ * softmax weights times the V scales to int16 per tile (2^-16 of the tile's
+ * largest); K and V are read exactly (d * q, which is what the reference
+ * reads back). Its error is of the bf16 path's order, under the same 1e-4.
  * f32 caches and other head sizes run in f32: accumulation error only. */
 enum { PATH_F32 = 0, PATH_BF16 = 1, PATH_INT8 = 2 };
 static int attn_path(int hd, tf_dtype type) {
-    return type == TF_DTYPE_Q8_0 ? PATH_INT8 : hd % 16 == 0 && type != TF_DTYPE_F32 ? PATH_BF16 : PATH_F32;
+    return type == TF_DTYPE_Q8_0 || type == TF_DTYPE_Q4_0 ? PATH_INT8
+           : hd % 16 == 0 && type != TF_DTYPE_F32   ? PATH_BF16
+                                                     : PATH_F32;
 }
 static double nmse_tolerance(int hd, tf_dtype type) { return attn_path(hd, type) == PATH_F32 ? 1e-9 : 1e-4; }
 
@@ -118,10 +119,10 @@ static void test_attn_vs_reference(void **state) {
                 }
             }
     }
-    print_message("worst nmse: bf16 path %.3g, q8_0 integer path %.3g (tolerance %g), f32 path %.3g (tolerance %g)\n",
+    print_message("worst nmse: bf16 path %.3g, integer path (q8_0, q4_0) %.3g (tolerance %g), f32 path %.3g (tolerance %g)\n",
                   worst_nmse[PATH_BF16], worst_nmse[PATH_INT8], nmse_tolerance(16, TF_DTYPE_F16), worst_nmse[PATH_F32],
                   nmse_tolerance(16, TF_DTYPE_F32));
-    assert_true(worst_nmse[PATH_INT8] > 0.0); /* the q8_0 cases ran */
+    assert_true(worst_nmse[PATH_INT8] > 0.0); /* the q8_0 and q4_0 cases ran */
     tf_pool_free(pools[0]);
     tf_pool_free(pools[1]);
 }

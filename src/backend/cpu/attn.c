@@ -187,7 +187,7 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
 }
 
 int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
-    return k == TF_ATTN_AMX && type != TF_DTYPE_F32 && type != TF_DTYPE_Q8_0 && head_dim % 32 == 0;
+    return k == TF_ATTN_AMX && type == TF_DTYPE_F16 && head_dim % 32 == 0;
 }
 
 const char *tf_attn_kernel_name(tf_attn_kernel k) {

@@ -12,13 +12,13 @@
  * are rounded to bf16 (nearest even) and their products summed in f32 in the
  * order of the AVX512_BF16 dot instruction; the softmax and the merge are f32.
  * The relative error is that of bf16 inputs, about 2^-9 per value, averaging
- * down over a head's dimensions and keys. q4_0 caches take that path too (d * q
- * rounded to bf16). q8_0 caches: integer products (VPDPBUSD / VPDPWSSD or their
- * exact emulation): the query quantized to int8 per 32 dimensions, the scores
- * exact int32 sums per segment then scaled in f32; the softmax weights times the
- * V scales rounded to int16 per tile, summed with the int8 V quants in int32
- * (attn_kernel.inc, "q8_0 caches"). f32 caches and other head sizes: f32
- * throughout, one query row at a time (the full-precision choice, slower).
+ * down over a head's dimensions and keys. q8_0 and q4_0 caches: integer
+ * products (VPDPBUSD / VPDPWSSD or their exact emulation): the query quantized
+ * to int8 per 32 dimensions, the scores exact int32 sums per segment then
+ * scaled in f32; the softmax weights times the V scales rounded to int16 per
+ * tile, summed with the int8 (q4_0: 4-bit) V quants in int32 (attn_kernel.inc,
+ * "q8_0 and q4_0 caches"). f32 caches and other head sizes: f32 throughout,
+ * one query row at a time (the full-precision choice, slower).
  *
  * Batch invariance: for batches of up to 16 rows (decode and speculative
  * verification) every row's output is bitwise identical to computing that
@@ -33,7 +33,7 @@
  * row depends on its own input row only, so the variant is batch invariant
  * too, but its summation order is the unit's, not VDPBF16PS's: its bits are
  * its own (the same on every machine with AMX), not the other variants'.
- * Other head sizes, f32 and q8_0 caches take the AVX-512 BF16 variant's code
+ * Other head sizes, f32, q8_0 and q4_0 caches take the AVX-512 BF16 variant's code
  * (the same bits as every other variant).
  */
 #ifndef TF_BACKEND_CPU_ATTN_H

@@ -24,6 +24,11 @@ static size_t kq_scale_off(const tf_kv_layout *L) {
 /* Byte of dimension d of lane j in a q8_0 K block: 4 consecutive dimensions
  * per 32-bit lane, a row of TF_KV_BLK lanes per 4 dimensions. */
 static inline size_t kq8_index(int d, int j) { return (size_t)(d / 4) * (4 * TF_KV_BLK) + (size_t)j * 4 + (size_t)(d % 4); }
+/* Byte of dimension d of lane j in a q4_0 K block (8 dimensions per 32-bit
+ * lane: byte k holds dimension 8 i + k in its low nibble, 8 i + 4 + k in its
+ * high one), and the nibble's shift. */
+static inline size_t kq4_index(int d, int j) { return (size_t)(d / 8) * (4 * TF_KV_BLK) + (size_t)j * 4 + (size_t)(d % 4); }
+static inline int kq4_shift(int d) { return 4 * (d % 8 / 4); }
 
 /* One key of head_dim values into lane j of a quantized K block. */
 static void kq_store(const tf_kv_layout *L, uint8_t *blk, int j, const float *k) {
@@ -39,13 +44,11 @@ static void kq_store(const tf_kv_layout *L, uint8_t *blk, int j, const float *k)
             tf_block_q4_0 q;
             tf_ref_quantize_row(TF_DTYPE_Q4_0, k + 32 * b, &q, 32);
             sc[b * TF_KV_BLK + j] = q.d;
-            uint8_t nib[32];
-            for (int i = 0; i < 16; i++) {
-                nib[i] = q.qs[i] & 15;
-                nib[i + 16] = q.qs[i] >> 4;
+            for (int i = 0; i < 32; i++) { /* the file's nibble order: quant i < 16 low, i + 16 high */
+                const int nib = i < 16 ? q.qs[i] & 15 : q.qs[i - 16] >> 4, d = 32 * b + i;
+                uint8_t *x = &blk[kq4_index(d, j)];
+                *x = (uint8_t)((*x & ~(15 << kq4_shift(d))) | nib << kq4_shift(d));
             }
-            for (int i = 0; i < 16; i++)
-                blk[(size_t)(16 * b + i) * TF_KV_BLK + j] = (uint8_t)(nib[2 * i] | nib[2 * i + 1] << 4);
         }
     }
 }
@@ -53,8 +56,7 @@ static void kq_store(const tf_kv_layout *L, uint8_t *blk, int j, const float *k)
 /* Dimension d of lane j of a quantized K block: d * q, exact in f32. */
 static float kq_value(const tf_kv_layout *L, const uint8_t *blk, int d, int j) {
     const uint16_t *sc = (const uint16_t *)(blk + kq_scale_off(L));
-    int q = L->type == TF_DTYPE_Q8_0 ? (int)blk[kq8_index(d, j)] - 128
-                                      : ((blk[(size_t)(d / 2) * TF_KV_BLK + j] >> (4 * (d & 1))) & 15) - 8;
+    int q = L->type == TF_DTYPE_Q8_0 ? (int)blk[kq8_index(d, j)] - 128 : (blk[kq4_index(d, j)] >> kq4_shift(d) & 15) - 8;
     return tf_f16_to_f32(sc[(d / 32) * TF_KV_BLK + j]) * (float)q;
 }
 
@@ -119,8 +121,8 @@ static int k_parts(const tf_kv_layout *L, int n_rows[2], int lane_bytes[2]) {
         lane_bytes[0] = L->type == TF_DTYPE_F32 ? 4 : 2;
         return 1;
     }
-    n_rows[0] = L->type == TF_DTYPE_Q8_0 ? hd / 4 : hd / 2;
-    lane_bytes[0] = L->type == TF_DTYPE_Q8_0 ? 4 : 1;
+    n_rows[0] = L->type == TF_DTYPE_Q8_0 ? hd / 4 : hd / 8;
+    lane_bytes[0] = 4;
     n_rows[1] = hd / 32;
     lane_bytes[1] = 2;
     return 2;

@@ -10,14 +10,16 @@
  *   V: [slot][head_dim], row-major.
  * Element type f32, f16, q8_0 or q4_0. The quantized types keep a scale per
  * 32 dimensions of one key or value (ggml's Q8_0 / Q4_0 rules: x = d * q with
- * d in f16, q in -127..127 / -8..7), laid out for attention's reads (q8_0 keys
- * for integer dot products, q4_0 keys the way f16 is read; head_dim must be a
- * multiple of 32):
+ * d in f16, q in -127..127 / -8..7), laid out for attention's integer dot
+ * products (head_dim must be a multiple of 32):
  *   q8_0 K block: uint8 [head_dim/4][BLK][4] (lane j of row i: dims 4i..4i+3
  *                 of slot j, each q + 128: the unsigned operand of the
  *                 integer dot instruction), then f16 d [head_dim/32][BLK];
- *   q4_0 K block: uint8 [head_dim/2][BLK] (lane j of row i: dims 2i and 2i+1
- *                 of slot j, q + 8 in the low and high nibble), then f16 d
+ *   q4_0 K block: uint8 [head_dim/8][BLK][4] (lane j of row i: dims 8i..8i+7
+ *                 of slot j, each q + 8; byte k holds dim 8i+k in its low
+ *                 nibble and 8i+4+k in its high one, so that a mask, or a
+ *                 shift and a mask, gives the dot instruction's 4 unsigned
+ *                 bytes of dims 8i..8i+3, or 8i+4..8i+7), then f16 d
  *                 [head_dim/32][BLK];
  *   V slot: head_dim/32 blocks of ggml's block_q8_0 / block_q4_0 layout.
  * A K block and a V slot hold the same bytes per slot.
