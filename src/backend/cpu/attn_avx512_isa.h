@@ -23,18 +23,16 @@
         (lo) = (v16i)_mm512_cvtepi8_epi16(_mm256_unpacklo_epi8(a_, b_));                                         \
         (hi) = (v16i)_mm512_cvtepi8_epi16(_mm256_unpackhi_epi8(a_, b_));                                         \
     } while (0)
-/* q4_0: each slot's 16 bytes of nibbles to its 32 int8 values (low nibbles,
- * then high ones, less 8) in registers, then V_I16PAIRS' interleave */
+/* q4_0: the two slots' 16 bytes of nibbles interleaved byte by byte, then
+ * split into their low and high nibbles less 8, sign-extended: pairs in
+ * dimension order (attn_kernel.inc, V_I16PAIRS_Q4) */
 #define V_I16PAIRS_Q4(p0, p1, lo, hi)                                                                             \
     do {                                                                                                          \
-        const __m128i m_ = _mm_set1_epi8(15), e_ = _mm_set1_epi8(8);                                              \
         const __m128i x0_ = _mm_loadu_si128((const __m128i *)(p0)), x1_ = _mm_loadu_si128((const __m128i *)(p1)); \
-        const __m256i a_ = _mm256_set_m128i(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x0_, 4), m_), e_),          \
-                                            _mm_sub_epi8(_mm_and_si128(x0_, m_), e_));                             \
-        const __m256i b_ = _mm256_set_m128i(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x1_, 4), m_), e_),          \
-                                            _mm_sub_epi8(_mm_and_si128(x1_, m_), e_));                             \
-        (lo) = (v16i)_mm512_cvtepi8_epi16(_mm256_unpacklo_epi8(a_, b_));                                         \
-        (hi) = (v16i)_mm512_cvtepi8_epi16(_mm256_unpackhi_epi8(a_, b_));                                         \
+        const __m256i y_ = _mm256_set_m128i(_mm_unpackhi_epi8(x0_, x1_), _mm_unpacklo_epi8(x0_, x1_));            \
+        const __m256i m_ = _mm256_set1_epi8(15), e_ = _mm256_set1_epi8(8);                                         \
+        (lo) = (v16i)_mm512_cvtepi8_epi16(_mm256_sub_epi8(_mm256_and_si256(y_, m_), e_));                          \
+        (hi) = (v16i)_mm512_cvtepi8_epi16(_mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(y_, 4), m_), e_));    \
     } while (0)
 #define VCVT_RNE(x) ((v16i)_mm512_cvtps_epi32((__m512)(x)))
 /* the softmax weights' steps (attn_kernel.inc): one instruction each, the
