@@ -24,8 +24,9 @@
 # each repetition starting with the other engine:
 #   llama.cpp  bench/peer_llamacpp.py: llama_decode of the first P ids in batches of BATCH, then
 #              NGEN greedy tokens, wall-clocked around the calls; flash attention FLASH_ATTN
-#              (on, the default, or off), f16 K and V;
-#   triforce   triforce bench -p P -d P -n NGEN --mode ar -b BATCH -o json on the same text:
+#              (on, the default, or off), K and V of type KV (f16, the default, q8_0 or q4_0:
+#              llama.cpp's -ctk/-ctv, which need flash attention on);
+#   triforce   triforce bench -p P -d P -n NGEN --mode ar -b BATCH --kv-type KV -o json on the same text:
 #              its bandwidth probe, prefill of the first P tokens, NGEN greedy tokens after
 #              them (FILL=random: after a cache of random K/V instead of a second prefill).
 # The prompt is the first P*8 bytes (whole lines) of PEER_TEXT (default ../shared/text/
@@ -33,7 +34,7 @@
 # `triforce tokenize` on it, so both see the same tokens.
 #
 # Settings: THREADS (default 2), BATCH (default 512, n_batch = n_ubatch for llama.cpp),
-# NGEN (default 64), REPS, FILL (text or random), BUILD (default build), TF_SHARED_DIR,
+# NGEN (default 64), REPS, FILL (text or random), KV (f16, q8_0 or q4_0), BUILD (default build), TF_SHARED_DIR,
 # PEER_NOTE (a line for the header of the results, e.g. "smoke run on a busy machine").
 # llama.cpp comes from PyPI's llama-cpp-python: PEER_PYTHON names a Python that has it;
 # otherwise it is installed once into $BUILD/venv-llamacpp (compiled from source: several
@@ -52,6 +53,7 @@ NGEN=${NGEN:-64}
 BATCH=${BATCH:-512}
 FA=${FLASH_ATTN:-on}
 FILL=${FILL:-text}
+KV=${KV:-f16}
 CTXS=${CTXS:-512,4096}
 CTXS_8B=${CTXS_8B:-$CTXS}
 MODELS=${MODELS:-smollm2,tinyllama,llama3.2-1b,llama3.1-8b}
@@ -66,6 +68,8 @@ VERSION=${LLAMACPP_PYTHON_VERSION:-0.3.36}
 
 case $FA in on|off) ;; *) echo "peer: FLASH_ATTN=$FA: expected on or off" >&2; exit 2;; esac
 case $FILL in text|random) ;; *) echo "peer: FILL=$FILL: expected text or random" >&2; exit 2;; esac
+case $KV in f16) ;; q8_0|q4_0) [ "$FA" = on ] || { echo "peer: KV=$KV needs FLASH_ATTN=on (llama.cpp quantizes V only with flash attention)" >&2; exit 2; };;
+*) echo "peer: KV=$KV: expected f16, q8_0 or q4_0" >&2; exit 2;; esac
 for x in $T $REPS $NGEN $BATCH $(echo "$CTXS,$CTXS_8B" | tr ',' ' '); do
     case $x in ''|*[!0-9]*|0) echo "peer: THREADS, REPS, NGEN, BATCH, CTXS, CTXS_8B: '$x' is not a positive integer" >&2; exit 2;; esac
 done
@@ -120,7 +124,7 @@ START=$(date +%s)
         echo "warning: this CPU has AVX-512 and this llama.cpp was built without it (not -march=native), so it is" \
             "slower than it can be here; rebuild it: rm -rf $B/venv-llamacpp and run without PEER_PYTHON"
     fi
-    echo "settings: $T threads, batch $BATCH (llama.cpp n_batch = n_ubatch), f16 KV cache, llama.cpp flash attention $FA, $NGEN decoded tokens, repetitions: $REPS, triforce decode after $([ "$FILL" = random ] && echo 'a cache filled with random K/V' || echo 'a prefill of the text')"
+    echo "settings: $T threads, batch $BATCH (llama.cpp n_batch = n_ubatch), $KV KV cache, llama.cpp flash attention $FA, $NGEN decoded tokens, repetitions: $REPS, triforce decode after $([ "$FILL" = random ] && echo 'a cache filled with random K/V' || echo 'a prefill of the text')"
     echo "text: $TEXT"
     [ -z "${PEER_NOTE:-}" ] || echo "note: $PEER_NOTE"
 } > "$W/info.txt"
@@ -157,12 +161,12 @@ measure() {
                 echo "peer: $label $ty, $p tokens, repetition $r/$REPS: $e"
                 if [ "$e" = llamacpp ]; then
                     "$PY" bench/peer_llamacpp.py --model "$m" --tokens "$W/$tag.ids" --prompt "$p" --n-gen "$NGEN" \
-                        --threads "$T" --batch "$BATCH" --flash-attn "$FA" > "$lc" 2>> "$W/llamacpp.log" ||
+                        --threads "$T" --batch "$BATCH" --flash-attn "$FA" --kv-type "$KV" > "$lc" 2>> "$W/llamacpp.log" ||
                         { echo "peer: llama.cpp failed on $m (its log: $W/llamacpp.log)" >&2; exit 1; }
                 else
                     # shellcheck disable=SC2086 # $fill is empty or two words
                     "$TF" bench -m "$m" -f "$prompt" -p "$p" -d "$p" -n "$NGEN" --rows 0 --mode ar -r 1 -t "$T" \
-                        -b "$BATCH" $fill -o json > "$tf" 2>> "$W/triforce.log" ||
+                        -b "$BATCH" --kv-type "$KV" $fill -o json > "$tf" 2>> "$W/triforce.log" ||
                         { echo "peer: triforce bench failed on $m (its log: $W/triforce.log)" >&2; exit 1; }
                 fi
             done

@@ -4,13 +4,15 @@ given token ids, timed, through llama-cpp-python's low-level API (the C calls
 of llama.h, as llama-bench makes them).
 
     python bench/peer_llamacpp.py --model M.gguf --tokens IDS.txt --prompt P
-        [--n-gen N] [--threads T] [--batch B] [--flash-attn on|off]
+        [--n-gen N] [--threads T] [--batch B] [--flash-attn on|off] [--kv-type f16|q8_0|q4_0]
 
 IDS.txt holds token ids (BOS first) separated by commas or white space, as
 `triforce tokenize --ids` writes them; the first P are the prompt. Steps:
 
-  1. load the model (mmap) and make a context of P + N + 16 positions, f16 K
-     and V, n_batch = n_ubatch = B, T threads for prefill and decode;
+  1. load the model (mmap) and make a context of P + N + 16 positions, K and
+     V of the --kv-type (f16, or llama.cpp's -ctk/-ctv q8_0 or q4_0, which
+     needs flash attention), n_batch = n_ubatch = B, T threads for prefill
+     and decode;
   2. warm up: a batch of 32 tokens and one single token, then clear the
      cache (the weights' pages and the compute buffers are touched first, as
      llama-bench's warm-up run does);
@@ -58,7 +60,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=512, help="n_batch and n_ubatch")
     ap.add_argument("--flash-attn", choices=("on", "off"), default="on")
+    ap.add_argument("--kv-type", choices=("f16", "q8_0", "q4_0"), default="f16")
     a = ap.parse_args()
+    if a.kv_type != "f16" and a.flash_attn == "off":
+        fail(f"--kv-type {a.kv_type} needs --flash-attn on (llama.cpp quantizes V only with flash attention)", 2)
     ids = [int(x) for x in open(a.tokens).read().replace(",", " ").split()]
     if a.prompt < 1 or len(ids) < a.prompt:
         fail(f"{a.tokens} holds {len(ids)} ids, fewer than --prompt {a.prompt}", 2)
@@ -80,7 +85,7 @@ def main():
     cp.n_batch = cp.n_ubatch = a.batch
     cp.n_threads = cp.n_threads_batch = a.threads
     cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if a.flash_attn == "on" else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
-    cp.type_k = cp.type_v = L.GGML_TYPE_F16
+    cp.type_k = cp.type_v = {"f16": L.GGML_TYPE_F16, "q8_0": L.GGML_TYPE_Q8_0, "q4_0": L.GGML_TYPE_Q4_0}[a.kv_type]
     cp.no_perf = False
     ctx = L.llama_init_from_model(model, cp)
     if not ctx:
@@ -126,7 +131,7 @@ def main():
         "threads": a.threads,
         "batch": a.batch,
         "flash_attn": a.flash_attn,
-        "kv": "f16",
+        "kv": a.kv_type,
         "prompt": a.prompt,
         "n_gen": a.n_gen,
         "load_s": load_s,

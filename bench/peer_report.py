@@ -79,11 +79,13 @@ def main():
         bw = [tf_row(r[2], "membw")["median"] for r in runs]
         floor = [d["bound"] for d in tf_dec]
         lc0, tfd0 = runs[0][1], tf_dec[0]
+        if any(r[1].get("kv", "f16") != d.get("kv", "f16") for r, d in zip(runs, tf_dec)):
+            sys.exit(f"peer_report: {label} {wtype} at {ctx}: the engines ran different KV cache types")
         res = {
             "kind": "result", "model": label, "weights": wtype, "file": g["model"],
             "n_params": lc0["n_params"], "model_bytes": lc0["model_bytes"], "llamacpp_desc": lc0["model_desc"],
             "ctx": ctx, "n_gen": lc0["n_gen"], "threads": lc0["threads"], "batch": lc0["batch"],
-            "flash_attn": lc0["flash_attn"], "kv": "f16", "reps": len(runs), "decode_fill": tfd0["fill"],
+            "flash_attn": lc0["flash_attn"], "kv": lc0.get("kv", "f16"), "reps": len(runs), "decode_fill": tfd0["fill"],
             "llamacpp": {"prefill_tok_s": med(lc_pp), "decode_ms_per_tok": med(lc_tg),
                          "prefill_tok_s_runs": lc_pp, "decode_ms_per_tok_runs": lc_tg,
                          "perf_prefill_tok_s_runs": lc_perf_pp, "perf_decode_ms_per_tok_runs": lc_perf_tg},
@@ -122,7 +124,7 @@ def main():
                 "tok/s and decode llama.cpp's ms/tok over triforce's. Prefill: the first ctx tokens of the text "
                 "(the same ids in both) into an empty cache. Decode: greedy tokens after that prompt, "
                 "ms per token. Floor: the bytes a decoded token reads (every weight once, the untied "
-                "embedding table by one row, the f16 KV cache at the mean context; MB/tok) over the DRAM read "
+                "embedding table by one row, the KV cache (of the header's type) at the mean context; MB/tok) over the DRAM read "
                 "bandwidth triforce bench measures at the start of each of its runs (GB/s). GiB: the weights "
                 "as llama.cpp counts them.")
         if fill and fill != "text":
