@@ -1,7 +1,8 @@
 /* attn_amx_avx512.c — attention work item with the AMX tile unit (TF_ATTN_AMX:
  * Sapphire Rapids and later, chosen at TF_ISA_AMX). attn_kernel.inc with the
  * AVX-512 BF16 instructions, whose bf16 tile path (head_dim a multiple of 32)
- * is replaced by amx_tile below; other head sizes and f32 caches run that
+ * is replaced by amx_tile below (f16 caches); other head sizes, f32 caches and
+ * the integer path of q8_0 and q4_0 caches run that
  * file's code unchanged.
  *
  * A 64-key tile, for the item's rows in chunks of up to 16:
@@ -115,14 +116,14 @@ static inline float softmax_amx(const attn_item *it, int r, const float *srow, i
     return corr;
 }
 
-static void amx_tile(const attn_item *it, const tile_src *t, int kt, int nb, int n_rows, int32_t s0) {
+static void amx_tile(const attn_item *it, const tile_src *t, int nb, int n_rows, int32_t s0) {
     const int hd = it->hd, hp = hd / 2, nk = t->nk;
     const int nlo = it->klo > s0 ? it->klo - s0 : 0; /* masked slots at the front of the item's first tile */
     float *sbuf = it->amx;                               /* [16][64] scores */
     uint16_t *pbuf = (uint16_t *)(it->amx + 16 * 64);    /* [16][64] bf16 weights */
     float *obuf = it->amx + 16 * 64 + 16 * 32;           /* [16][hd] P V */
     /* 1. the tile's pairs; V pairs past the tile's end zero up to the 16-pair operand */
-    load_tile_bf16_kt(t, kt, nb);
+    load_tile_bf16(t, nb);
     const int nkp = (nk + 1) / 2, nkk = (nkp + 15) / 16;
     memset(t->vb + (size_t)nkp * hd, 0, sizeof(uint32_t) * (size_t)(nkk * 16 - nkp) * hd);
     for (int r0 = 0; r0 < n_rows; r0 += ROWS) {
