@@ -20,8 +20,7 @@
  *      (each chunk of a token tile's activations, loaded into L1 once, then
  *      serves 16 rows instead of 4: prefill of 512 tokens 5-15% faster on
  *      the TinyLlama shapes, 0-7% on the 8B cut, docs/BENCHMARKS.md). Wide
- *      float rows
- *      are also split along the columns (partial sums added into Y) so that
+ *      float rows are also split along the columns (partial sums added into Y) so that
  *      the rows in use stay in L1 while the tokens stream past them.
  * Decode (n_tok == 1) reads every weight byte exactly once: on the packed
  * path as prefill does, each thread one stream through its rows, its tile
