@@ -25,7 +25,7 @@
  * Decode (n_tok == 1) reads every weight byte exactly once: on the packed
  * path as prefill does, each thread one stream through its rows, its tile
  * kernel requesting the next tile's rows as it reads a tile; otherwise in
- * tile_rows sequential streams per thread far apart (mm_gemv_spread). Nothing
+ * up to MM_GEMV_STREAMS sequential streams per thread far apart (mm_gemv_spread). Nothing
  * is allocated.
  *
  * Where the table has a packed path for the type (act_pack / packed_tile,
@@ -157,16 +157,24 @@ static void mm_block(const mm_job *j, const mm_mat *m, const char *act, int64_t 
     }
 }
 
+/* Sequential streams per thread in a one-token product (mm_gemv_spread):
+ * float rows on AVX-512 have tiles of 8 rows, and 8 streams per core read
+ * slower than 4 on the 2-core Zen 5 VM (one token through TinyLlama's 22
+ * layers, dev/decode_mm_lab.c, 4 rounds: F32 89.5 -> 79.1 ms, F16 46.6 ->
+ * 38.3 ms; SmolLM2's shapes 10.3 -> 9.4 and 5.2 -> 4.5 ms). */
+#define MM_GEMV_STREAMS 4
+
 /* One token against rows [r0, r1): each tile takes one row from each of
- * tile_rows equal slices of the range, so a thread reads tile_rows
- * sequential streams far apart (as many streams as a tile of long rows
- * gives; adjacent short rows would share pages and defeat the hardware
- * prefetcher). Rows past the last full slice run as ordinary tiles. A
+ * g = min(tile_rows, MM_GEMV_STREAMS) equal slices of the range, so a
+ * thread reads g sequential streams far apart (adjacent short rows would
+ * share pages and defeat the hardware prefetcher; a row's bits do not
+ * depend on how many rows its tile holds, and its column chunks are those
+ * of tile_rows). Rows past the last full slice run as ordinary tiles. A
  * column-chunked matrix gets its rows' chunks one after the other, their
  * partial sums added in chunk order as mm_block adds them for several
  * tokens (the same bits), each stream still read in order. */
 static void mm_gemv_spread(const mm_job *j, const mm_mat *m, const char *act, float *y, int64_t r0, int64_t r1) {
-    const int g = j->tile_rows;
+    const int g = j->tile_rows < MM_GEMV_STREAMS ? j->tile_rows : MM_GEMV_STREAMS;
     const int64_t per = (r1 - r0) / g;
     for (int spread = g > 1 && per > 0; r0 < r1; spread = 0) {
         /* spread: rows r0 + i + k per (k < g) for i < per; else tiles of g adjacent rows */
