@@ -12,6 +12,10 @@
 #
 # Models (MODELS, comma-separated; weight types TYPES, default q8_0,q4_k,f16):
 #   smollm2      SmolLM2-135M-Instruct, the real Q4_1 file of `make models` (TYPES do not apply)
+#   tiny24m      the ~24M-parameter shape of `make bench` (`gen-model --preset tiny-24m`: n_embd 512,
+#                4 layers, 8 / 2 heads, tied 32000 vocabulary), random weights, the Llama SPM
+#                vocabulary; not in the default MODELS (weights of 47-95 MB in F16/F32: a small
+#                model's decode, where a token's fixed costs weigh most)
 #   tinyllama    TinyLlama-1.1B shape, random weights (`triforce gen-model --preset tinyllama-1.1b`),
 #                the 32000-token Llama SPM vocabulary copied from ../shared/vocab
 #   llama3.2-1b  Llama-3.2-1B shape, tied; 128256 tokens of gen-model's padded byte vocabulary
@@ -74,8 +78,8 @@ for x in $T $REPS $NGEN $BATCH $(echo "$CTXS,$CTXS_8B" | tr ',' ' '); do
     case $x in ''|*[!0-9]*|0) echo "peer: THREADS, REPS, NGEN, BATCH, CTXS, CTXS_8B: '$x' is not a positive integer" >&2; exit 2;; esac
 done
 for x in $(echo "$MODELS" | tr ',' ' '); do
-    case $x in smollm2|tinyllama|llama3.2-1b|llama3.1-8b) ;;
-    *) echo "peer: MODELS: unknown model '$x' (expected smollm2, tinyllama, llama3.2-1b, llama3.1-8b)" >&2; exit 2;; esac
+    case $x in smollm2|tiny24m|tinyllama|llama3.2-1b|llama3.1-8b) ;;
+    *) echo "peer: MODELS: unknown model '$x' (expected smollm2, tiny24m, tinyllama, llama3.2-1b, llama3.1-8b)" >&2; exit 2;; esac
 done
 for x in $(echo "$TYPES" | tr ',' ' '); do
     case $x in f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k) ;;
@@ -181,6 +185,14 @@ for model in $(echo "$MODELS" | tr ',' ' '); do
     smollm2)
         if [ -f "$SMOL" ]; then measure "SmolLM2-135M" q4_1 "$SMOL" "$CTXS"
         else echo "peer: skipped: SmolLM2-135M ($SMOL not found; make models)"; fi
+        ;;
+    tiny24m)
+        if [ ! -f "$VOCAB" ]; then echo "peer: skipped: 24M shape ($VOCAB not found)"; continue; fi
+        for ty in $(echo "$TYPES" | tr ',' ' '); do
+            m=$TMP/peer-tiny-24m-$ty.gguf
+            gen_model "$m" --preset tiny-24m --vocab-from "$VOCAB" --type "$ty"
+            measure "24M shape" "$ty" "$m" "$CTXS"
+        done
         ;;
     tinyllama)
         if [ ! -f "$VOCAB" ]; then echo "peer: skipped: TinyLlama-1.1B shape ($VOCAB not found)"; continue; fi

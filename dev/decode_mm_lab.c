@@ -63,7 +63,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "decode_mm_lab: unknown type '%s'\n", getenv("TYPE"));
         return 1;
     }
-    if (!avx2 && (!k->wpacked_tile[layer_type] || !k->wpacked_tile[TF_DTYPE_Q8_0])) {
+    /* float types (f32, f16, bf16) have no packed layout: the file's */
+    const int layer_file = avx2 || !k->wpacked_tile[layer_type];
+    if (!avx2 && !k->wpacked_tile[TF_DTYPE_Q8_0]) {
         fprintf(stderr, "decode_mm_lab: this CPU's kernels (%s) have no packed weight layout\n", k->isa);
         return 1;
     }
@@ -88,7 +90,7 @@ int main(int argc, char **argv) {
             for (int64_t c = 0; c < m[i].cols; c++) row[c] = (float)(tf_rng_uniform(&rng) - 0.5);
             tf_ref_quantize_row(m[i].type, row, file + (size_t)r * ws, m[i].cols);
         }
-        if (avx2) memcpy(m[i].w, file, bytes);
+        if (avx2 || (!head && layer_file)) memcpy(m[i].w, file, bytes);
         else tf_weight_pack_rows(m[i].type, file, m[i].w, m[i].rows, m[i].cols);
         free(file);
         *(head ? &head_bytes : &layer_bytes) += (double)bytes;
@@ -112,7 +114,7 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < flush_n; i += 64) sink += flush[i];
         double t0 = now_s();
         for (int i = 0; i < nm - 1; i++)
-            tf_cpu_matmul(pool, k, m[i].type, m[i].w, layout, m[i].rows, m[i].cols, x, n_tok, y,
+            tf_cpu_matmul(pool, k, m[i].type, m[i].w, layer_file ? TF_WLAYOUT_FILE : layout, m[i].rows, m[i].cols, x, n_tok, y,
                           m[i].rows, act);
         double t1 = now_s();
         tf_cpu_matmul(pool, k, m[nm - 1].type, m[nm - 1].w, layout, m[nm - 1].rows, m[nm - 1].cols, x,
