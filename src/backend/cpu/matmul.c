@@ -220,13 +220,22 @@ static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r
     }
     /* Column-chunked (wide float rows, for any number of tokens, one
      * included: a (row, token)'s result is the sum of its chunks' partial
-     * sums added in chunk order, so the same bits in a batch as alone): per
-     * chunk every group of rows, so the chunk's columns of all the tokens
-     * stay in cache while the thread's rows pass. */
+     * sums added in chunk order, so the same bits in a batch as alone): the
+     * tokens in blocks whose chunk of activations stays in L2
+     * (MM_L2_ACT_BYTES), and per block and chunk every group of rows, so the
+     * rows' chunk stays in L1 while the block's tokens pass (a chunk of all
+     * 512 tokens of a prefill batch, 2 MiB at 1,024 f32 columns, would be
+     * read from L3 by every group of rows). */
     const int64_t g = j->tile_rows;
-    for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
-        int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
-        for (int64_t r = r0; r < r1; r += g) mm_block(j, m, act, r, r + g < r1 ? r + g : r1, t0, t1, c, nc, c > 0);
+    int64_t tb = MM_L2_ACT_BYTES / (int64_t)(j->a_row / (size_t)j->n_cols * (size_t)j->col_chunk);
+    tb = tb < j->tile_toks ? j->tile_toks : tb / j->tile_toks * j->tile_toks;
+    for (int64_t t = t0; t < t1; t += tb) {
+        const int64_t te = t + tb < t1 ? t + tb : t1;
+        for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
+            int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
+            for (int64_t r = r0; r < r1; r += g)
+                mm_block(j, m, act, r, r + g < r1 ? r + g : r1, t, te, c, nc, c > 0);
+        }
     }
 }
 
