@@ -227,7 +227,7 @@ static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r
      * 512 tokens of a prefill batch, 2 MiB at 1,024 f32 columns, would be
      * read from L3 by every group of rows). */
     const int64_t g = j->tile_rows;
-    int64_t tb = MM_L2_ACT_BYTES / (int64_t)(j->a_row / (size_t)j->n_cols * (size_t)j->col_chunk);
+    int64_t tb = MM_L2_ACT_BYTES / ((int64_t)sizeof(float) * j->col_chunk); /* float rows: f32 activations */
     tb = tb < j->tile_toks ? j->tile_toks : tb / j->tile_toks * j->tile_toks;
     for (int64_t t = t0; t < t1; t += tb) {
         const int64_t te = t + tb < t1 ? t + tb : t1;
