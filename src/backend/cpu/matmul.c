@@ -210,27 +210,27 @@ static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r
         mm_gemv_spread(j, m, act + (size_t)t0 * j->a_row, m->Y + t0 * m->ldy, r0, r1);
         return;
     }
-    if (j->col_chunk >= j->n_cols) {
-        /* the tokens in blocks whose activations stay in L2 while the rows pass */
-        int64_t tb = MM_L2_ACT_BYTES / (int64_t)j->a_row;
-        tb = tb < j->tile_toks ? j->tile_toks : tb / j->tile_toks * j->tile_toks;
-        for (int64_t t = t0; t < t1; t += tb)
-            mm_block(j, m, act, r0, r1, t, t + tb < t1 ? t + tb : t1, 0, j->n_cols, 0);
-        return;
-    }
-    /* Column-chunked (wide float rows, for any number of tokens, one
-     * included: a (row, token)'s result is the sum of its chunks' partial
-     * sums added in chunk order, so the same bits in a batch as alone): the
-     * tokens in blocks whose chunk of activations stays in L2
-     * (MM_L2_ACT_BYTES), and per block and chunk every group of rows, so the
-     * rows' chunk stays in L1 while the block's tokens pass (a chunk of all
-     * 512 tokens of a prefill batch, 2 MiB at 1,024 f32 columns, would be
-     * read from L3 by every group of rows). */
-    const int64_t g = j->tile_rows;
-    int64_t tb = MM_L2_ACT_BYTES / ((int64_t)sizeof(float) * j->col_chunk); /* float rows: f32 activations */
+    /* The tokens in blocks whose activations (of one column chunk) stay in
+     * L2 (MM_L2_ACT_BYTES) while the thread's rows pass. Column-chunked
+     * products (wide float rows, for any number of tokens, one included: a
+     * (row, token)'s result is the sum of its chunks' partial sums added in
+     * chunk order, so the same bits in a batch as alone) take, per block and
+     * chunk, every group of rows, so the rows' chunk stays in L1 while the
+     * block's tokens pass (a chunk of all 512 tokens of a prefill batch, 2
+     * MiB at 1,024 f32 columns, would be read from L3 by every group of
+     * rows). */
+    const int chunked = j->col_chunk < j->n_cols;
+    /* per token: a row of activations, or a chunk of f32 ones (chunked rows are float) */
+    const int64_t tok_bytes = chunked ? (int64_t)sizeof(float) * j->col_chunk : (int64_t)j->a_row;
+    int64_t tb = MM_L2_ACT_BYTES / tok_bytes;
     tb = tb < j->tile_toks ? j->tile_toks : tb / j->tile_toks * j->tile_toks;
+    const int64_t g = j->tile_rows;
     for (int64_t t = t0; t < t1; t += tb) {
         const int64_t te = t + tb < t1 ? t + tb : t1;
+        if (!chunked) {
+            mm_block(j, m, act, r0, r1, t, te, 0, j->n_cols, 0);
+            continue;
+        }
         for (int64_t c = 0; c < j->n_cols; c += j->col_chunk) {
             int64_t nc = j->n_cols - c < j->col_chunk ? j->n_cols - c : j->col_chunk;
             for (int64_t r = r0; r < r1; r += g)
