@@ -313,11 +313,13 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                        .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .kv_len_d = dlen,
                        .max_kv = n_slots, .scale = 1.0f / sqrtf((float)hd), .out = dout, .ldo = q_dim,
                        .scratch = scr};
-    /* each kernel variant. Decode: 2, the default; 3 and 4, the tensor cores (head sizes 64 / 128 / 256,
-     * others as 2; 4 gives 3's bits); 0, a block per row. Prefill: 0, CUDA cores; 1, the
-     * tensor cores (head sizes 64 and 128, f16 inputs, the default; others as 0) */
-    const int dvars[] = {2, 3, 4, 0}, pvars[] = {0, 1};
-    for (int vi = 0; vi < (prefill_kernel ? 2 : 4); vi++) {
+    /* each kernel variant. Decode: 2, the default; 6, 2 with at most 4 vectors per pass over the values
+     * (2's bits); 3 and 4, the tensor cores (head sizes 64 / 128 / 256, others as 2; 4 gives 3's bits); 0,
+     * a block per row. Prefill: 0, CUDA cores; 1, the tensor cores (head sizes 64 and 128, f16 inputs, the
+     * default; others as 0) */
+    const int dvars[] = {2, 6, 3, 4, 0}, pvars[] = {0, 1};
+    float *got2 = malloc(sizeof(float) * n_q * q_dim); /* variant 2's output, which 6 must give bit for bit */
+    for (int vi = 0; vi < (prefill_kernel ? 2 : 5); vi++) {
         const int var = prefill_kernel ? pvars[vi] : dvars[vi];
         if (prefill_kernel) tf_cuda_attn_prefill_variant(g_cu, &da, var);
         else tf_cuda_attn_decode_variant(g_cu, &da, var);
@@ -329,6 +331,12 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
                  n_slots, n_q);
         const bool f16_inputs = prefill_kernel && var == 1 && (hd == 64 || hd == 128);
         expect_close(what, got, ref, (size_t)n_q * q_dim, f16_inputs ? 1e-5 : 1e-9);
+        if (!prefill_kernel && var == 2) memcpy(got2, got, sizeof(float) * n_q * q_dim);
+        if (!prefill_kernel && var == 6 && memcmp(got2, got, sizeof(float) * n_q * q_dim) != 0) {
+            print_error("%s: differs from decode v2 (4 vectors per pass over the values must give its bits)\n",
+                        what);
+            fail();
+        }
         if (!prefill_kernel && n_q > 1) { /* each row alone gives the same bits */
             float *one = malloc(sizeof(float) * q_dim);
             for (int i = 0; i < n_q; i++) {
@@ -346,6 +354,7 @@ static void attn_case(int n_head, int n_head_kv, int hd, int n_slots, int n_q, b
             free(one);
         }
     }
+    free(got2);
     tf_kv_free(&dkv);
     dfree(dk), dfree(dv), dfree(dzero), dfree(dq), dfree(dout), dfree(dlen), dfree(scr);
     tf_kv_free(&kv);
@@ -363,6 +372,9 @@ static void test_attention(void **state) {
     attn_case(8, 8, 96, 700, 3, false);    /* head sizes not a power of two: a block per row */
     attn_case(6, 2, 80, 520, 4, false);
     attn_case(2, 1, 128, 40000, 9, false); /* 157 splits: more than the merge's threads */
+    attn_case(8, 8, 128, 1500, 8, false);  /* a verification pass of 8 rows */
+    attn_case(9, 3, 64, 900, 4, false);    /* SmolLM2's shape, 4 rows: 12 vectors a block */
+    attn_case(32, 32, 128, 17000, 8, false); /* 32 x 67 blocks of 8 vectors: the default's 4 per pass over values */
     attn_case(8, 8, 128, 600, 100, true);  /* prefill: causal bottom-right rows */
     attn_case(32, 8, 128, 1030, 70, true);
     attn_case(4, 4, 8, 64, 64, true);

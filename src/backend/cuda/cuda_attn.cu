@@ -602,10 +602,11 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
 /* The decode kernels' variant: TF_CUDA_ATTN_DECODE (read once) = 0 (a
  * block per row), 2 (the default), 3 or 4 (the tensor cores, head sizes 64 /
  * 128 / 256 on sm_80 and later, other head sizes as 2; 4 pipelines its loads
- * and gives 3's bits); for labs and A/B runs, all compute the same function. */
+ * and gives 3's bits), 6 (2 with at most 4 vectors per pass over the values
+ * everywhere: 2's bits); for labs and A/B runs, all compute the same function. */
 static int decode_variant(void) {
     static int v = -1;
-    if (v < 0) v = tfc_env_variant("TF_CUDA_ATTN_DECODE", "0234", 2);
+    if (v < 0) v = tfc_env_variant("TF_CUDA_ATTN_DECODE", "02346", 2);
     return v;
 }
 
@@ -653,7 +654,15 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
         }
 #undef TC
     } else if (variant != 0 && pow2) {
-        const int nqv = (a->n_q < rpb ? a->n_q : rpb) * g, QV = nqv == 1 ? 1 : nqv <= 4 ? 4 : 8;
+        /* QV, the vectors per pass over the values: 8 holds 64 sums per thread (126 registers: 4 blocks a
+         * multiprocessor), 4 half as many (72: 7 blocks) but reads a block's values once per 4 vectors.
+         * Where the grid is many blocks deep the occupancy pays more than the second read (H200, 8 rows of
+         * 32 heads: 1.07x at 32,768 keys, 1.10x at 122,880), where it is shallow or the vectors are more
+         * than 8, not (0.86-0.96x; docs/CUDA.md). A vector's sums do not depend on QV: same bits.
+         * Variant 6 takes 4 everywhere (the lab's and the A/B runs' comparison). */
+        const int nqv = (a->n_q < rpb ? a->n_q : rpb) * g;
+        const int64_t blocks = (int64_t)grid_rows.x * grid_rows.y * grid_rows.z;
+        const int QV = nqv == 1 ? 1 : nqv <= 4 || variant == 6 || (nqv <= 8 && blocks >= 2048) ? 4 : 8;
         const size_t smem = rows2_smem(T, QV, nqv, hd);
 #define ROWS2(TT, QQ)                                                                                              \
     k_attn_split_rows2<TT, QQ><<<grid_rows, DEC_THREADS, smem, cu->stream>>>(                                     \
