@@ -7,7 +7,9 @@
  * the same blocks on the tensor cores (TF32 mma, queries and probabilities as
  * two TF32 terms; head sizes 64 / 128 / 256, others as 2), variant 4 the same
  * with its loads pipelined (3's bits), variant 6 variant 2 with at most 4 query
- * vectors per pass over the values everywhere (2's bits), variant 0
+ * vectors per pass over the values everywhere (2's bits), variants 7 and 8
+ * variant 2 with each vector's key count read once per pass over the values
+ * (8: and the vectors' weights of a key loaded first; 2's bits), variant 0
  * a block per row and a serial merge (tf_cuda_attn_decode_variant). Every validated
  * shape is checked on fresh random data, the output poisoned with NaN first;
  * GB/s counts the K and V bytes once (what a pass must read). Run: make -C dev/cuda attn_decode && dev/cuda/attn_decode
@@ -47,8 +49,8 @@ int main(void) {
         a.kv_len_d = (int32_t *)dlen, a.max_kv = s.n_kv, a.scale = 1.0f / sqrtf((float)s.hd);
         a.out = (float *)dout, a.ldo = s.n_head * s.hd, a.scratch = scr;
         char name[96];
-        double ms_var[7] = {0, 0, 0, 0, 0, 0, 0};
-        const int vars[] = {2, 6, 3, 4, 0};
+        double ms_var[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const int vars[] = {2, 6, 7, 8, 3, 4, 0};
         for (int var : vars) {
             snprintf(name, sizeof name, "v%d split-K heads %d/%d hd %d kv %d rows %d", var, s.n_head, s.n_head_kv,
                      s.hd, s.n_kv, s.n_q);

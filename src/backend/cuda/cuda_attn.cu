@@ -188,11 +188,22 @@ static size_t rows2_smem(int T, int QV, int nqv, int hd) {
     return sizeof(float) * (bufn + (size_t)nqv * SPLIT);
 }
 
-template <int T, int QV>
-__global__ void __launch_bounds__(DEC_THREADS)
-k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,
-                   int32_t n_head_kv, int32_t hd, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len,
-                   const int32_t *gap, float scale, float *o_part, float *ml_part, int32_t n_split) {
+/* HL, for the lab and A/B runs until a GPU has timed them (both give 2's
+ * bits: the same operations on the same values in the same order). In the
+ * values' loop the vector's key count was read from shared memory, compared
+ * and branched on before its weight was loaded: two shared-memory latencies in
+ * series per key and vector, at 25% occupancy (ncu on the H200, docs/CUDA.md).
+ * HL = 1 (variant 7) reads each vector's count once per pass over the values;
+ * HL = 2 (variant 8) also loads the vectors' weights of a key before any of
+ * their products, with at most 128 registers (4 blocks a multiprocessor). */
+#define ROWS2_PARAMS                                                                                               \
+    const float *q, int64_t ldq, const uint16_t *K, const uint16_t *V, int32_t n_slots, int32_t n_head,            \
+        int32_t n_head_kv, int32_t hd, int32_t n_q, int32_t rows_per_block, const int32_t *kv_len,                 \
+        const int32_t *gap, float scale, float *o_part, float *ml_part, int32_t n_split
+#define ROWS2_ARGS q, ldq, K, V, n_slots, n_head, n_head_kv, hd, n_q, rows_per_block, kv_len, gap, scale, o_part, ml_part, n_split
+
+template <int T, int QV, int HL>
+__device__ __forceinline__ void attn_rows2(ROWS2_PARAMS) {
     extern __shared__ __align__(16) float smem2[];
     __shared__ float mx[QMAX], sm[QMAX];
     __shared__ int nks[QMAX];
@@ -265,6 +276,11 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
         for (int u = 0; u < QV; u++)
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+        int lim[QV]; /* HL: vector c + w's key count (0 past the block's vectors) */
+        if constexpr (HL != 0) {
+#pragma unroll
+            for (int u = 0; u < QV; u++) lim[u] = c + u < nqv ? nks[c + u] : 0;
+        }
         for (int jb = team; jb < nk_max; jb += N_TEAM * U) {
             uint4 raw[U];
 #pragma unroll
@@ -283,13 +299,29 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
                     const float2 f = __half22float2(h2[e]);
                     vf[2 * e] = f.x, vf[2 * e + 1] = f.y;
                 }
+                if constexpr (HL == 0) {
 #pragma unroll
-                for (int w = 0; w < QV; w++)
-                    if (c + w < nqv && j < nks[c + w]) {
-                        const float p = sc[(c + w) * SPLIT + j];
+                    for (int w = 0; w < QV; w++)
+                        if (c + w < nqv && j < nks[c + w]) {
+                            const float p = sc[(c + w) * SPLIT + j];
 #pragma unroll
-                        for (int e = 0; e < 8; e++) acc[w][e] = __fmaf_rn(p, vf[e], acc[w][e]);
+                            for (int e = 0; e < 8; e++) acc[w][e] = __fmaf_rn(p, vf[e], acc[w][e]);
+                        }
+                } else {
+                    /* HL 2: every vector's weight loaded first (a row and key inside sc; used below lim only) */
+                    float pw[QV];
+                    if constexpr (HL == 2) {
+#pragma unroll
+                        for (int w = 0; w < QV; w++) pw[w] = sc[min(c + w, nqv - 1) * SPLIT + min(j, SPLIT - 1)];
                     }
+#pragma unroll
+                    for (int w = 0; w < QV; w++)
+                        if (j < lim[w]) {
+                            const float p = HL == 2 ? pw[w] : sc[(c + w) * SPLIT + j];
+#pragma unroll
+                            for (int e = 0; e < 8; e++) acc[w][e] = __fmaf_rn(p, vf[e], acc[w][e]);
+                        }
+                }
             }
         }
         __syncthreads(); /* buf held the query vectors until now */
@@ -309,6 +341,19 @@ k_attn_split_rows2(const float *q, int64_t ldq, const uint16_t *K, const uint16_
     }
     store_ml(ml_part, mx, sm, nks, nqv, r0, g, n_head, h, n_split, s);
 }
+
+/* HL 0 and 1 without a register limit (a launch bound's block count, even 1,
+ * changes the allocation: 78 registers instead of 71 for QV = 4), HL 2 with one. */
+template <int T, int QV, int HL>
+__global__ void __launch_bounds__(DEC_THREADS) k_attn_split_rows2(ROWS2_PARAMS) {
+    attn_rows2<T, QV, HL>(ROWS2_ARGS);
+}
+template <int T, int QV>
+__global__ void __launch_bounds__(DEC_THREADS, 4) k_attn_split_rows2_lb(ROWS2_PARAMS) {
+    attn_rows2<T, QV, 2>(ROWS2_ARGS);
+}
+#undef ROWS2_ARGS
+#undef ROWS2_PARAMS
 
 /* ---- decode: phase 1 on the tensor cores (head_dim 64, 128 or 256) -----------------
  * The same blocks and outputs as k_attn_split_rows2 (KV head x split x group
@@ -603,10 +648,11 @@ __global__ void k_attn_merge(const float *o_part, const float *ml_part, const in
  * block per row), 2 (the default), 3 or 4 (the tensor cores, head sizes 64 /
  * 128 / 256 on sm_80 and later, other head sizes as 2; 4 pipelines its loads
  * and gives 3's bits), 6 (2 with at most 4 vectors per pass over the values
- * everywhere: 2's bits); for labs and A/B runs, all compute the same function. */
+ * everywhere: 2's bits), 7 and 8 (2 with HL 1 and 2: 2's bits, not yet run on
+ * a GPU); for labs and A/B runs, all compute the same function. */
 static int decode_variant(void) {
     static int v = -1;
-    if (v < 0) v = tfc_env_variant("TF_CUDA_ATTN_DECODE", "02346", 2);
+    if (v < 0) v = tfc_env_variant("TF_CUDA_ATTN_DECODE", "0234678", 2);
     return v;
 }
 
@@ -619,12 +665,16 @@ extern "C" void tf_cuda_attn_decode(tf_cuda *cu, const tf_cuda_attn *a) {
 /* Shared-memory limits of the kernels that may pass 48 KiB, set once when the
  * device opens (never during a graph capture). */
 void tfc_attn_init(void) {
-#define ROWS2_ATTR(TT, QQ) \
-    cudaFuncSetAttribute(k_attn_split_rows2<TT, QQ>, cudaFuncAttributeMaxDynamicSharedMemorySize, ROWS2_SMEM_MAX)
+#define ROWS2_ATTR1(TT, QQ, HH) \
+    cudaFuncSetAttribute(k_attn_split_rows2<TT, QQ, HH>, cudaFuncAttributeMaxDynamicSharedMemorySize, ROWS2_SMEM_MAX)
+#define ROWS2_ATTR(TT, QQ)                                                                                         \
+    ROWS2_ATTR1(TT, QQ, 0), ROWS2_ATTR1(TT, QQ, 1),                                                                \
+        cudaFuncSetAttribute(k_attn_split_rows2_lb<TT, QQ>, cudaFuncAttributeMaxDynamicSharedMemorySize, ROWS2_SMEM_MAX)
 #define ROWS2_ATTR_T(TT) ROWS2_ATTR(TT, 1), ROWS2_ATTR(TT, 4), ROWS2_ATTR(TT, 8)
     ROWS2_ATTR_T(1), ROWS2_ATTR_T(2), ROWS2_ATTR_T(4), ROWS2_ATTR_T(8), ROWS2_ATTR_T(16), ROWS2_ATTR_T(32);
 #undef ROWS2_ATTR_T
 #undef ROWS2_ATTR
+#undef ROWS2_ATTR1
     cudaFuncSetAttribute(k_attn_merge2, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          (int)merge2_smem(MERGE_MAX_SPLITS, 8));
     cudaGetLastError();
@@ -664,10 +714,16 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
         const int64_t blocks = (int64_t)grid_rows.x * grid_rows.y * grid_rows.z;
         const int QV = nqv == 1 ? 1 : nqv <= 4 || variant == 6 || (nqv <= 8 && blocks >= 2048) ? 4 : 8;
         const size_t smem = rows2_smem(T, QV, nqv, hd);
+#define ROWS2_K(KERNEL)                                                                                            \
+    KERNEL<<<grid_rows, DEC_THREADS, smem, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,         \
+                                                         a->n_head_kv, hd, a->n_q, rpb, a->kv_len_d, a->gap_d,     \
+                                                         a->scale, o_part, ml_part, ns)
 #define ROWS2(TT, QQ)                                                                                              \
-    k_attn_split_rows2<TT, QQ><<<grid_rows, DEC_THREADS, smem, cu->stream>>>(                                     \
-        a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head, a->n_head_kv, hd, a->n_q, rpb, a->kv_len_d, a->gap_d,    \
-        a->scale, o_part, ml_part, ns)
+    do {                                                                                                          \
+        if (variant == 7) ROWS2_K((k_attn_split_rows2<TT, QQ, 1>));                                               \
+        else if (variant == 8) ROWS2_K((k_attn_split_rows2_lb<TT, QQ>));                                          \
+        else ROWS2_K((k_attn_split_rows2<TT, QQ, 0>));                                                            \
+    } while (0)
 #define ROWS2_T(TT)                                                                                                \
     do {                                                                                                          \
         if (QV == 1) ROWS2(TT, 1);                                                                                \
@@ -684,6 +740,7 @@ extern "C" void tf_cuda_attn_decode_variant(tf_cuda *cu, const tf_cuda_attn *a, 
         }
 #undef ROWS2_T
 #undef ROWS2
+#undef ROWS2_K
     } else { /* other head sizes (or variant 0): a block per row */
         dim3 grid1(a->n_head_kv, ns, a->n_q);
         k_attn_split<<<grid1, DEC_THREADS, 0, cu->stream>>>(a->q, a->ldq, a->k, a->v, a->n_slots, a->n_head,
