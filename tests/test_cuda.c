@@ -234,6 +234,16 @@ static void gemv_variant_case(tf_dtype type, int rows, int cols, int n, int vari
     char what[96];
     snprintf(what, sizeof what, "gemv variant %d %s %dx%d n=%d", variant, tf_dtype_name(type), rows, cols, n);
     expect_close(what, got, ref, (size_t)n * rows, 1e-10);
+    if (variant == 3) { /* the grouped activation loads: variant 4's bits */
+        tf_cuda_gemv_variant(g_cu, &m, dx, n, dy, rows, 4);
+        float *four = malloc(sizeof(float) * n * rows);
+        get_d(four, dy, sizeof(float) * n * rows);
+        if (memcmp(four, got, sizeof(float) * n * rows) != 0) {
+            print_error("%s: differs from variant 4\n", what);
+            fail();
+        }
+        free(four);
+    }
     for (int t = 0; t < n; t++) {
         tf_cuda_gemv_variant(g_cu, &m, dx + (size_t)t * cols, 1, dy, rows, variant);
         get_d(one, dy, sizeof(float) * rows);
@@ -267,9 +277,10 @@ static void test_matmul(void **state) {
         matmul_case(t, 7, 768, 13, false);
     }
     /* every F16/BF16 GEMV variant by name, whatever TF_CUDA_GEMV selects: the
-     * column split (4) and the tensor cores (6; 7 with 32 rows per block; 8 and 9
-     * with 8 and 16 warps), rows and columns that leave partial tiles and chunks */
-    const int variants[] = {4, 6, 7, 8, 9};
+     * column split (4; 3 with grouped activation loads, 4's bits) and the tensor
+     * cores (6; 7 with 32 rows per block; 8 and 9 with 8 and 16 warps), rows and
+     * columns that leave partial tiles and chunks */
+    const int variants[] = {4, 3, 6, 7, 8, 9};
     for (int i = 0; i < 2; i++)
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
             const tf_dtype t = i ? TF_DTYPE_BF16 : TF_DTYPE_F16;

@@ -7,7 +7,8 @@
  * (tf_cuda_gemm, F16/BF16: activations rounded to the weight type), variants 4
  * and 5 the library's default for F16/BF16 (rows split over the columns across
  * a block's warps, 4 or 2 rows per block, every token in one group;
- * tf_cuda_gemv_variant), which must equal each other bit for bit; variants 6
+ * tf_cuda_gemv_variant) and variant 3 (4 with 4 tokens' activations loaded at
+ * once), which must equal each other bit for bit; variants 6
  * to 9 the tensor-core GEMV (TF32 mma, activations as two TF32 terms): 6 and 7
  * with 4 warps per block and 16 or 32 rows (which must agree bit for bit), 8
  * and 9 with 8 and 16 warps splitting the columns. All are
@@ -60,10 +61,10 @@ int main(void) {
         char name[96];
         tf_err err = {};
         float *v4_out = (float *)malloc(sizeof(float) * s.n * s.rows);
-        for (int var = 1; var <= 9; var++) {
-            if (var == 3) continue;
+        const int vars[] = {1, 2, 4, 3, 5, 6, 7, 8, 9}; /* 3 and 5 after 4, 7 after 6: compared bit for bit */
+        for (int var : vars) {
             if (var == 2 && s.type == 8) continue; /* no cuBLAS path for Q8_0 */
-            if (var >= 4 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v4..v9: F16/BF16 */
+            if (var >= 3 && ((s.type != 1 && s.type != 30) || s.cols % 8)) continue; /* v3..v9: F16/BF16 */
             if (var >= 6 && s.cols % 32) continue;                                  /* v6..v9: n_cols % 32 == 0 */
             auto run = [&] {
                 if (var == 2) tf_cuda_gemm(cu, &m, (const float *)dx, s.n, dy, s.rows, scr, &err);
@@ -77,6 +78,7 @@ int main(void) {
             snprintf(name, sizeof name, "v%d %s %s %dx%d n=%d", var,
                      var == 1   ? "gemv "
                      : var == 2 ? "cublas"
+                     : var == 3 ? "split R4 X4"
                      : var == 4 ? "split R4"
                      : var == 5 ? "split R2"
                      : var == 6 ? "tc R1 K4"
@@ -86,8 +88,8 @@ int main(void) {
                      tf_dtype_name(s.type), s.rows, s.cols, s.n);
             lab_validate(name, got, ref, (size_t)s.n * s.rows, var != 2 ? 1e-10 : s.type == 30 ? 1e-4 : 1e-6);
             if (var == 4 || var == 6) memcpy(v4_out, got, sizeof(float) * s.n * s.rows);
-            if ((var == 5 || var == 7) && memcmp(v4_out, got, sizeof(float) * s.n * s.rows) != 0) {
-                printf("FAIL %s: not v%d's results bit for bit\n", name, var - 1);
+            if ((var == 3 || var == 5 || var == 7) && memcmp(v4_out, got, sizeof(float) * s.n * s.rows) != 0) {
+                printf("FAIL %s: not v%d's results bit for bit\n", name, var == 7 ? 6 : 4);
                 exit(1);
             }
             double ms = lab_time_ms(run, 50);

@@ -118,7 +118,15 @@ k_gemv_half(const gemv_mats M, int64_t n_cols, const float *x, int32_t n, int ve
  * their order depend on n_cols only (not on n, R or the other rows): batch
  * invariant for every R. Rows 16-byte aligned, n_cols % 8 == 0. */
 #define KS GEMV_WARPS
-template <int NT, int R, int TYPE>
+/* XG > 0 (variant 3, for the lab and A/B runs until a GPU has timed it): the
+ * activations of XG tokens are loaded before any of their products. With
+ * XG = 0 each token's two loads follow the branch on its index (t < n), so
+ * the loads of the tokens wait on each other's latency in turn (1.0-1.5 TB/s
+ * of weights at 8 tokens against 2.8-3.2 at one, H200 lab). A group's tokens
+ * past n compute on token n - 1's activations into sums never stored (with a
+ * branch, the compiler sank the loads below it again). A token's products are
+ * the same in the same order: variant 4's bits. */
+template <int NT, int R, int TYPE, int XG>
 __global__ void __launch_bounds__(KS * 32)
 k_gemv_split(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
     __shared__ float part[KS][R][NT];
@@ -140,19 +148,47 @@ k_gemv_split(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
 #pragma unroll
             for (int j = 0; j < 8; j++) wf[i][j] = wconv<TYPE>(h[j]);
         }
+        if constexpr (XG == 0) {
 #pragma unroll
-        for (int t = 0; t < NT; t++) {
-            if (t >= n) break;
-            const float4 *xp = (const float4 *)(x + (int64_t)t * n_cols + c);
-            const float4 a = __ldg(xp), b = __ldg(xp + 1);
+            for (int t = 0; t < NT; t++) {
+                if (t >= n) break;
+                const float4 *xp = (const float4 *)(x + (int64_t)t * n_cols + c);
+                const float4 a = __ldg(xp), b = __ldg(xp + 1);
 #pragma unroll
-            for (int i = 0; i < R; i++) {
-                float s = acc[i][t];
-                s = __fmaf_rn(wf[i][0], a.x, s); s = __fmaf_rn(wf[i][1], a.y, s);
-                s = __fmaf_rn(wf[i][2], a.z, s); s = __fmaf_rn(wf[i][3], a.w, s);
-                s = __fmaf_rn(wf[i][4], b.x, s); s = __fmaf_rn(wf[i][5], b.y, s);
-                s = __fmaf_rn(wf[i][6], b.z, s); s = __fmaf_rn(wf[i][7], b.w, s);
-                acc[i][t] = s;
+                for (int i = 0; i < R; i++) {
+                    float s = acc[i][t];
+                    s = __fmaf_rn(wf[i][0], a.x, s); s = __fmaf_rn(wf[i][1], a.y, s);
+                    s = __fmaf_rn(wf[i][2], a.z, s); s = __fmaf_rn(wf[i][3], a.w, s);
+                    s = __fmaf_rn(wf[i][4], b.x, s); s = __fmaf_rn(wf[i][5], b.y, s);
+                    s = __fmaf_rn(wf[i][6], b.z, s); s = __fmaf_rn(wf[i][7], b.w, s);
+                    acc[i][t] = s;
+                }
+            }
+        } else {
+            constexpr int G = XG < NT ? XG : NT;
+#pragma unroll
+            for (int t0 = 0; t0 < NT; t0 += G) {
+                if (t0 >= n) break;
+                float4 xa[G], xb[G];
+#pragma unroll
+                for (int g = 0; g < G; g++) { /* a token past n loads token n - 1's (never used) */
+                    const float4 *xp = (const float4 *)(x + (int64_t)min(t0 + g, n - 1) * n_cols + c);
+                    xa[g] = __ldg(xp), xb[g] = __ldg(xp + 1);
+                }
+#pragma unroll
+                for (int g = 0; g < G; g++) { /* every token of the group: no branch for the loads to sink below */
+                    const int t = t0 + g;
+                    const float4 a = xa[g], b = xb[g];
+#pragma unroll
+                    for (int i = 0; i < R; i++) {
+                        float s = acc[i][t];
+                        s = __fmaf_rn(wf[i][0], a.x, s); s = __fmaf_rn(wf[i][1], a.y, s);
+                        s = __fmaf_rn(wf[i][2], a.z, s); s = __fmaf_rn(wf[i][3], a.w, s);
+                        s = __fmaf_rn(wf[i][4], b.x, s); s = __fmaf_rn(wf[i][5], b.y, s);
+                        s = __fmaf_rn(wf[i][6], b.z, s); s = __fmaf_rn(wf[i][7], b.w, s);
+                        acc[i][t] = s;
+                    }
+                }
             }
         }
     }
@@ -494,23 +530,24 @@ extern "C" int tf_cuda_mat_type_ok(uint32_t type) {
            type == TFC_Q4_1;
 }
 
-/* k_gemv_split for NT tokens, R rows per block */
-template <int NT, int R>
+/* k_gemv_split for NT tokens, R rows per block, XG tokens' activations loaded at once (0: one by one) */
+template <int NT, int R, int XG>
 static void gemv_split(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
                        const int64_t *ldy) {
     unsigned blocks;
     const gemv_mats M = mats_of(n_w, w, y, ldy, R, &blocks);
-    if (w[0].type == TFC_F16) k_gemv_split<NT, R, TFC_F16><<<blocks, KS * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
-    else k_gemv_split<NT, R, TFC_BF16><<<blocks, KS * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
+    if (w[0].type == TFC_F16)
+        k_gemv_split<NT, R, TFC_F16, XG><<<blocks, KS * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
+    else k_gemv_split<NT, R, TFC_BF16, XG><<<blocks, KS * 32, 0, cu->stream>>>(M, w[0].n_cols, x, n);
 }
-template <int R>
+template <int R, int XG = 0>
 static void gemv_split_r(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x, int32_t n, float *const *y,
                          const int64_t *ldy) {
-    if (n == 1) gemv_split<1, R>(cu, n_w, w, x, n, y, ldy);
-    else if (n == 2) gemv_split<2, R>(cu, n_w, w, x, n, y, ldy);
-    else if (n <= 4) gemv_split<4, R>(cu, n_w, w, x, n, y, ldy);
-    else if (n <= 8) gemv_split<8, R>(cu, n_w, w, x, n, y, ldy);
-    else gemv_split<16, R>(cu, n_w, w, x, n, y, ldy);
+    if (n == 1) gemv_split<1, R, 0>(cu, n_w, w, x, n, y, ldy); /* one token: nothing to group */
+    else if (n == 2) gemv_split<2, R, XG>(cu, n_w, w, x, n, y, ldy);
+    else if (n <= 4) gemv_split<4, R, XG>(cu, n_w, w, x, n, y, ldy);
+    else if (n <= 8) gemv_split<8, R, XG>(cu, n_w, w, x, n, y, ldy);
+    else gemv_split<16, R, XG>(cu, n_w, w, x, n, y, ldy);
 }
 
 /* k_gemv_tc for NTT tiles of 8 tokens, R tiles of 16 rows and KW warps per block */
@@ -533,11 +570,13 @@ static void gemv_tc_r(tf_cuda *cu, int n_w, const tf_cuda_mat *w, const float *x
 
 /* The GEMV's variant: TF_CUDA_GEMV (read once) = 1 (k_gemv_half, a warp per
  * row, for every weight type), 4 (F16/BF16 rows split over the columns,
- * k_gemv_split) or 6..9 (F16/BF16 on the tensor cores, k_gemv_tc); default 4.
+ * k_gemv_split), 3 (4 with the activations of 4 tokens loaded at once: 4's
+ * bits, not yet run on a GPU) or 6..9 (F16/BF16 on the tensor cores,
+ * k_gemv_tc); default 4.
  * For labs and A/B runs. */
 static int gemv_variant(void) {
     static int v = -1;
-    if (v < 0) v = tfc_env_variant("TF_CUDA_GEMV", "146789", 4);
+    if (v < 0) v = tfc_env_variant("TF_CUDA_GEMV", "1346789", 4);
     return v;
 }
 
@@ -580,8 +619,10 @@ extern "C" void tf_cuda_gemv_n_variant(tf_cuda *cu, int n_w, const tf_cuda_mat *
         else gemv_tc_r<1, 16>(cu, n_w, w, x, n, y, ldy);
         return;
     }
-    if ((variant == 4 || variant == 5 || variant >= 6) && split_ok) { /* 4: R = 4; 5: R = 2 (labs; the same bits) */
+    if ((variant >= 3 && variant <= 5 || variant >= 6) && split_ok) {
+        /* 4: R = 4; 5: R = 2; 3: R = 4, 4 tokens' activations loaded at once (labs, A/B; the same bits) */
         if (variant == 5) gemv_split_r<2>(cu, n_w, w, x, n, y, ldy);
+        else if (variant == 3) gemv_split_r<4, 4>(cu, n_w, w, x, n, y, ldy);
         else gemv_split_r<4>(cu, n_w, w, x, n, y, ldy);
         return;
     }
