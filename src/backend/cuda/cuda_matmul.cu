@@ -619,7 +619,7 @@ extern "C" void tf_cuda_gemv_n_variant(tf_cuda *cu, int n_w, const tf_cuda_mat *
         else gemv_tc_r<1, 16>(cu, n_w, w, x, n, y, ldy);
         return;
     }
-    if ((variant >= 3 && variant <= 5 || variant >= 6) && split_ok) {
+    if (((variant >= 3 && variant <= 5) || variant >= 6) && split_ok) {
         /* 4: R = 4; 5: R = 2; 3: R = 4, 4 tokens' activations loaded at once (labs, A/B; the same bits) */
         if (variant == 5) gemv_split_r<2>(cu, n_w, w, x, n, y, ldy);
         else if (variant == 3) gemv_split_r<4, 4>(cu, n_w, w, x, n, y, ldy);
