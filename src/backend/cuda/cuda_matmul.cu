@@ -118,6 +118,14 @@ k_gemv_half(const gemv_mats M, int64_t n_cols, const float *x, int32_t n, int ve
  * their order depend on n_cols only (not on n, R or the other rows): batch
  * invariant for every R. Rows 16-byte aligned, n_cols % 8 == 0. */
 #define KS GEMV_WARPS
+/* s + w[0] a.x + w[1] a.y + ... + w[7] b.w: eight fused multiply-adds in that order */
+__device__ __forceinline__ float fma8(float s, const float (&w)[8], float4 a, float4 b) {
+    s = __fmaf_rn(w[0], a.x, s); s = __fmaf_rn(w[1], a.y, s);
+    s = __fmaf_rn(w[2], a.z, s); s = __fmaf_rn(w[3], a.w, s);
+    s = __fmaf_rn(w[4], b.x, s); s = __fmaf_rn(w[5], b.y, s);
+    s = __fmaf_rn(w[6], b.z, s); s = __fmaf_rn(w[7], b.w, s);
+    return s;
+}
 /* XG > 0 (variant 3, for the lab and A/B runs until a GPU has timed it): the
  * activations of XG tokens are loaded before any of their products. With
  * XG = 0 each token's two loads follow the branch on its index (t < n), so
@@ -155,14 +163,7 @@ k_gemv_split(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
                 const float4 *xp = (const float4 *)(x + (int64_t)t * n_cols + c);
                 const float4 a = __ldg(xp), b = __ldg(xp + 1);
 #pragma unroll
-                for (int i = 0; i < R; i++) {
-                    float s = acc[i][t];
-                    s = __fmaf_rn(wf[i][0], a.x, s); s = __fmaf_rn(wf[i][1], a.y, s);
-                    s = __fmaf_rn(wf[i][2], a.z, s); s = __fmaf_rn(wf[i][3], a.w, s);
-                    s = __fmaf_rn(wf[i][4], b.x, s); s = __fmaf_rn(wf[i][5], b.y, s);
-                    s = __fmaf_rn(wf[i][6], b.z, s); s = __fmaf_rn(wf[i][7], b.w, s);
-                    acc[i][t] = s;
-                }
+                for (int i = 0; i < R; i++) acc[i][t] = fma8(acc[i][t], wf[i], a, b);
             }
         } else {
             constexpr int G = XG < NT ? XG : NT;
@@ -180,14 +181,7 @@ k_gemv_split(const gemv_mats M, int64_t n_cols, const float *x, int32_t n) {
                     const int t = t0 + g;
                     const float4 a = xa[g], b = xb[g];
 #pragma unroll
-                    for (int i = 0; i < R; i++) {
-                        float s = acc[i][t];
-                        s = __fmaf_rn(wf[i][0], a.x, s); s = __fmaf_rn(wf[i][1], a.y, s);
-                        s = __fmaf_rn(wf[i][2], a.z, s); s = __fmaf_rn(wf[i][3], a.w, s);
-                        s = __fmaf_rn(wf[i][4], b.x, s); s = __fmaf_rn(wf[i][5], b.y, s);
-                        s = __fmaf_rn(wf[i][6], b.z, s); s = __fmaf_rn(wf[i][7], b.w, s);
-                        acc[i][t] = s;
-                    }
+                    for (int i = 0; i < R; i++) acc[i][t] = fma8(acc[i][t], wf[i], a, b);
                 }
             }
         }
