@@ -17,7 +17,8 @@ N(0, 1) values up to the depth (--prefill: a real chunked prefill of random ids 
 Floor: bytes read (every weight once, an untied embedding table gathered not read, plus the KV
 cache at depth + n/2, or depth + k for a pass) / the bandwidth of a device copy_ measured here,
 counted as (bytes read + bytes written) / time, best of 10. --check compares the timed path's
-tokens with a plain eager model(...) loop. Failures are printed and the run goes on; exit 1 if any.
+tokens with a plain eager model(...) loop (where they part at a near-tie of the eager logits,
+NEAR_TIE, it says so and does not fail). Failures are printed and the run goes on; exit 1 if any.
 """
 import argparse, gc, inspect, json, platform, statistics, sys, time, traceback
 
@@ -35,6 +36,10 @@ PRESETS = {  # KEYS..., rope theta, rope scaling (None: plain RoPE)
     "smollm2-135m": (576, 30, 9, 3, 1536, 49152, 1e-5, 8192, True, 100000.0, None),
 }
 TF_MAJOR = int(transformers.__version__.split(".")[0])
+# --check: where the timed loop's tokens part from the eager loop's, the eager logits of the
+# timed loop's token at most this far (relative to the largest |logit|) below the eager argmax
+# count as a near-tie of two float16 computations, not a failure
+NEAR_TIE = 1e-2
 
 
 def log(msg):
@@ -262,17 +267,24 @@ def run_depth(a, model, cfg, dev, dtype, depth, common, emit):
                pct_of_floor=100 * floor / st["ms_median"], tokens=got[:32], **st)
     if a.check:  # plain eager model(...) loop on the same cache state, positions from the host
         set_cache_pos(cache, depth)
-        ref = [first]
-        for p in range(depth, depth + a.n):
+        ref, gap = [first], None
+        for i, p in enumerate(range(depth, depth + a.n)):
             T = lambda *x: torch.tensor(x, device=dev)
-            ref.append(int(fwd(T([ref[-1]]), T([p]), T(p))[0, -1].argmax()))
+            row = fwd(T([ref[-1]]), T([p]), T(p))[0, -1].float()
+            ref.append(int(row.argmax()))
+            if gap is None and ref[-1] != got[i]:  # where the loops part (the same tokens before it)
+                gap = float((row[ref[-1]] - row[got[i]]) / row.abs().max().clamp_min(1e-30))
         ref, ok = ref[1:], ref[1:] == got
         bad = next((i for i, (x, y) in enumerate(zip(got, ref)) if x != y), None)
-        log(f"  check depth {depth}: {'PASS' if ok else 'FAIL'}: {mode} greedy tokens "
+        near = not ok and gap is not None and gap <= NEAR_TIE
+        verdict = "PASS" if ok else "NEAR-TIE" if near else "FAIL"
+        log(f"  check depth {depth}: {verdict}: {mode} greedy tokens "
             f"{'==' if ok else '!='} a plain eager model(...) loop" +
-            ("" if ok else f" (first mismatch at token {bad}: {got[bad]} vs {ref[bad]})"))
-        rec.update(check="PASS" if ok else "FAIL", check_ref_tokens=ref[:32])
-        fails += 0 if ok else 1
+            ("" if ok else f" (first mismatch at token {bad}: {got[bad]} vs {ref[bad]}, "
+                           f"{gap:.2g} of the largest |logit| apart in the eager loop's logits; "
+                           f"a near-tie up to {NEAR_TIE:g})"))
+        rec.update(check=verdict, check_gap=gap, check_ref_tokens=ref[:32])
+        fails += 0 if ok or near else 1
     emit(rec)
     log(f"  decode depth {depth}: {st['ms_median']:.3f} ms/token (min {st['ms_min']:.3f}), "
         f"floor {floor:.3f} ms ({rec['pct_of_floor']:.0f}% of floor), {mode}")
