@@ -72,8 +72,9 @@ except (OSError, StopIteration):
 if flags is not None:
     assert pos(rows[0]["peak_f32_gflops"]) == ("avx512f" in flags or ("avx2" in flags and "fma" in flags)), rows[0]
     assert pos(rows[0]["peak_int8_gops"]) == ("avx512_vnni" in flags and "avx512f" in flags), rows[0]
+    assert pos(rows[0]["peak_bf16_gflops"]) == ("avx512_bf16" in flags and "avx512f" in flags), rows[0]
 assert all(r["peak_int8_gops"] == rows[0]["peak_int8_gops"] and r["peak_f32_gflops"] == rows[0]["peak_f32_gflops"]
-           for r in rows), rows
+           and r["peak_bf16_gflops"] == rows[0]["peak_bf16_gflops"] for r in rows), rows
 for r in rows:
     for k in ("model", "threads", "mode", "depth", "median", "bw_gbs", "unit"):
         assert k in r, (k, r)
@@ -82,7 +83,23 @@ for r in rows:
         assert pos(r["min"]) and pos(r["max"]) and r["min"] <= r["median"] <= r["max"], r
         assert pos(r["bound"]) and pos(r["pct_of_bound"]), r
     if r["test"] == "prefill": assert pos(r["gflops"]) and r["unit"] == "tok/s", r
-    if r["test"] == "pass": assert r["fill"] == "random" and r["unit"] == "ms", r
+    if r["test"] == "pass":
+        assert r["fill"] == "random" and r["unit"] == "ms", r
+        # the compute floor, counted here from stories260K's shape (f32 weights: FMA; head_dim 8: f32
+        # attention, a multiply and an add apiece): the rows through 5 layers and the logits, row i
+        # attending to depth + i keys
+        k, d = r["n"], r["depth"]
+        w = k * (5 * (64 * 8 * (2 * 8 + 2 * 4) + 3 * 64 * 172) + 64 * 512)
+        att = 2 * 5 * 8 * 8 * (k * d + k * (k + 1) / 2)
+        f32 = r["peak_f32_gflops"]
+        if pos(f32):
+            want = 1e3 * (w / (f32 * 1e9 / 2) + att / (f32 * 1e9 / 4))
+            assert pos(r["compute_bound"]) and abs(r["compute_bound"] / want - 1) < 1e-4, (want, r)
+            assert abs(r["pct_of_bound"] - 100 * max(r["bound"], r["compute_bound"]) / r["median"]) < 1e-3 * r["pct_of_bound"], r
+        else:
+            assert r["compute_bound"] is None, r
+    else:
+        assert r["compute_bound"] is None, r
     if r["test"] == "decode":
         assert pos(r["tok_s"]) and pos(r["tok_per_target_pass"]) and r["levels"], r
         assert all(pos(L["ms_per_pass"]) for L in r["levels"]), r
@@ -142,6 +159,8 @@ except (OSError, StopIteration):
     flags = []
 if "avx512f" in flags or ("avx2" in flags and "fma" in flags):
     assert any(l.startswith("compute peak: int8 ") and " GFLOP/s (FMA), 2 threads" in l for l in lines), lines[:8]
+passes = tables[1]
+assert passes[0][4:7] == ["floor ms", "compute floor ms", "% of floor"], passes[0]
 PY
     then ok bench_md; else cat "$W/err"; cat "$W/o.md"; bad bench_md; fi
 

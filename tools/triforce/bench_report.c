@@ -12,7 +12,7 @@ _Static_assert(sizeof k_kind_names / sizeof k_kind_names[0] == BENCH_DECODE + 1,
 
 bench_row bench_row_make(bench_kind kind, const char *mode, int depth, int n, int reps, const char *unit) {
     return (bench_row){.kind = kind, .mode = mode, .depth = depth, .n = n, .reps = reps, .unit = unit,
-                       .value = {NAN, NAN, NAN}, .bound = NAN, .pct_of_bound = NAN, .gflops = NAN, .tok_s = NAN,
+                       .value = {NAN, NAN, NAN}, .bound = NAN, .compute_bound = NAN, .pct_of_bound = NAN, .gflops = NAN, .tok_s = NAN,
                        .speedup = {NAN, NAN, NAN}, .tok_per_pass = NAN, .same_as_ar = -1, .fill = ""};
 }
 
@@ -112,8 +112,8 @@ static void csv_str(FILE *f, const char *s, bool first) {
 }
 
 static const char *k_csv_header =
-    "model,threads,kv,test,mode,depth,n,reps,unit,median,min,max,bound,pct_of_bound,bw_gbs,peak_int8_gops,"
-    "peak_f32_gflops,gflops,tok_s,speedup,"
+    "model,threads,kv,test,mode,depth,n,reps,unit,median,min,max,bound,compute_bound,pct_of_bound,bw_gbs,"
+    "peak_int8_gops,peak_bf16_gflops,peak_f32_gflops,gflops,tok_s,speedup,"
     "speedup_min,speedup_max,tok_per_target_pass,acceptance,level_ms_per_pass,same_as_ar,fill";
 
 void bench_report_begin(bench_report *r, FILE *out, bench_format fmt, const bench_header *h) {
@@ -141,8 +141,8 @@ static void md_table_header(bench_report *r, bench_kind kind) {
                    "| --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
         break;
     case BENCH_PASS:
-        fprintf(f, "| model | threads | test | ms/pass | floor ms | %% of floor | cache |\n"
-                   "| --- | ---: | --- | ---: | ---: | ---: | --- |\n");
+        fprintf(f, "| model | threads | test | ms/pass | floor ms | compute floor ms | %% of floor | cache |\n"
+                   "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |\n");
         break;
     case BENCH_DECODE:
         fprintf(f, "| model | threads | mode | test | ms/tok | tok/s | floor ms | %% of floor | speedup vs ar | "
@@ -166,17 +166,19 @@ static void md_row(bench_report *r, const bench_row *row) {
         else
             fprintf(f, "read bandwidth: %s GB/s (best of %d passes over %d MiB, %d threads)\n\n", v, row->reps,
                     row->n, r->h.threads);
-        if (isfinite(r->h.peak_int8_gops) || isfinite(r->h.peak_f32_gflops))
-            fprintf(f, "compute peak: int8 %s GOP/s (vpdpbusd), f32 %s GFLOP/s (FMA), %d threads\n\n",
-                    num(r->h.peak_int8_gops, a, sizeof a), num(r->h.peak_f32_gflops, b, sizeof b), r->h.threads);
+        if (isfinite(r->h.peak_int8_gops) || isfinite(r->h.peak_bf16_gflops) || isfinite(r->h.peak_f32_gflops))
+            fprintf(f, "compute peak: int8 %s GOP/s (vpdpbusd), bf16 %s GFLOP/s (vdpbf16ps), f32 %s GFLOP/s (FMA), %d threads\n\n",
+                    num(r->h.peak_int8_gops, a, sizeof a), num(r->h.peak_bf16_gflops, c, sizeof c),
+                    num(r->h.peak_f32_gflops, b, sizeof b), r->h.threads);
         break;
     case BENCH_PREFILL:
         fprintf(f, "| %s | %d | %s | %s | %s | %s | %s |\n", r->h.model, r->h.threads, test, v,
                 num(row->gflops, a, sizeof a), num(row->bound, b, sizeof b), num(row->pct_of_bound, c, sizeof c));
         break;
     case BENCH_PASS:
-        fprintf(f, "| %s | %d | %s | %s | %s | %s | %s |\n", r->h.model, r->h.threads, test, v,
-                num(row->bound, a, sizeof a), num(row->pct_of_bound, b, sizeof b), row->fill);
+        fprintf(f, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", r->h.model, r->h.threads, test, v,
+                num(row->bound, a, sizeof a), num(row->compute_bound, c, sizeof c), num(row->pct_of_bound, b, sizeof b),
+                row->fill);
         break;
     case BENCH_DECODE:
         if (strcmp(row->fill, BENCH_FILL_RANDOM_KV) == 0) r->random_kv = 1;
@@ -207,9 +209,11 @@ static void json_row(bench_report *r, const bench_row *row) {
     json_num(f, "min", row->value.lo);
     json_num(f, "max", row->value.hi);
     json_num(f, "bound", row->bound);
+    json_num(f, "compute_bound", row->compute_bound);
     json_num(f, "pct_of_bound", row->pct_of_bound);
     json_num(f, "bw_gbs", r->h.bw_gbs);
     json_num(f, "peak_int8_gops", r->h.peak_int8_gops);
+    json_num(f, "peak_bf16_gflops", r->h.peak_bf16_gflops);
     json_num(f, "peak_f32_gflops", r->h.peak_f32_gflops);
     json_num(f, "gflops", row->gflops);
     json_num(f, "tok_s", row->tok_s);
@@ -241,8 +245,9 @@ static void csv_row(bench_report *r, const bench_row *row) {
     csv_str(f, row->mode, false);
     fprintf(f, ",%d,%d,%d", row->depth, row->n, row->reps);
     csv_str(f, row->unit, false);
-    const double nums[] = {row->value.med, row->value.lo, row->value.hi, row->bound, row->pct_of_bound, r->h.bw_gbs,
-                           r->h.peak_int8_gops, r->h.peak_f32_gflops, row->gflops, row->tok_s, row->speedup.med,
+    const double nums[] = {row->value.med, row->value.lo, row->value.hi, row->bound, row->compute_bound,
+                           row->pct_of_bound, r->h.bw_gbs, r->h.peak_int8_gops, r->h.peak_bf16_gflops,
+                           r->h.peak_f32_gflops, row->gflops, row->tok_s, row->speedup.med,
                            row->speedup.lo, row->speedup.hi, row->tok_per_pass};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) csv_num(f, nums[i]);
     level_list(row, true, ";", acc, sizeof acc);
@@ -270,7 +275,14 @@ void bench_report_end(bench_report *r) {
             "and the KV cache read by each batch (prefill is compute-bound, so far below it); GFLOP/s counts the "
             "matrix products and causal attention, next to the compute peak measured above (int8 vpdpbusd for the "
             "packed weight types on a VNNI CPU, f32 FMA for float weights; two operations per multiply-add). Pass "
-            "floor: every weight once plus the KV cache of depth + rows; "
+            "floor: every weight once plus the KV cache of depth + rows; compute floor: the pass's multiply-adds "
+            "(every row through the weights and the logits, and attention's scores and sums over depth + i keys "
+            "for row i) at the peaks measured above, each at the rate of the instruction its kernel multiplies "
+            "with (weights: int8 vpdpbusd, or f32 FMA for float weights; attention over an f16 cache: bf16 "
+            "vdpbf16ps, over q8_0 / q4_0: vpdpbusd for the scores and vpdpwssd, half its products, for the sums; "
+            "f32 arithmetic: a multiply and an add apiece), none where that rate was not probed (AMX tiles, "
+            "emulated bf16); %% of floor is against the larger of the two, one row being bound by the bytes and "
+            "many rows over a deep cache by attention's arithmetic; "
             "the cache is filled with random keys and values (a pass costs the same whatever they hold). Decode "
             "floor: ar's bytes per token, every weight once plus the KV cache at the mean context of the generation "
             "(the embedding table of an untied model is gathered, not read); a speculative mode can beat it "

@@ -45,7 +45,8 @@ typedef struct bench_row {
     const char *unit;      /* "GB/s", "tok/s", "ms", "ms/tok" */
     bench_spread value;
     double bound;          /* the same unit at the measured bandwidth: a tok/s ceiling or a ms floor; NaN: none */
-    double pct_of_bound;   /* 100 = at the bound */
+    double compute_bound;  /* pass: ms of its multiply-adds at the measured compute peaks (bench_floor.h); else NaN */
+    double pct_of_bound;   /* 100 = at the bound (pass: the larger of bound and compute_bound) */
     double gflops;         /* prefill: FLOP/s achieved / 1e9; else NaN */
     double tok_s;          /* decode: 1000 / median ms/tok; else NaN */
     bench_spread speedup;  /* decode: ar's ms/tok over this mode's, per repetition; NaN without ar */
@@ -73,6 +74,7 @@ typedef struct bench_header {
     const char *device;     /* "cpu" or "cuda" */
     bool bw_given;          /* bw_gbs came from --bw-gbs, not the host probe */
     double peak_int8_gops;  /* the host's compute peaks (peak.h); NAN: not measured or not available */
+    double peak_bf16_gflops;
     double peak_f32_gflops;
 } bench_header;
 

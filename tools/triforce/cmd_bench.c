@@ -28,6 +28,7 @@
 #include "bench_text.h"
 #include "cli.h"
 #include "membw.h"
+#include "bench_floor.h"
 #include "peak.h"
 
 #include <math.h>
@@ -39,9 +40,10 @@
 static const char *k_usage =
     "-m MODEL [-md DRAFT | --draft-layers K | --draft-lookup N] [-f TEXT] [-p N,..] [-n N] [-d N,..] [--rows K,..] [--mode M,..] "
     "[-r N] [-o md|json|csv] [options]\n\n"
-    "Measures, after a read-bandwidth probe (--bw-mib) and a compute-peak probe (int8 vpdpbusd and f32 FMA\n"
-    "operations a second; on the CPU): prefill tok/s and GFLOP/s for each -p; the time of one target pass\n"
-    "of k rows for each --rows at each depth -d, over a cache of random keys and values; decode ms/token for each\n"
+    "Measures, after a read-bandwidth probe (--bw-mib) and a compute-peak probe (int8 vpdpbusd, bf16 vdpbf16ps\n"
+    "and f32 FMA operations a second; on the CPU): prefill tok/s and GFLOP/s for each -p; the time of one target pass\n"
+    "of k rows for each --rows at each depth -d, over a cache of random keys and values, next to its compute floor\n"
+    "(its multiply-adds at those peaks) as well as its bytes floor; decode ms/token for each\n"
     "--mode at each depth (the first max(depth, 1) tokens of the text prefilled, then -n tokens generated greedily,\n"
     "or sampled with --temp T [--top-k --top-p --min-p -s], the modes interleaved over the -r repetitions), with\n"
     "the speedup over ar, acceptance and time per pass of each level and whether the greedy output equals ar's; --fill random: ar only, after a cache of random keys and values\n"
@@ -59,6 +61,7 @@ typedef struct bench_model {
     double kv_per_tok; /* KV-cache bytes per token */
     double bw;         /* measured read bandwidth, bytes/s (NAN: no bounds) */
     tf_device device;  /* where contexts and decoders run */
+    bench_compute cr;  /* the multiply-add rates of a pass's kernels (the compute floor; CPU only) */
 } bench_model;
 
 /* ---- prefill ---- */
@@ -189,7 +192,10 @@ static int run_passes(const cli_opts *o, const bench_model *bm, const bench_toke
             bench_row row = bench_row_make(BENCH_PASS, "", d, k, o->reps, "ms");
             row.value = bench_spread_of(ms, o->reps);
             row.bound = 1e3 * (bm->w_bytes + bm->kv_per_tok * (d + k)) / bm->bw;
-            row.pct_of_bound = 100.0 * row.bound / row.value.med;
+            row.compute_bound = bench_pass_compute_ms(&bm->cr, &bm->info, d, k);
+            /* against the larger floor: the bytes, or the arithmetic of many rows */
+            row.pct_of_bound = 100.0 * fmax(row.bound, isnan(row.compute_bound) ? 0 : row.compute_bound) /
+                               row.value.med;
             row.fill = "random";
             bench_report_row(rep, &row);
         }
@@ -613,22 +619,30 @@ int cmd_bench(int argc, char **argv) {
     }
     bm.bw = gbs * 1e9;
     /* the host's compute peaks, prefill's ceiling (a device's are not the host's) */
-    double peak_i8 = NAN, peak_f32 = NAN;
+    bench_peaks pk = {NAN, NAN, NAN};
+    bm.cr = (bench_compute){NAN, NAN, NAN, "not measured on a device"};
     if (device != TF_DEVICE_CUDA) {
         fprintf(stderr, "bench: compute peak (%d threads)\n", threads);
-        peak_i8 = peak_int8_gops(threads, 200);
-        peak_f32 = peak_f32_gflops(threads, 200);
-        if (peak_i8 < 0 || peak_f32 < 0)
+        pk.int8_gops = peak_int8_gops(threads, 200);
+        pk.bf16_gflops = peak_bf16_gflops(threads, 200);
+        pk.f32_gflops = peak_f32_gflops(threads, 200);
+        if (pk.int8_gops < 0 || pk.bf16_gflops < 0 || pk.f32_gflops < 0)
             fprintf(stderr, "triforce bench: warning: the compute-peak probe could not start its threads\n");
-        if (!(peak_i8 > 0)) peak_i8 = NAN; /* 0: the CPU lacks the instruction */
-        if (!(peak_f32 > 0)) peak_f32 = NAN;
+        /* 0: the CPU lacks the instruction */
+        if (!(pk.int8_gops > 0)) pk.int8_gops = NAN;
+        if (!(pk.bf16_gflops > 0)) pk.bf16_gflops = NAN;
+        if (!(pk.f32_gflops > 0)) pk.f32_gflops = NAN;
+        bm.cr = bench_compute_rates(model, &bm.info, o.kv_type, o.isa, &pk);
+        if (bm.cr.why_none[0] && o.rows.n > 0)
+            fprintf(stderr, "bench: no compute floor for the passes: %s\n", bm.cr.why_none);
     }
     const char *slash = strrchr(o.model, '/');
     bench_header h = {.model = slash && slash[1] ? slash + 1 : o.model, .model_path = o.model,
                       .draft = cli_draft_name(&o),
                       .params_m = (double)bm.info.n_params / 1e6, .weight_mib = (double)bm.info.weight_bytes / (1 << 20),
                       .threads = threads, .kv = o.kv_type, .bw_gbs = gbs, .device = tf_device_name(device),
-                      .bw_given = bw_given, .peak_int8_gops = peak_i8, .peak_f32_gflops = peak_f32};
+                      .bw_given = bw_given, .peak_int8_gops = pk.int8_gops, .peak_bf16_gflops = pk.bf16_gflops,
+                      .peak_f32_gflops = pk.f32_gflops};
     bench_report rep;
     bench_report_begin(&rep, stdout, fmt, &h);
     if (!bw_none) {
