@@ -253,8 +253,8 @@ static void test_kv_quantized(void **state) {
     assert_non_null(strstr(err.msg, "expected f32, f16, q8_0 or q4_0"));
 }
 
-/* Rows of a batch of up to 16 give bitwise the results they give alone, on any
- * thread count, and every kernel variant (bf16 instructions or their emulation,
+/* Rows of a batch of up to 16 give bitwise the results they give alone and in
+ * smaller batches, on any thread count, and every kernel variant (bf16 instructions or their emulation,
  * AVX2, generic) gives the same bits as the generic one; a variant with bits of
  * its own (AMX on its tile path) the same bits on every thread count. */
 static void test_batch_invariance(void **state) {
@@ -323,6 +323,21 @@ static void test_batch_invariance(void **state) {
                         if (memcmp(out_1, out_b + (size_t)i * qd, sizeof(float) * qd) != 0)
                             fail_msg("row %d differs alone and in the batch: hd %d heads %d/%d %s kernel %s", i, hd,
                                      n_head, n_head_kv, tname, tf_attn_kernel_name(kern));
+                    }
+                    /* smaller batches: their rows x heads of a group make the other group
+                     * sizes of the kernel (a group of 5 to 8 reading the cache directly) */
+                    static const int sub[] = {2, 3, 5};
+                    for (size_t si = 0; si < sizeof sub / sizeof sub[0]; si++) {
+                        tf_attn_args as = a;
+                        as.n_q = sub[si];
+                        float *o = malloc(sizeof(float) * (size_t)sub[si] * qd);
+                        assert_non_null(o);
+                        as.out = o;
+                        tf_cpu_attn_kernel(pools[1 - pi], kern, &as, scratch);
+                        if (memcmp(o, out_b, sizeof(float) * (size_t)sub[si] * qd) != 0)
+                            fail_msg("a batch of %d rows differs from the batch of %d: hd %d heads %d/%d %s kernel %s",
+                                     sub[si], n_q, hd, n_head, n_head_kv, tname, tf_attn_kernel_name(kern));
+                        free(o);
                     }
                 }
             }
