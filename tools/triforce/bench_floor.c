@@ -54,7 +54,8 @@ bench_compute bench_compute_rates(const tf_model *model, const tf_model_info *in
     return c;
 }
 
-void bench_pass_macs(const tf_model_info *in, int depth, int rows, double *w, double *qk, double *pv) {
+/* multiply-adds of the pass: the weights' (*w), attention's scores and sums (*qk, *pv) */
+static void pass_macs(const tf_model_info *in, int depth, int rows, double *w, double *qk, double *pv) {
     const double layer = (double)in->n_embd * in->head_dim * (2.0 * in->n_head + 2.0 * in->n_head_kv) +
                          3.0 * in->n_embd * in->n_ff;
     *w = (double)rows * (in->n_layer * layer + (double)in->n_embd * in->n_vocab);
@@ -66,6 +67,6 @@ void bench_pass_macs(const tf_model_info *in, int depth, int rows, double *w, do
 double bench_pass_compute_ms(const bench_compute *c, const tf_model_info *in, int depth, int rows) {
     if (c->why_none[0]) return NAN;
     double w, qk, pv;
-    bench_pass_macs(in, depth, rows, &w, &qk, &pv);
+    pass_macs(in, depth, rows, &w, &qk, &pv);
     return 1e3 * (w / c->w_rate + qk / c->qk_rate + pv / c->pv_rate);
 }

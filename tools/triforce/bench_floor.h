@@ -34,12 +34,9 @@ typedef struct bench_compute {
 bench_compute bench_compute_rates(const tf_model *model, const tf_model_info *in, const char *kv_type, int isa,
                                   const bench_peaks *pk);
 
-/* Multiply-adds of a pass of `rows` new rows after `depth` cached tokens, every
- * row's logits included: the weights' (*w) and attention's scores and sums
- * (*qk, *pv; row i attends to depth + i keys, causally). */
-void bench_pass_macs(const tf_model_info *in, int depth, int rows, double *w, double *qk, double *pv);
-
-/* The compute floor of that pass in ms at the rates c; NAN when there is none. */
+/* The compute floor in ms at the rates c of a pass of `rows` new rows after
+ * `depth` cached tokens: every row through the weights and the logits, and
+ * attention's scores and sums, row i over depth + i keys; NAN when there is none. */
 double bench_pass_compute_ms(const bench_compute *c, const tf_model_info *in, int depth, int rows);
 
 #endif
