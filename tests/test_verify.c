@@ -587,6 +587,46 @@ static void test_transform_reference(void **state) {
         }
     }
     print_message("transform == reference on %d rows x configurations\n", checked);
+    /* vocabularies past the radix sort's threshold, where top-p needs more than
+     * the growing top-K gives, with ties (+0 and -0 among them), NaN and -inf */
+    static const tf_sampling_cfg big[] = {
+        {.temp = 1.0f, .top_k = 0, .top_p = 1.0f}, {.temp = 0.8f, .top_k = 0, .top_p = 0.999f},
+        {.temp = 2.5f, .top_k = 0, .top_p = 0.95f, .min_p = 0.001f}, {.temp = 0.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.2f},
+    };
+    static const int32_t sizes[] = {1500, 49152};
+    float *bl = malloc(sizeof(float) * 49152), *bp = malloc(sizeof(float) * 49152);
+    int32_t *bid = malloc(sizeof(int32_t) * 49152);
+    assert_true(bl && bp && bid);
+    checked = 0;
+    for (int trial = 0; trial < 6; trial++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            const int32_t nb = sizes[si];
+            for (int32_t i = 0; i < nb; i++) {
+                double u = tf_rng_uniform(&rng);
+                bl[i] = (float)(8.0 * (tf_rng_uniform(&rng) - 0.5));
+                if (u < 0.1) bl[i] = 1.25f;
+                else if (u < 0.12) bl[i] = u < 0.11 ? 0.0f : -0.0f;
+                else if (u < 0.14) bl[i] = NAN;
+                else if (u < 0.16) bl[i] = -INFINITY;
+            }
+            for (size_t c = 0; c < sizeof big / sizeof big[0]; c++) {
+                tf_sampling s;
+                tf_err err = {0};
+                assert_int_equal(tf_sampling_init(&s, &big[c], nb, &err), TF_OK);
+                tf_sampling_dist(&s, bl);
+                int32_t m = ref_transform(bl, nb, &big[c], bid, bp);
+                assert_int_equal(s.dist.n, m);
+                assert_memory_equal(s.dist.id, bid, sizeof(int32_t) * (size_t)m);
+                assert_memory_equal(s.dist.p, bp, sizeof(float) * (size_t)m);
+                for (int32_t i = 0; i < m; i++) assert_false(isnan(s.dist.p[i]));
+                tf_sampling_free(&s);
+                checked++;
+            }
+        }
+    free(bl);
+    free(bp);
+    free(bid);
+    print_message("transform == reference on %d rows of 1,500 and 49,152 tokens\n", checked);
 }
 
 static void test_edge_cases(void **state) {

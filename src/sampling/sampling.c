@@ -24,7 +24,8 @@ tf_status tf_sampling_init(tf_sampling *s, const tf_sampling_cfg *cfg, int32_t n
     s->dist.id = tf_alloc(sizeof(int32_t) * (size_t)n_vocab);
     s->dist.p = tf_alloc(sizeof(float) * (size_t)n_vocab);
     s->work = tf_alloc(sizeof(float) * (size_t)n_vocab);
-    if (!s->dist.id || !s->dist.p || !s->work) {
+    s->sort = tf_alloc(sizeof(uint32_t) * 4 * (size_t)n_vocab);
+    if (!s->dist.id || !s->dist.p || !s->work || !s->sort) {
         tf_sampling_free(s);
         return tf_errf(err, TF_ERR_NOMEM, "sampler: out of memory");
     }
@@ -35,6 +36,7 @@ void tf_sampling_free(tf_sampling *s) {
     tf_free(s->dist.id);
     tf_free(s->dist.p);
     tf_free(s->work);
+    tf_free(s->sort);
     memset(s, 0, sizeof *s);
 }
 
@@ -73,6 +75,46 @@ static void finish(tf_dist *d, const tf_sampling_cfg *c, int32_t m) {
     for (int32_t i = 0; i < m; i++) sum += d->p[i];
     for (int32_t i = 0; i < m; i++) d->p[i] = (float)(d->p[i] / sum);
     d->n = m;
+}
+
+/* A key whose increasing order is z's decreasing order (z finite or +inf,
+ * never NaN; -0 as +0, which compare equal). */
+static inline uint32_t desc_key(float z) {
+    if (z == 0.0f) z = 0.0f;
+    uint32_t u;
+    memcpy(&u, &z, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* increasing with z */
+    return ~u;
+}
+
+/* The ids of every finite z = logit / temp (z[i] already in s->work) into
+ * d->id, larger z first and lower id first among equals: tf_topk_scaled's
+ * order with k = n, by a stable LSD radix sort (three passes of 11 bits) of
+ * ids taken in increasing order. Returns how many. */
+static int32_t sort_all(tf_sampling *s, const float *z) {
+    const int32_t n = s->n_vocab;
+    uint32_t *ka = s->sort, *ia = ka + n, *kb = ia + n, *ib = kb + n;
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (z[i] != -INFINITY) ka[m] = desc_key(z[i]), ia[m] = (uint32_t)i, m++;
+    for (int shift = 0; shift < 33; shift += 11) {
+        uint32_t count[2048] = {0};
+        for (int32_t i = 0; i < m; i++) count[(ka[i] >> shift) & 2047]++;
+        uint32_t sum = 0;
+        for (int b = 0; b < 2048; b++) {
+            const uint32_t c = count[b];
+            count[b] = sum;
+            sum += c;
+        }
+        for (int32_t i = 0; i < m; i++) {
+            const uint32_t at = count[(ka[i] >> shift) & 2047]++;
+            kb[at] = ka[i], ib[at] = ia[i];
+        }
+        uint32_t *t = ka; ka = kb; kb = t;
+        t = ia; ia = ib; ib = t;
+    }
+    for (int32_t i = 0; i < m; i++) s->dist.id[i] = (int32_t)ia[i];
+    return m;
 }
 
 int32_t tf_sampling_top_k(const tf_sampling *s) {
@@ -122,21 +164,23 @@ void tf_sampling_dist(tf_sampling *s, const float *logits) {
         d->n = 1; d->id[0] = 0; d->p[0] = 1.0f;
         return;
     }
-    /* the softmax is over the whole vocabulary; for top-p, a growing top-K until its mass covers p */
+    /* the softmax is over the whole vocabulary; for top-p, a growing top-K
+     * until its mass covers p, and past SORT_ALL_FROM candidates every
+     * token sorted at once */
+    enum { SORT_ALL_FROM = 1024 };
     double total = 0;
     for (int32_t i = 0; i < n; i++) total += exp((double)z[i] - mx);
-    int32_t m = n;
+    int32_t m = -1;
     if (c->top_p < 1.0f) {
-        for (int32_t kk = 64;; kk *= 4) {
-            if (kk > n) kk = n;
+        for (int32_t kk = 64; kk < SORT_ALL_FROM && kk < n; kk *= 4) {
             m = tf_topk_scaled(logits, n, c->temp, kk, d->id, NULL);
             double mass = 0;
             for (int32_t i = 0; i < m; i++) mass += exp((double)z[d->id[i]] - mx);
-            if (mass / total >= c->top_p || kk == n) break;
+            if (mass / total >= c->top_p || m < kk) break;
+            m = -1;
         }
-    } else {
-        m = tf_topk_scaled(logits, n, c->temp, n, d->id, NULL);
     }
+    if (m < 0) m = sort_all(s, z);
     for (int32_t i = 0; i < m; i++) d->p[i] = (float)(exp((double)z[d->id[i]] - mx) / total);
     finish(d, c, m);
 }

@@ -38,7 +38,8 @@ typedef struct tf_sampling {
     int32_t n_vocab;
     tf_rng rng;
     tf_dist dist;
-    float *work; /* [n_vocab] */
+    float *work;    /* [n_vocab] */
+    uint32_t *sort; /* [4 n_vocab]: the radix sort of a whole row (keys and ids, twice) */
 } tf_sampling;
 
 tf_status tf_sampling_init(tf_sampling *s, const tf_sampling_cfg *cfg, int32_t n_vocab, tf_err *err);
