@@ -28,10 +28,10 @@
  * of the ABI (and is the number in the shared library's SONAME,
  * libtriforce.so.MAJOR), MINOR when functions are added, PATCH for fixes.
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
-#define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 6
+#define TF_VERSION_MAJOR 3
+#define TF_VERSION_MINOR 0
 #define TF_VERSION_PATCH 0
-#define TF_VERSION_STRING "2.6.0"
+#define TF_VERSION_STRING "3.0.0"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */
@@ -381,8 +381,8 @@ typedef struct tf_decoder tf_decoder;
  * from the bottom level (target <- draft), which pays where the middle
  * level's smaller cache saves little over a target step (short contexts) or
  * the bottom level alone is accepted well (text lookup on repetitive text).
- * The output distribution is the same either way; with AUTO and sampling, the
- * same seed reproduces a text only with a fixed route. */
+ * The output is the same either way (sampled with TF_COUPLING_RESIDUAL: its
+ * distribution, and the same seed reproduces a text only with a fixed route). */
 typedef enum tf_middle {
     TF_MIDDLE_ALWAYS = 0, /* through the middle level on every target pass */
     TF_MIDDLE_AUTO = 1,   /* per pass, the route with more tokens per second measured so far (default) */
@@ -391,6 +391,28 @@ typedef enum tf_middle {
 
 TF_API const char *tf_middle_name(tf_middle m); /* "always", "auto", "never" */
 TF_API bool tf_middle_from_name(const char *name, tf_middle *out);
+
+/* Sampled decoding (since 3.0.0): how the levels' random draws are coupled.
+ * Both are exact: the output is distributed as the target's.
+ * KEYED (the default): the token at sequence position i is drawn from a
+ * level's distribution p as the argmin over tokens t of E(seed, i, t) / p(t),
+ * with exponential noise E that depends on the seed, the position and the
+ * token alone; a level accepts a candidate exactly when it is its own draw.
+ * Every mode then emits the very text TF_MODE_AR emits for the same seed and
+ * sampling settings, token for token, whatever gamma1, gamma2, the route or
+ * the timing (so gamma2 0 and TF_MIDDLE_AUTO reproduce too).
+ * RESIDUAL: accept a candidate with probability min(1, p/q), else draw the
+ * replacement from max(p - q, 0) (Leviathan et al. 2023), from one random
+ * stream; accepts about 1% more candidates at T = 0.6 (docs/SPECULATIVE.md),
+ * but the text depends on the mode and on how much was drafted. Greedy
+ * decoding is the same under both. */
+typedef enum tf_coupling {
+    TF_COUPLING_KEYED = 0,
+    TF_COUPLING_RESIDUAL = 1,
+} tf_coupling;
+
+TF_API const char *tf_coupling_name(tf_coupling c); /* "keyed", "residual" */
+TF_API bool tf_coupling_from_name(const char *name, tf_coupling *out);
 
 /* Prefill batch a decoder uses when its n_batch is 0 (since 2.4.0): a
  * GPU's kernels need many rows per pass to fill the device. */
@@ -410,8 +432,9 @@ typedef struct tf_decoder_params {
     int32_t gamma1;         /* draft tokens per middle-level pass (three-level modes) */
     /* candidate tokens per target pass, 1..15; 0: chosen per pass (1..8) from
      * the running acceptance and the measured cost of a draft token and of a
-     * target pass by its row count — the output distribution is the same, but
-     * with sampling the same seed reproduces a text only with a fixed gamma2;
+     * target pass by its row count — the output is the same (sampled with
+     * TF_COUPLING_RESIDUAL: its distribution, and the same seed reproduces a
+     * text only with a fixed gamma2);
      * TF_GAMMA2_BY_TEMP (the default since 2.6.0): TF_GAMMA2_GREEDY when
      * sampling.temp is 0, TF_GAMMA2_SAMPLED when sampling (a sampled
      * candidate is accepted less often, so fewer pay), see tf_decoder_gamma2 */
@@ -448,6 +471,7 @@ typedef struct tf_decoder_params {
      * proposing what followed it; pass draft = NULL. 0 (default): a draft model. */
     int32_t lookup;
     tf_middle middle;        /* three-level modes; default TF_MIDDLE_AUTO */
+    tf_coupling coupling;    /* sampled decoding (since 3.0.0); default TF_COUPLING_KEYED */
 } tf_decoder_params;
 
 TF_API tf_decoder_params tf_decoder_default_params(void);

@@ -214,15 +214,21 @@ PY
 
     # --temp: sampled decoding, every mode from the same seed; the texts are not compared with ar's
     echo "[ RUN      ] bench_sampled"
+    # sampled under the keyed coupling (the default) every mode's text is ar's; under the residual one not compared
     if $TF bench -m "$S260" -p 0 -n 16 -d 64 --rows 0 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 \
         -r 2 -t 2 --bw-mib 16 --temp 0.6 --top-p 0.9 -s 5 -o json > "$W/s.jsonl" 2> "$W/err" &&
-        grep -q 'temp 0.6, top-k 40, top-p 0.9, min-p 0.05, seed 5' "$W/err" && python3 - "$W/s.jsonl" <<'PY'
+        grep -q 'temp 0.6, top-k 40, top-p 0.9, min-p 0.05, seed 5, coupling keyed' "$W/err" &&
+        $TF bench -m "$S260" -p 0 -n 16 -d 64 --rows 0 --mode ar,triforce --draft-layers 2 --budget 32 \
+        -r 1 -t 2 --bw-mib 16 --temp 0.6 --top-p 0.9 -s 5 --coupling residual -o json > "$W/r.jsonl" 2> "$W/err" &&
+        grep -q 'seed 5, coupling residual' "$W/err" && python3 - "$W/s.jsonl" "$W/r.jsonl" <<'PY'
 import json, math, sys
 dec = [r for r in map(json.loads, open(sys.argv[1])) if r["test"] == "decode"]
 assert [r["mode"] for r in dec] == ["ar", "retrieval", "triforce"], dec
 for r in dec:
-    assert r["same_as_ar"] is None and math.isfinite(r["median"]) and r["median"] > 0, r
+    assert r["same_as_ar"] is (None if r["mode"] == "ar" else True) and math.isfinite(r["median"]) and r["median"] > 0, r
     if r["mode"] != "ar": assert r["speedup"] > 0 and 0 <= r["levels"][0]["acceptance"] <= 1, r
+res = [r for r in map(json.loads, open(sys.argv[2])) if r["test"] == "decode"]
+assert [r["mode"] for r in res] == ["ar", "triforce"] and all(r["same_as_ar"] is None for r in res), res
 PY
     then ok bench_sampled; else cat "$W/err" "$W/s.jsonl"; bad bench_sampled; fi
 

@@ -60,6 +60,7 @@ static void test_bad_input(void **state) {
     EXPECT("generate -m x.gguf -p hi -c 12abc", 2, "--ctx-size '12abc'");
     EXPECT("generate -m x.gguf -p hi --kv-type q4", 2, "--kv-type 'q4'");
     EXPECT("generate -m x.gguf -p hi --middle sometimes", 2, "--middle 'sometimes': expected always, auto or never");
+    EXPECT("generate -m x.gguf -p hi --coupling max", 2, "--coupling 'max': expected keyed or residual");
     EXPECT("generate -m x.gguf -p hi -f y.txt", 2, "exactly one of -p TEXT or -f FILE");
     EXPECT("generate -m /nonexistent/m.gguf -p hi", 1, "/nonexistent/m.gguf: cannot open");
     EXPECT("generate -m x.gguf -p", 2, "needs a value");
@@ -134,7 +135,7 @@ static void test_help_states_defaults(void **state) {
     (void)state;
     const tf_decoder_params d = tf_decoder_default_params();
     assert_int_equal(tf_run("generate --help"), 0);
-    struct { const char *flag; char want[64]; } rows[16];
+    struct { const char *flag; char want[64]; } rows[20];
     int n = 0;
 #define ROW(fl, ...) (rows[n].flag = fl, snprintf(rows[n].want, sizeof rows[n].want, __VA_ARGS__), n++)
     ROW("--gamma1", "(default %d)", d.gamma1);
@@ -153,6 +154,7 @@ static void test_help_states_defaults(void **state) {
     ROW("--min-p", "(default %g)", (double)d.sampling.min_p);
     ROW("--kv-type", "%s (default)", tf_kv_type_name(d.kv_type));
     ROW("--middle", "(%s, default)", tf_middle_name(d.middle));
+    ROW("--coupling", "%s (default:", tf_coupling_name(d.coupling));
 #undef ROW
     char line[512];
     for (int i = 0; i < n; i++) {
@@ -297,6 +299,14 @@ static void test_with_stories(void **state) {
     fclose(jf);
     assert_non_null(strstr(jbuf, "\"mode\": \"triforce\""));
     assert_non_null(strstr(jbuf, "\"identical\": true"));
+    /* sampled: under the keyed coupling (the default) the text is ar's, and a
+     * difference would fail the run; under the residual one it is not compared */
+    snprintf(args, sizeof args, "generate -m %s -md %s -f %s -n 32 --temp 0.9 --top-k 0 -s 4 --budget 256 --window 64 "
+             "--gamma2 0 --compare", model, q8, slice);
+    EXPECT(args, 0, "outputs identical\n");
+    snprintf(args, sizeof args, "generate -m %s -md %s -f %s -n 32 --temp 0.9 -s 4 --budget 256 --window 64 "
+             "--coupling residual --compare", model, q8, slice);
+    EXPECT(args, 0, "(sampled, residual coupling");
     /* the draft mode answers to its former name, spec, and reports its new one */
     snprintf(args, sizeof args, "generate -m %s -md %s -f %s -n 16 --temp 0 --mode spec --compare", model, q8, slice);
     EXPECT(args, 0, "compare: ar ");

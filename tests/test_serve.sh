@@ -103,6 +103,13 @@ json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"
 if cmp -s "$W/srv" "$W/gen_greedy"; then ok triforce_mode_equals_generate
 else echo "server: [$(cat "$W/srv")]"; cat "$W/body"; bad triforce_mode_equals_generate; fi
 
+echo "[ RUN      ] sampled_triforce_equals_generate"
+# sampled, the keyed coupling (the default): the triforce mode's text is ar's for the seed, even with gamma2 0
+post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 24, \"seed\": 1234, \"triforce\": {\"mode\": \"triforce\", \"gamma2\": 0, \"coupling\": \"keyed\"}}"
+json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"
+if cmp -s "$W/srv" "$W/gen_sampled"; then ok sampled_triforce_equals_generate
+else echo "server: [$(cat "$W/srv")] generate: [$(cat "$W/gen_sampled")]"; cat "$W/body"; bad sampled_triforce_equals_generate; fi
+
 echo "[ RUN      ] middle_skipped_equals_generate"
 post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 24, \"temperature\": 0, \"triforce\": {\"mode\": \"triforce\", \"middle\": \"never\"}}"
 json_field "d['choices'][0]['text']" < "$W/body" | tr -d '\n' > "$W/srv"
@@ -150,6 +157,7 @@ expect_status logprobs_refused 400 "'logprobs' is not supported" /v1/completions
 expect_status penalty_refused 400 "'presence_penalty' is not supported" /v1/completions '{"prompt": "x", "presence_penalty": 0.5}'
 expect_status bad_mode 400 "'triforce.mode'" /v1/completions '{"prompt": "x", "triforce": {"mode": "fast"}}'
 expect_status bad_middle 400 "'triforce.middle' is not one of always, auto, never" /v1/completions '{"prompt": "x", "triforce": {"middle": "maybe"}}'
+expect_status bad_coupling 400 "'triforce.coupling' is not one of keyed, residual" /v1/completions '{"prompt": "x", "triforce": {"coupling": "max"}}'
 expect_status bad_token 400 "token ids 0..511" /v1/completions '{"prompt": [1, 99999]}'
 long=$(python3 -c "print('once upon a time ' * 800)")
 expect_status prompt_past_context 400 "the server's context is 2048" /v1/completions "{\"prompt\": \"$long\"}"

@@ -13,7 +13,9 @@
  * (no draft model) in every mode that has a bottom level, and its matching
  * against a brute-force reference. Quantized KV caches (q8_0, q4_0) in
  * every level, on a generated model and on SmolLM2, and their refusal where
- * head_dim is not a multiple of 32.
+ * head_dim is not a multiple of 32. Sampled decoding under the keyed
+ * coupling: every mode's text equals ar's sampled text for the seed, with a
+ * broken verifier's as the negative control.
  */
 #include "testutil.h"
 
@@ -53,6 +55,12 @@ static int g_middle = TF_SPEC_MIDDLE_ALWAYS;
 /* Target passes by route of the latest run (three-level modes) */
 static int64_t g_route_passes[2];
 
+/* The runs' sampling: greedy unless a sampled test sets it (then under the
+ * keyed coupling every mode's text must still equal ar's), and their
+ * verifier (a broken one only for negative controls). */
+static tf_sampling_cfg g_sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1};
+static tf_verify_mode g_vmode = TF_VERIFY_EXACT;
+
 /* Runs take their prompt from a separately prefilled decoder
  * (tf_spec_prefill_from) instead of prefilling it themselves. */
 static bool g_prefill_from;
@@ -90,7 +98,7 @@ static void random_prompt(int32_t *prompt, int n) {
     for (int i = 0; i < n; i++) prompt[i] = 3 + (int32_t)(tf_rng_next(&rng) % 256);
 }
 
-/* Greedy-generate n tokens after the prompt; returns the tokens in out. */
+/* Generate n tokens after the prompt (greedy, or as g_sampling says); returns the tokens in out. */
 static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const int32_t *prompt, int np, int n,
                 int32_t *out, tf_level_stats *st_out) {
     tf_spec_cfg c = {
@@ -98,7 +106,7 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
         .recent = rc->chunk, .rebuild_stride = rc->stride, .rebuild_accept = 0.3f, .bypass_accept = g_bypass,
         .bypass_probe = 3, .sinks = rc->sinks, .lookup = g_lookup,
         .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle, .window = rc->window, .n_ctx = np + n + 32, .n_batch = 64, .kv_type = g_kv_type, .isa = TF_ISA_BEST,
-        .sampling = {.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1},
+        .sampling = g_sampling, .coupling = TF_SPEC_COUPLING_KEYED,
     };
     tf_spec s;
     tf_err err = {0};
@@ -107,6 +115,7 @@ static void run(const tf_model *t, const tf_model *d, const run_cfg *rc, const i
         print_error("init (%s): %s\n", tf_spec_mode_name(rc->mode), err.msg);
         fail();
     }
+    s.ver.mode = g_vmode;
     prefill(&s, t, &c, prompt, np);
     int got = 0;
     for (int pass = 0; got < n; pass++) {
@@ -136,8 +145,9 @@ static void expect_same(const tf_model *t, const tf_model *d, const run_cfg *rc,
     run(t, d, rc, prompt, np, n, out, NULL);
     for (int i = 0; i < n; i++)
         if (out[i] != ref[i]) {
-            print_error("%s: mode %s g1 %d g2 %d budget %d chunk %d: token %d is %d, autoregressive gives %d\n", label,
-                        tf_spec_mode_name(rc->mode), rc->g1, rc->g2, rc->budget, rc->chunk, i, out[i], ref[i]);
+            print_error("%s: mode %s g1 %d g2 %d budget %d chunk %d (T %g, seed %llu): token %d is %d, "
+                        "autoregressive gives %d\n", label, tf_spec_mode_name(rc->mode), rc->g1, rc->g2, rc->budget,
+                        rc->chunk, (double)g_sampling.temp, (unsigned long long)g_sampling.seed, i, out[i], ref[i]);
             fail();
         }
 }
@@ -370,6 +380,111 @@ static void test_greedy_equality_generated(void **state) {
     tf_model_free(d);
     unlink(tpath);
     unlink(pd);
+}
+
+/* Sampled decoding under the keyed coupling (keyed.h): every mode, setting,
+ * route and draft emits exactly ar's sampled text for the seed, at T = 1 over
+ * the whole vocabulary and at lower temperatures with top-k / top-p / min-p,
+ * on generated MHA and GQA targets, stories260K with its Q8_0 draft and a
+ * text-lookup draft, and SmolLM2 (when fetched). Negative control: the
+ * accept-all verifier's text is not ar's. */
+static void sampled_sweeps(const tf_model *t, const tf_model *d, const int32_t *prompt, int np, int n,
+                           const char *label, int n_settings) {
+    static const tf_sampling_cfg settings[] = {
+        {.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 11},
+        {.temp = 0.6f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 12},
+        {.temp = 0.8f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f, .seed = 13},
+    };
+    /* the second setting (the CLI's defaults at T = 0.6) first */
+    for (int j = 0; j < n_settings && j < (int)(sizeof settings / sizeof settings[0]); j++) {
+        g_sampling = settings[j == 0 ? 1 : j == 1 ? 0 : j];
+        char what[200];
+        snprintf(what, sizeof what, "%s, sampled T %g top-k %d top-p %g min-p %g", label, (double)g_sampling.temp,
+                 g_sampling.top_k, (double)g_sampling.top_p, (double)g_sampling.min_p);
+        sweep(t, d, prompt, np, n, what);
+    }
+    g_sampling = (tf_sampling_cfg){.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1};
+}
+
+/* The accept-all verifier's sampled text differs from ar's (the draft's
+ * tokens go through unjudged). */
+static void expect_broken_differs(const tf_model *t, const tf_model *d, const int32_t *prompt, int np, int n) {
+    int32_t ref[512], out[512];
+    g_sampling = (tf_sampling_cfg){.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 21};
+    run_cfg ar = {TF_SPEC_AR, 1, 1, 64, 8, 4, 4, 32}, tri = {TF_SPEC_TRIFORCE, 2, 6, 48, 8, 4, 4, 32};
+    run(t, NULL, &ar, prompt, np, n, ref, NULL);
+    g_vmode = TF_VERIFY_BROKEN_ACCEPT_ALL;
+    run(t, d, &tri, prompt, np, n, out, NULL);
+    g_vmode = TF_VERIFY_EXACT;
+    int differ = 0;
+    for (int i = 0; i < n; i++) differ += out[i] != ref[i];
+    print_message("accept-all verifier: %d of %d tokens differ from ar's (negative control)\n", differ, n);
+    assert_true(differ > 0);
+    g_sampling = (tf_sampling_cfg){.temp = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 1};
+}
+
+static void test_sampled_equality_keyed(void **state) {
+    (void)state;
+    const char *pt = gen_model(64, 4, 4, NULL, 5);
+    char tpath[512];
+    snprintf(tpath, sizeof tpath, "%s", pt);
+    const char *pg = gen_model(64, 8, 2, NULL, 7);
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "%s", pg);
+    const char *pd = gen_model(32, 2, 1, NULL, 6);
+    tf_model *t = load(tpath), *g = load(gpath), *d = load(pd);
+    int32_t prompt[900];
+    random_prompt(prompt, 900);
+    sampled_sweeps(t, d, prompt, 500, 40, "mha target, random draft", 3);
+    sampled_sweeps(g, g, prompt, 200, 40, "gqa target, self draft", 3);
+    g_lookup = 1;
+    sampled_sweeps(g, NULL, prompt, 200, 40, "gqa target, lookup draft", 3);
+    g_lookup = 0;
+    expect_broken_differs(g, d, prompt, 200, 40);
+    tf_model_free(t);
+    tf_model_free(g);
+    tf_model_free(d);
+    unlink(tpath);
+    unlink(gpath);
+    unlink(pd);
+}
+
+static void test_sampled_equality_keyed_real(void **state) {
+    (void)state;
+    TU_REQUIRE_SHARED(sp, "models/stories260K/stories260K.gguf");
+    char target_path[512];
+    snprintf(target_path, sizeof target_path, "%s", sp);
+    TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
+    (void)tp;
+    char q8[512];
+    snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
+    tf_err err = {0};
+    assert_int_equal(tf_quantize_file(target_path, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_OK);
+    tf_model *t = load(target_path), *dq = load(q8);
+    static int32_t prompt[2048];
+    int np = prompt_from_text(t, "text/moby-dick.txt", 400, prompt);
+    sampled_sweeps(t, dq, prompt, np, 80, "stories/q8 draft", 3);
+    g_lookup = 2;
+    sampled_sweeps(t, NULL, prompt, np, 80, "stories/lookup draft", 3);
+    g_lookup = 0;
+    tf_model_free(t);
+    tf_model_free(dq);
+    unlink(q8);
+}
+
+static void test_sampled_equality_keyed_smollm2(void **state) {
+    (void)state;
+    TU_REQUIRE_MODEL(mp, TU_SMOLLM2);
+    TU_REQUIRE_SHARED(tp, "text/pride_and_prejudice.txt");
+    (void)tp;
+    tf_err err = {0};
+    static int32_t prompt[2048];
+    tf_model *m = load(mp), *md;
+    assert_int_equal(tf_model_view_layers(&md, m, 6, &err), TF_OK);
+    int np = prompt_from_text(m, "text/pride_and_prejudice.txt", 200, prompt);
+    sampled_sweeps(m, md, prompt, np, 30, "smollm2, first 6 layers as draft", 1);
+    tf_model_free(md);
+    tf_model_free(m);
 }
 
 /* q8_0 / q4_0 KV caches in every level (full, retrieval gather, streaming
@@ -1188,6 +1303,9 @@ int main(void) {
         cmocka_unit_test(test_greedy_equality_stories),
         cmocka_unit_test(test_greedy_equality_smollm2),
         cmocka_unit_test(test_greedy_equality_quantized_kv),
+        cmocka_unit_test(test_sampled_equality_keyed),
+        cmocka_unit_test(test_sampled_equality_keyed_real),
+        cmocka_unit_test(test_sampled_equality_keyed_smollm2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,9 +7,12 @@
  * chi-square test compares it with p(t1) p(t2 | t1) computed from the
  * target's own logits with the same transform. False-alarm rate 1e-6 per test
  * (exact critical values, tests/common/stats.c); fixed seeds make the suite
- * deterministic. Negative controls: the same test on the whole hierarchy with
- * a verifier that accepts everything, and with one that draws rejections from
- * p instead of max(p - q, 0), must fail.
+ * deterministic. These run the residual coupling (verify.h). Negative
+ * controls: the same test on the whole hierarchy with a verifier that accepts
+ * everything, and with one that draws rejections from p instead of
+ * max(p - q, 0), must fail. The keyed coupling (keyed.h) has its own tests:
+ * ar, the hierarchy at both settings, the bypass and the lookup draft, with
+ * accept-all controls, and on SmolLM2 at T=0.6.
  *
  * The bottom level by text lookup (one-hot proposals, no draft model), under
  * spec and the whole hierarchy, from a prompt built so that the lookup
@@ -210,6 +213,9 @@ static void target_joint(const tf_model *m, const tf_sampling_cfg *cfg, const in
 /* The runs' middle-level policy (tf_spec_middle); -1: the target passes of
  * every run alternate between the routes, skipping the middle level first. */
 static int g_middle = TF_SPEC_MIDDLE_ALWAYS;
+/* The runs' coupling of the levels' draws (spec.h): the residual rule unless
+ * a test of the keyed one says otherwise. */
+static tf_spec_coupling g_coupling = TF_SPEC_COUPLING_RESIDUAL;
 
 /* n_runs generations of the mode from the prompt (budget the retrieval
  * cache's); the chi-square verdict against J. base (optional): a decoder
@@ -222,7 +228,8 @@ static tu_gof run_generations(const tf_model *t, const tf_model *d, tf_spec_mode
                      .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = np + 32,
                      .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
                      .bypass_accept = bypass ? 0.5f : 0.0f, .bypass_probe = 2, .lookup = g_lookup,
-                     .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle, .device = g_device};
+                     .middle = g_middle < 0 ? TF_SPEC_MIDDLE_NEVER : (tf_spec_middle)g_middle, .device = g_device,
+                     .coupling = g_coupling};
     tf_spec s;
     assert_int_equal(tf_spec_init(&s, t, mode == TF_SPEC_RETRIEVAL || g_lookup ? NULL : d, &c, g_pool, &err), TF_OK);
     s.ver.mode = vmode;
@@ -428,7 +435,7 @@ static void real_check(const char *what, const tf_model *t, const tf_model *d, c
     tf_spec_cfg bc = {.mode = TF_SPEC_RETRIEVAL, .gamma1 = 2, .gamma2 = 3, .budget = 32, .chunk = 4, .recent = 4,
                       .rebuild_stride = 2, .rebuild_accept = 0.3f, .sinks = 2, .window = 8, .n_ctx = NP_REAL + 1,
                       .n_batch = 64, .kv_type = TF_DTYPE_F32, .isa = TF_ISA_BEST, .sampling = *cfg,
-                      .device = g_device};
+                      .device = g_device, .coupling = g_coupling};
     assert_int_equal(tf_spec_init(&base, t, NULL, &bc, g_pool, &err), TF_OK);
     assert_int_equal(tf_spec_prefill(&base, prompt, NP_REAL, NULL, NULL), TF_OK);
     tu_gof g = run_generations(t, d, TF_SPEC_TRIFORCE, cfg, vmode, &J, prompt, NP_REAL, 32, n_runs, false, &base);
@@ -470,10 +477,39 @@ static void test_distribution_smollm2(void **state) {
     real_check("smollm2 triforce, T=1 top-k 4", t, d, &t1, toks, TF_VERIFY_EXACT, 1200);
     real_check("smollm2 triforce, T=0.6 top-p 0.9", t, d, &t06, toks, TF_VERIFY_EXACT, 1200);
     real_check("smollm2 triforce, accept-all verifier", t, d, &t1, toks, TF_VERIFY_BROKEN_ACCEPT_ALL, 200);
+    g_coupling = TF_SPEC_COUPLING_KEYED;
+    real_check("smollm2 triforce, keyed, T=0.6 top-p 0.9", t, d, &t06, toks, TF_VERIFY_EXACT, 1200);
+    real_check("smollm2 triforce, keyed, accept-all", t, d, &t1, toks, TF_VERIFY_BROKEN_ACCEPT_ALL, 200);
+    g_coupling = TF_SPEC_COUPLING_RESIDUAL;
     tf_pool_free(g_pool);
     g_pool = one;
     tf_model_free(d);
     tf_model_free(t);
+}
+
+/* The keyed coupling (keyed.h): autoregressive sampling itself, the whole
+ * hierarchy, the middle level drafting alone and the lookup draft, each
+ * against the target's joint, with accept-all negative controls (the residual
+ * rule's other control draws from p on a rejection, which keyed verification
+ * never does). Every mode's text equals ar's for a seed (test_spec checks it
+ * token for token), so equal statistics here are expected. */
+static void test_distribution_keyed(void **state) {
+    (void)state;
+    require_generated();
+    int32_t prompt[NP];
+    make_prompt(prompt);
+    tf_sampling_cfg t1 = {.temp = 1.0f, .top_k = 4, .top_p = 1.0f, .min_p = 0.0f, .seed = 0};
+    tf_sampling_cfg t06 = {.temp = 0.6f, .top_k = 6, .top_p = 0.9f, .min_p = 0.0f, .seed = 0};
+    g_coupling = TF_SPEC_COUPLING_KEYED;
+    check("keyed: ar, T=1 top-k 4", TF_SPEC_AR, &t1, prompt);
+    check("keyed: ar, T=0.6 top-p 0.9", TF_SPEC_AR, &t06, prompt);
+    check("keyed: triforce hierarchy, T=1 top-k 4", TF_SPEC_TRIFORCE, &t1, prompt);
+    check("keyed: triforce hierarchy, T=0.6 top-p 0.9", TF_SPEC_TRIFORCE, &t06, prompt);
+    check("keyed: triforce, draft bypassed, T=1", TF_SPEC_TRIFORCE, &t1, prompt);
+    check_broken("keyed: triforce, accept-all verifier", TF_VERIFY_BROKEN_ACCEPT_ALL, &t1, prompt);
+    lookup_check("keyed: spec, lookup draft, T=1 top-k 4", TF_SPEC_DRAFT, &t1, TF_VERIFY_EXACT);
+    lookup_check("keyed: spec, lookup, accept-all verifier", TF_SPEC_DRAFT, &t1, TF_VERIFY_BROKEN_ACCEPT_ALL);
+    g_coupling = TF_SPEC_COUPLING_RESIDUAL;
 }
 
 static int setup(void **state) {
@@ -511,6 +547,7 @@ int main(void) {
         cmocka_unit_test(test_distribution_t1),
         cmocka_unit_test(test_distribution_t06_top_p),
         cmocka_unit_test(test_distribution_lookup),
+        cmocka_unit_test(test_distribution_keyed),
         cmocka_unit_test(test_distribution_smollm2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

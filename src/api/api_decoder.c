@@ -24,6 +24,9 @@ struct tf_decoder {
 _Static_assert((int)TF_MIDDLE_ALWAYS == (int)TF_SPEC_MIDDLE_ALWAYS && (int)TF_MIDDLE_AUTO == (int)TF_SPEC_MIDDLE_AUTO &&
                    (int)TF_MIDDLE_NEVER == (int)TF_SPEC_MIDDLE_NEVER,
                "tf_middle mirrors tf_spec_middle");
+_Static_assert((int)TF_COUPLING_KEYED == (int)TF_SPEC_COUPLING_KEYED &&
+                   (int)TF_COUPLING_RESIDUAL == (int)TF_SPEC_COUPLING_RESIDUAL,
+               "tf_coupling mirrors tf_spec_coupling");
 _Static_assert((int)TF_MODE_TRIFORCE == (int)TF_SPEC_TRIFORCE && (int)TF_MODE_DRAFT == (int)TF_SPEC_DRAFT,
                "public and internal mode numbers agree");
 
@@ -44,7 +47,7 @@ tf_decoder_params tf_decoder_default_params(void) {
         .recent = rp.recent,
         .rebuild_stride = 16, .rebuild_accept = 0.5f, .bypass_accept = 0.2f, .bypass_probe = 16, .sinks = 16, .window = 240, .n_ctx = 0, .n_batch = 0,
         .n_threads = 0, .kv_type = TF_KV_F16, .isa = 0, .sampling = sp, .device = TF_DEVICE_AUTO,
-        .lookup = 0, .middle = TF_MIDDLE_AUTO,
+        .lookup = 0, .middle = TF_MIDDLE_AUTO, .coupling = TF_COUPLING_KEYED,
     };
 }
 
@@ -62,6 +65,16 @@ const char *tf_middle_name(tf_middle m) { return (unsigned)m < 3 ? k_middle_name
 bool tf_middle_from_name(const char *name, tf_middle *out) {
     int i = name_index(k_middle_names, 3, name);
     if (i >= 0) *out = (tf_middle)i;
+    return i >= 0;
+}
+
+static const char *const k_coupling_names[] = {"keyed", "residual"};
+
+const char *tf_coupling_name(tf_coupling c) { return (unsigned)c < 2 ? k_coupling_names[c] : "unknown"; }
+
+bool tf_coupling_from_name(const char *name, tf_coupling *out) {
+    int i = name_index(k_coupling_names, 2, name);
+    if (i >= 0) *out = (tf_coupling)i;
     return i >= 0;
 }
 
@@ -93,7 +106,7 @@ tf_spec_cfg tf_api_spec_cfg(const tf_decoder_params *p, tf_device dev) {
         .mode = (tf_spec_mode)p->mode, .gamma1 = p->gamma1, .gamma2 = tf_decoder_gamma2(p), .budget = p->budget,
         .chunk = p->chunk, .recent = p->recent, .rebuild_stride = p->rebuild_stride,
         .rebuild_accept = p->rebuild_accept, .bypass_accept = p->bypass_accept, .bypass_probe = p->bypass_probe,
-        .middle = (tf_spec_middle)p->middle,
+        .middle = (tf_spec_middle)p->middle, .coupling = (tf_spec_coupling)p->coupling,
         .sinks = p->sinks, .window = p->window, .lookup = p->lookup, .n_ctx = p->n_ctx, .n_batch = p->n_batch,
         .kv_type = tf_kv_type_dtype(p->kv_type),
         .isa = p->isa == 0 ? TF_ISA_BEST : (tf_isa)(p->isa - 1),

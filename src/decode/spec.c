@@ -223,6 +223,20 @@ static void save_last_query(tf_spec *s, int32_t row) {
 
 static void push(tf_spec *s, int32_t tok) { s->seq[s->n_seq++] = tok; }
 
+/* The level's token for sequence position pos, drawn from d. */
+static int32_t draw(tf_spec *s, const tf_dist *d, int64_t pos) {
+    if (s->cfg.coupling == TF_SPEC_COUPLING_KEYED) return tf_keyed_draw(d, tf_keyed_key(s->cfg.sampling.seed, pos));
+    return tf_dist_sample(d, &s->rng);
+}
+
+/* Verify candidate x at sequence position pos against the level's p (the
+ * level below drew it from q); *out: x, or the replacement. */
+static bool verify(tf_spec *s, const tf_dist *p, const tf_dist *q, int32_t x, int64_t pos, int32_t *out) {
+    if (s->cfg.coupling == TF_SPEC_COUPLING_KEYED)
+        return tf_keyed_verify(&s->ver, p, x, tf_keyed_key(s->cfg.sampling.seed, pos), out);
+    return tf_verify_token(&s->ver, p, q, x, &s->rng, out);
+}
+
 static tf_status extend(tf_spec *s, int i, int want, int *added_out);
 
 static tf_status truncate_below(tf_spec *s, int i, int64_t n) {
@@ -259,7 +273,7 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
             if (s->n_seq >= s->cfg.n_ctx)
                 break;
             TF_TRY(level_feed(s, i, s->n_seq, s->n_seq));
-            push(s, tf_dist_sample(dist_at(s, L, s->n_seq), &s->rng));
+            push(s, draw(s, dist_at(s, L, s->n_seq), s->n_seq));
             added++;
         }
         *added_out = added;
@@ -276,7 +290,7 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         if (i > 0 && lower->accept_ewma < s->cfg.bypass_accept && ++L->bypass_run < s->cfg.bypass_probe) {
             if (s->n_seq >= s->cfg.n_ctx) break;
             TF_TRY(level_feed(s, i, s->n_seq, s->n_seq));
-            push(s, tf_dist_sample(dist_at(s, L, s->n_seq), &s->rng));
+            push(s, draw(s, dist_at(s, L, s->n_seq), s->n_seq));
             added++;
             L->st.bypassed++;
             continue;
@@ -303,13 +317,12 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         int32_t next = -1;
         for (; acc < k; acc++) {
             int32_t out;
-            if (!tf_verify_token(&s->ver, dist_at(s, L, base + acc), dist_at(s, lower, base + acc),
-                                 s->seq[base + acc], &s->rng, &out)) {
+            if (!verify(s, dist_at(s, L, base + acc), dist_at(s, lower, base + acc), s->seq[base + acc], base + acc, &out)) {
                 next = out;
                 break;
             }
         }
-        if (acc == k) next = tf_dist_sample(dist_at(s, L, base + k), &s->rng);
+        if (acc == k) next = draw(s, dist_at(s, L, base + k), base + k);
         if (adapt)
             tf_gamma_observe(gctl, k, t_draft, (int)(L->n_cached - L->last_feed), L->st.seconds - t_target, acc);
         L->st.verified += k;
@@ -424,6 +437,8 @@ tf_status tf_spec_check_cfg(const tf_spec_cfg *c, tf_err *err) {
     if (!(c->bypass_accept >= 0 && c->bypass_accept <= 1) || (c->bypass_accept > 0 && c->bypass_probe < 1))
         return tf_errf(err, TF_ERR_INVALID_ARG, "bypass acceptance %g / probe %d: expected 0..1 / >= 1",
                        (double)c->bypass_accept, c->bypass_probe);
+    if ((unsigned)c->coupling > TF_SPEC_COUPLING_RESIDUAL)
+        return tf_errf(err, TF_ERR_INVALID_ARG, "coupling %d: expected keyed (0) or residual (1)", (int)c->coupling);
     if ((unsigned)c->middle > TF_SPEC_MIDDLE_NEVER)
         return tf_errf(err, TF_ERR_INVALID_ARG, "middle-level policy %d: expected always (0), auto (1) or never (2)",
                        (int)c->middle);

@@ -15,11 +15,15 @@
  * instead of running a model: its proposals are one-hot distributions. ar and
  * retrieval, which have no draft level, ignore it (as they ignore a draft).
  * The bottom level samples candidates autoregressively; every other level
- * verifies the candidates of the level below with exact speculative sampling
- * (accept with min(1, p/q), else draw from normalize(max(p - q, 0)) and stop;
- * bonus token when all are accepted), so each level's output is distributed
- * exactly as its own model, and the target's output exactly as the target.
- * Level 0 verifies gamma2 candidates per pass; a middle level gamma1.
+ * verifies the candidates of the level below exactly, so each level's output
+ * is distributed exactly as its own model, and the target's output exactly as
+ * the target. Two couplings of the levels' draws (cfg.coupling): keyed
+ * (keyed.h: every level draws position pos with the noise of (seed, pos); a
+ * candidate is accepted iff it is the level's own draw, which is otherwise
+ * the replacement; every mode's text equals ar's for the seed) and residual
+ * (verify.h: accept with min(1, p/q), else draw from normalize(max(p - q, 0))
+ * and stop; one random stream). Bonus token when all are accepted. Level 0
+ * verifies gamma2 candidates per pass; a middle level gamma1.
  */
 #ifndef TF_DECODE_SPEC_H
 #define TF_DECODE_SPEC_H
@@ -32,6 +36,7 @@
 #include "decode/route.h"
 #include "kv/streaming.h"
 #include "model/forward.h"
+#include "sampling/keyed.h"
 #include "sampling/sampling.h"
 #include "sampling/verify.h"
 
@@ -53,6 +58,12 @@ typedef enum tf_spec_middle {
     TF_SPEC_MIDDLE_NEVER = 2,
 } tf_spec_middle;
 
+/* How the levels' sampled draws are coupled (the header comment). */
+typedef enum tf_spec_coupling {
+    TF_SPEC_COUPLING_KEYED = 0,
+    TF_SPEC_COUPLING_RESIDUAL = 1,
+} tf_spec_coupling;
+
 typedef struct tf_spec_cfg {
     tf_spec_mode mode;
     int32_t gamma1, gamma2;   /* candidates per middle pass / per target pass (0: chosen while decoding, gamma.h) */
@@ -64,6 +75,7 @@ typedef struct tf_spec_cfg {
     int32_t sinks, window;    /* C_q */
     int32_t lookup;           /* > 0: the bottom level drafts by text lookup, matching >= this many tokens */
     tf_spec_middle middle;    /* three-level modes: where the target's candidates come from (route.h) */
+    tf_spec_coupling coupling; /* sampled: keyed (keyed.h) or residual (verify.h) verification */
     int32_t n_ctx, n_batch;
     int32_t n_logits;         /* most logits rows of one target pass (0: what decoding needs; tf_spec_eval) */
     tf_dtype kv_type;
@@ -151,7 +163,7 @@ typedef struct tf_spec {
     int32_t dmax;             /* distribution ring size */
     tf_sampling samp;         /* the transform, shared by all levels */
     tf_verifier ver;
-    tf_rng rng;
+    tf_rng rng;               /* the residual coupling's random stream */
     float *q_cap;             /* [n_layer][rows][q_dim] target queries of the last pass (a buffer on be) */
     int32_t q_cap_rows;
     float *q_last;            /* [n_layer][q_dim] query of the newest token in C_p (a buffer on be) */

@@ -288,7 +288,7 @@ void bench_report_end(bench_report *r) {
             "(the embedding table of an untied model is gathered, not read); a speculative mode can beat it "
             "(%% over 100). A model and cache small enough for the CPU's caches can beat these DRAM bounds too. Speedup: ar's ms/tok over the mode's, repetition by repetition. Acceptance: per judged "
             "candidate of the level below, accepted / (accepted + rejections) (a candidate is judged only while all "
-            "before it were accepted). = ar: the greedy output equals ar's (- when sampled with --temp: the texts differ by design). "
+            "before it were accepted). = ar: the output equals ar's (greedy, or sampled under the keyed coupling; - when sampled under --coupling residual, whose texts differ by design). "
             "Decoding at depth 0 prefills one token. Spread: median [min, max] over the repetitions.\n");
     if (r->random_kv)
         fprintf(r->out, "\nctx filled with random K/V (--fill random): the decode tests so marked ran after the "

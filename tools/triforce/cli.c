@@ -91,6 +91,10 @@ static const opt_def k_opts[] = {
      "triforce and streaming: the target verifies the middle level's candidates (always), the draft's directly "
      "(never), or per pass whichever route has given more tokens per second so far (auto, default)",
      SPEC_RUN, 0, 0},
+    {NULL, "--coupling", OPT_STR, O(coupling), "RULE",
+     "sampled: keyed (default: the token at each position drawn with noise of the seed, the position and the token, "
+     "so every mode gives ar's text for a seed) or residual (accept with min(1, p/q), else draw from max(p - q, 0))",
+     SPEC_RUN, 0, 0},
     {NULL, "--draft-layers", OPT_INT, O(draft_layers), "K",
      "no -md: draft with the target's first K layers (self-speculation); makes triforce the default mode",
      SPEC_RUN, 1, 1024},
@@ -260,6 +264,7 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     o->min_p = dd.sampling.min_p;
     o->kv_type = tf_kv_type_name(dd.kv_type);
     o->middle = tf_middle_name(dd.middle);
+    o->coupling = tf_coupling_name(dd.coupling);
     o->gen_seed = 1;
     o->gamma1 = dd.gamma1;
     o->gamma2 = dd.gamma2;
@@ -363,6 +368,11 @@ int cli_parse(cli_opts *o, unsigned cmd, const char *cmd_name, const char *usage
     tf_middle mid;
     if (!tf_middle_from_name(o->middle, &mid)) {
         fprintf(stderr, "triforce %s: --middle '%s': expected always, auto or never\n", cmd_name, o->middle);
+        return -1;
+    }
+    tf_coupling cpl;
+    if (!tf_coupling_from_name(o->coupling, &cpl)) {
+        fprintf(stderr, "triforce %s: --coupling '%s': expected keyed or residual\n", cmd_name, o->coupling);
         return -1;
     }
     return 0;
@@ -568,6 +578,8 @@ bool cli_decode_mode(const char *cmd, const cli_opts *o, tf_decode_mode *mode) {
     return cli_mode_has_draft(cmd, o, *mode);
 }
 
+bool cli_text_is_ars(const cli_opts *o) { return o->temp <= 0 || strcmp(o->coupling, "keyed") == 0; }
+
 int cli_gamma2(const cli_opts *o) {
     tf_decoder_params dp = tf_decoder_default_params();
     dp.gamma2 = o->gamma2;
@@ -586,6 +598,7 @@ tf_decoder_params cli_decoder_params(const cli_opts *o) {
     dp.rebuild_stride = o->rebuild_stride;
     dp.bypass_accept = o->bypass_accept;
     tf_middle_from_name(o->middle, &dp.middle); /* checked with the other options */
+    tf_coupling_from_name(o->coupling, &dp.coupling);
     dp.sinks = o->sinks;
     dp.window = o->window;
     dp.n_threads = o->n_threads;

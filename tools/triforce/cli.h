@@ -53,6 +53,7 @@ typedef struct cli_opts {
     int draft_lookup; /* --draft-lookup N: the bottom level drafts by text lookup; 0: none */
     float bypass_accept;
     const char *middle;  /* --middle always|auto|never */
+    const char *coupling; /* --coupling keyed|residual */
     bool compare;
     bool chat;           /* --chat: format -p/-f as one user turn with the model's chat template */
     const char *system;  /* --system TEXT (with --chat) */
@@ -146,6 +147,9 @@ bool cli_check_output(const char *cmd, const char *out, const char *in);
  * context and device). */
 tf_decoder_params cli_decoder_params(const cli_opts *o);
 /* The gamma2 the options give (--gamma2, or by --temp when not given). */
+/* Whether every decoding mode's text must equal ar's: greedy, or sampled with
+ * the keyed coupling (tf_coupling). */
+bool cli_text_is_ars(const cli_opts *o);
 int cli_gamma2(const cli_opts *o);
 /* tf_decoder_params_check before any model is loaded: false (the reason
  * printed) when the options cannot work whatever the models are. */

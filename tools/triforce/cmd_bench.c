@@ -265,7 +265,7 @@ static bench_row decode_row(const cli_opts *o, const bench_model *bm, const tf_d
     double ms[1000], sp[1000];
     for (int r = 0; r < reps; r++) ms[r] = 1e3 * runs[mi][r].seconds / runs[mi][r].n;
     if (ar >= 0 && ar != mi) {
-        row.same_as_ar = o->temp > 0 ? -1 : 1; /* sampled texts differ from ar's by design: not compared */
+        row.same_as_ar = cli_text_is_ars(o) ? 1 : -1; /* sampled under the residual coupling: not compared */
         for (int r = 0; r < reps; r++) {
             sp[r] = (1e3 * runs[ar][r].seconds / runs[ar][r].n) / ms[r];
             if (row.same_as_ar == 1 && memcmp(runs[ar][r].toks, runs[mi][r].toks, sizeof(int32_t) * (size_t)n_gen) != 0)
@@ -589,8 +589,8 @@ int cmd_bench(int argc, char **argv) {
             cli_draft_name(&o), tf_device_name(device), threads, o.kv_type, ps, o.n_predict, ds,
             rs, ms, o.reps, o.file ? o.file : toks.fill, fill_random ? ", decode ctx filled with random K/V" : "");
     if (o.temp > 0)
-        fprintf(stderr, ", temp %g, top-k %d, top-p %g, min-p %g, seed %lld", o.temp, o.top_k, o.top_p, o.min_p,
-                (long long)(o.seed >= 0 ? o.seed : 1));
+        fprintf(stderr, ", temp %g, top-k %d, top-p %g, min-p %g, seed %lld, coupling %s", o.temp, o.top_k, o.top_p,
+                o.min_p, (long long)(o.seed >= 0 ? o.seed : 1), o.coupling);
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d%s, chunk %d, rebuild-stride %d, bypass-accept %g, middle %s, "
                         "sinks %d, window %d", o.gamma1, cli_gamma2(&o), o.budget, o.budget ? "" : " (an eighth of each test's context)",

@@ -358,11 +358,13 @@ int cmd_generate(int argc, char **argv) {
         if (run_one(&o, model, NULL, dp, toks, n_tok, false, &ar) != 0) goto done;
         double ms_ar = ar.n ? 1e3 * ar.t_decode / ar.n : 0, ms = res.n ? 1e3 * res.t_decode / res.n : 0;
         int same = ar.n == res.n && memcmp(ar.toks, res.toks, sizeof(int32_t) * (size_t)res.n) == 0;
-        if (o.temp <= 0) identical = same;
+        const bool comparable = cli_text_is_ars(&o);
+        if (comparable) identical = same;
         fprintf(stderr, "compare: ar %.2f ms/tok, %s %.2f ms/tok: speedup %.2fx; outputs %s\n", ms_ar,
                 tf_decode_mode_name(mode), ms, ms > 0 ? ms_ar / ms : 0.0,
-                o.temp <= 0 ? (same ? "identical" : "DIFFERENT")
-                            : (same ? "identical (sampled)" : "differ (sampled: equal in distribution, not token for token)"));
+                comparable ? (same ? "identical" : "DIFFERENT")
+                           : (same ? "identical (sampled, residual coupling)"
+                                   : "differ (sampled, residual coupling: equal in distribution, not token for token)"));
     }
     rc = identical == 0 ? 1 : 0;
     if (stats) {

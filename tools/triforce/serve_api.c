@@ -121,6 +121,11 @@ static int parse_triforce(const serve_ctx *c, const cJSON *o, tf_decoder_params 
         if (!cJSON_IsString(mid) || !tf_middle_from_name(mid->valuestring, &dp->middle))
             return bad(err, errsz, "'triforce.middle' is not one of always, auto, never");
     }
+    const cJSON *cpl = cJSON_GetObjectItemCaseSensitive(t, "coupling");
+    if (cpl && !cJSON_IsNull(cpl)) {
+        if (!cJSON_IsString(cpl) || !tf_coupling_from_name(cpl->valuestring, &dp->coupling))
+            return bad(err, errsz, "'triforce.coupling' is not one of keyed, residual");
+    }
     struct { const char *key; int32_t *field; double lo, hi; } ints[] = {
         {"gamma1", &dp->gamma1, 1, 16}, {"gamma2", &dp->gamma2, 0, 15}, {"budget", &dp->budget, 16, 1 << 28},
         {"chunk", &dp->chunk, 1, 64}};
