@@ -11,9 +11,10 @@
  * k_max / 2, and every EXPLORE_EVERY passes it tries a neighbour of its choice.
  *
  * The choice changes only how much is drafted per target pass, never what is
- * emitted: every pass is an exact speculative verification. With sampling, it
- * does change how the random stream is consumed, so the same seed gives the
- * same text only with a fixed gamma2.
+ * emitted: every pass is an exact speculative verification (and under the
+ * keyed coupling, keyed.h, even the sampled text is the same). Under the
+ * residual coupling it changes how the random stream is consumed, so the same
+ * seed gives the same text only with a fixed gamma2.
  */
 #ifndef TF_DECODE_GAMMA_H
 #define TF_DECODE_GAMMA_H

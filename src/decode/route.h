@@ -21,9 +21,10 @@
  * situation (TF_ROUTE_CTX_*, below) and asks the one of the situation at hand.
  *
  * The route changes which level drafts, never what is emitted: every target
- * pass is an exact speculative verification of whatever proposed. With
- * sampling it changes how the random stream is consumed, so the same seed
- * reproduces a text only with a fixed route (and a fixed gamma2).
+ * pass is an exact speculative verification of whatever proposed (and under
+ * the keyed coupling, keyed.h, even the sampled text is the same). Under the
+ * residual coupling it changes how the random stream is consumed, so the same
+ * seed reproduces a text only with a fixed route (and a fixed gamma2).
  */
 #ifndef TF_DECODE_ROUTE_H
 #define TF_DECODE_ROUTE_H
