@@ -317,7 +317,8 @@ static tf_status extend(tf_spec *s, int i, int want, int *added_out) {
         int32_t next = -1;
         for (; acc < k; acc++) {
             int32_t out;
-            if (!verify(s, dist_at(s, L, base + acc), dist_at(s, lower, base + acc), s->seq[base + acc], base + acc, &out)) {
+            if (!verify(s, dist_at(s, L, base + acc), dist_at(s, lower, base + acc), s->seq[base + acc], base + acc,
+                        &out)) {
                 next = out;
                 break;
             }

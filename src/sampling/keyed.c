@@ -1,20 +1,19 @@
 /* keyed.c — keyed draws and keyed verification (contract in keyed.h). */
 #include "sampling/keyed.h"
 
+#include "core/rng.h"
+
 #include <math.h>
 
-static inline uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* splitmix64's output for state v (core/rng.h): a bijective 64-bit mix. */
+static inline uint64_t hash64(uint64_t v) { return tf_splitmix64(&v); }
 
 uint64_t tf_keyed_key(uint64_t seed, int64_t pos) {
-    return mix(mix(seed + 0x9e3779b97f4a7c15ull) ^ mix((uint64_t)pos * 0xd1b54a32d192ed03ull + 0x8cb92ba72f3d8dd7ull));
+    return hash64(hash64(seed) ^ hash64((uint64_t)pos + 0x8cb92ba72f3d8dd7ull));
 }
 
 double tf_keyed_uniform(uint64_t key, int32_t id) {
-    const uint64_t h = mix(key ^ mix((uint64_t)(uint32_t)id + 0x632be59bd9b4e019ull));
+    const uint64_t h = hash64(key ^ hash64((uint64_t)(uint32_t)id + 0x632be59bd9b4e019ull));
     return ((double)(h >> 11) + 0.5) * 0x1.0p-53;
 }
 

@@ -7,7 +7,7 @@
  *     argmin over d's candidates t with d(t) > 0 of  E(seed, pos, t) / d(t),
  *
  * where E(seed, pos, t) = -log U(seed, pos, t) is a standard exponential
- * variable computed by hashing (seed, pos, t) (splitmix64 finalizers, 53 bits).
+ * variable computed by hashing (seed, pos, t) (splitmix64 outputs, 53 bits).
  * For independent exponentials E(t), E(t)/d(t) is exponential with rate d(t),
  * and the smallest of them falls on t with probability d(t) / sum d = d(t):
  * the draw is distributed exactly as d (the exponential race, equivalently
