@@ -13,6 +13,7 @@
  * positions), must exceed the critical value BROKEN_MARGIN times. */
 #include "testutil.h"
 
+#include "dist_testutil.h"
 #include "stats.h"
 
 #include "sampling/keyed.h"
@@ -23,54 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ALPHA 1e-6
-#define BROKEN_MARGIN 5.0
-#define MAXV 64
-
-static void expect_pass(const tu_gof *g, const char *what) {
-    print_message("%-48s chi2 %10.2f  crit %7.2f  df %4d  off-support %lld\n", what, g->chi2, g->crit, g->df,
-                  g->off_support);
-    assert_true(g->df >= 1);
-    assert_true(g->off_support == 0);
-    assert_true(g->chi2 < g->crit);
-}
-
-static void expect_fail(const tu_gof *g, const char *what) {
-    print_message("%-48s chi2 %10.2f  crit %7.2f  df %4d  (negative control)\n", what, g->chi2, g->crit, g->df);
-    assert_true(g->df >= 1);
-    assert_true(g->chi2 > BROKEN_MARGIN * g->crit);
-}
-
-/* A tf_dist with its own storage (d points into it; never copied by value). */
-typedef struct tdist {
-    tf_dist d;
-    int32_t id[MAXV];
-    float p[MAXV];
-} tdist;
-
-static void make_dist(tdist *out, const float *logits, int32_t n_vocab, const tf_sampling_cfg *cfg) {
-    tf_sampling s;
-    tf_err err = {0};
-    assert_true(n_vocab <= MAXV);
-    assert_int_equal(tf_sampling_init(&s, cfg, n_vocab, &err), TF_OK);
-    tf_sampling_dist(&s, logits);
-    out->d = (tf_dist){.n = s.dist.n, .id = out->id, .p = out->p};
-    memcpy(out->id, s.dist.id, sizeof(int32_t) * (size_t)s.dist.n);
-    memcpy(out->p, s.dist.p, sizeof(float) * (size_t)s.dist.n);
-    tf_sampling_free(&s);
-}
-
-static void dense(const tf_dist *d, int32_t n_vocab, double *out) {
-    double sum = 0;
-    for (int32_t i = 0; i < n_vocab; i++) out[i] = 0;
-    for (int32_t i = 0; i < d->n; i++) sum += d->p[i];
-    for (int32_t i = 0; i < d->n; i++) out[d->id[i]] += d->p[i] / sum;
-}
-
-static tf_sampling_cfg cfg_of(float temp, int32_t top_k, float top_p, float min_p) {
-    return (tf_sampling_cfg){.temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = 1};
-}
 
 /* Negative control: argmin (1 - u) / p, the race without its logarithm
  * (uniform, not exponential, times): not distributed as p. */

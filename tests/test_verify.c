@@ -17,6 +17,7 @@
  * times. */
 #include "testutil.h"
 
+#include "dist_testutil.h"
 #include "stats.h"
 
 #include "sampling/sampling.h"
@@ -27,10 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALPHA 1e-6     /* false-alarm rate per goodness-of-fit test */
-#define BROKEN_MARGIN 5.0 /* a broken verifier must exceed the critical value 5x */
-#define MAXV 64
-
 /* chi-square machinery: tests/common/stats.c */
 typedef tu_gof gof;
 #define gamma_q tu_gamma_q
@@ -38,45 +35,7 @@ typedef tu_gof gof;
 #define chi2_crit tu_chi2_crit
 #define chi2_gof(obs, prob, n) tu_chi2_gof((obs), (prob), (n), ALPHA)
 
-/* The verdicts: a correct verifier stays under the critical value with no
- * off-support token; a broken one exceeds it by BROKEN_MARGIN. */
-static void expect_pass(const gof *g, const char *what) {
-    print_message("%-44s chi2 %10.2f  crit %7.2f  df %4d  off-support %lld\n", what, g->chi2, g->crit, g->df,
-                  g->off_support);
-    assert_true(g->df >= 1);
-    assert_true(g->off_support == 0);
-    assert_true(g->chi2 < g->crit);
-}
-
-static void expect_fail(const gof *g, const char *what) {
-    print_message("%-44s chi2 %10.2f  crit %7.2f  df %4d  off-support %lld  (negative control)\n", what, g->chi2,
-                  g->crit, g->df, g->off_support);
-    assert_true(g->df >= 1);
-    assert_true(g->chi2 > BROKEN_MARGIN * g->crit);
-}
-
 /* ---- distributions ------------------------------------------------------------- */
-
-/* A tf_dist with its own storage. Never copied by value (d points into it). */
-typedef struct tdist {
-    tf_dist d;
-    int32_t id[MAXV];
-    float p[MAXV];
-} tdist;
-
-static void make_dist(tdist *out, const float *logits, int32_t n_vocab, const tf_sampling_cfg *cfg) {
-    assert_true(n_vocab <= MAXV);
-    tf_sampling s;
-    tf_err err = {0};
-    assert_int_equal(tf_sampling_init(&s, cfg, n_vocab, &err), TF_OK);
-    tf_sampling_dist(&s, logits);
-    out->d.n = s.dist.n;
-    out->d.id = out->id;
-    out->d.p = out->p;
-    memcpy(out->id, s.dist.id, sizeof(int32_t) * (size_t)s.dist.n);
-    memcpy(out->p, s.dist.p, sizeof(float) * (size_t)s.dist.n);
-    tf_sampling_free(&s);
-}
 
 /* A distribution written by hand: ids with weights (normalized, sorted here). */
 static void set_dist(tdist *out, int n, const int32_t *ids, const double *w) {
@@ -91,19 +50,6 @@ static void set_dist(tdist *out, int n, const int32_t *ids, const double *w) {
             float tp = out->p[j]; out->p[j] = out->p[j - 1]; out->p[j - 1] = tp;
             int32_t ti = out->id[j]; out->id[j] = out->id[j - 1]; out->id[j - 1] = ti;
         }
-}
-
-/* Dense probabilities of d over n_vocab tokens, in double, normalized. */
-static void dense(const tf_dist *d, int32_t n_vocab, double *out) {
-    double sum = 0;
-    for (int32_t i = 0; i < n_vocab; i++) out[i] = 0;
-    for (int32_t i = 0; i < d->n; i++) sum += d->p[i];
-    for (int32_t i = 0; i < d->n; i++) out[d->id[i]] += d->p[i] / sum;
-}
-
-static tf_sampling_cfg cfg_of(float temp, int32_t top_k, float top_p, float min_p) {
-    tf_sampling_cfg c = {.temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = 1};
-    return c;
 }
 
 static const char *mode_name(tf_verify_mode m) {
