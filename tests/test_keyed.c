@@ -196,22 +196,7 @@ static void test_independence(void **state) {
 
 /* ---- whole speculative rounds over a Markov chain ----------------------------------- */
 
-enum { MV = 8, MK = 3, MLEN = 6 };
-
-typedef struct chain {
-    tdist P[MV], Q[MV]; /* target / draft next-token distributions given the previous token */
-} chain;
-
-static void build_chain(chain *ch, const tf_sampling_cfg *cfg, tf_rng *rng) {
-    for (int a = 0; a < MV; a++) {
-        float lp[MV], lq[MV], noise[MV];
-        tu_fill_uniform(rng, lp, MV, -2.0f, 2.0f);
-        tu_fill_uniform(rng, noise, MV, -1.5f, 1.5f);
-        for (int i = 0; i < MV; i++) lq[i] = 0.5f * lp[i] + noise[i];
-        make_dist(&ch->P[a], lp, MV, cfg);
-        make_dist(&ch->Q[a], lq, MV, cfg);
-    }
-}
+enum { MLEN = 6 };
 
 /* MLEN tokens after token 0 by rounds of MK keyed drafts from Q verified
  * against P (accept_all: the broken verifier), positions 1, 2, ...; *drafted

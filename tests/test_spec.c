@@ -279,6 +279,16 @@ static void test_greedy_equality_smollm2(void **state) {
     tf_model_free(t);
 }
 
+/* stories260K (target_path) and its Q8_0 quantization, written to a
+ * temporary q8 (the caller unlinks it), loaded. */
+static void load_stories_pair(const char *target_path, char *q8, size_t q8_size, tf_model **t, tf_model **dq) {
+    snprintf(q8, q8_size, "%s", tu_tmp_path(".gguf"));
+    tf_err err = {0};
+    assert_int_equal(tf_quantize_file(target_path, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_OK);
+    *t = load(target_path);
+    *dq = load(q8);
+}
+
 /* The real pair: stories260K F32 target, its Q8_0 quantization as draft; also
  * the target itself as a draft (always agrees) and a random model (never). */
 static void test_greedy_equality_stories(void **state) {
@@ -289,10 +299,8 @@ static void test_greedy_equality_stories(void **state) {
     TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
     (void)tp;
     char q8[512];
-    snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
-    tf_err err = {0};
-    assert_int_equal(tf_quantize_file(target_path, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_OK);
-    tf_model *t = load(target_path), *dq = load(q8);
+    tf_model *t, *dq;
+    load_stories_pair(target_path, q8, sizeof q8, &t, &dq);
     const char *rnd = gen_model(64, 4, 4, target_path, 99);
     tf_model *dr = load(rnd);
     static int32_t prompt[2048];
@@ -327,6 +335,7 @@ static void test_greedy_equality_stories(void **state) {
     sweep(t, dr, prompt, np, 80, "stories/random draft");
     /* the target's first layers as the draft (--draft-layers) */
     tf_model *dl = NULL;
+    tf_err err = {0};
     assert_int_equal(tf_model_view_layers(&dl, t, 2, &err), TF_OK);
     assert_int_equal(dl->hp.n_layer, 2);
     sweep(t, dl, prompt, np, 80, "stories/first-2-layers draft");
@@ -457,10 +466,8 @@ static void test_sampled_equality_keyed_real(void **state) {
     TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
     (void)tp;
     char q8[512];
-    snprintf(q8, sizeof q8, "%s", tu_tmp_path(".gguf"));
-    tf_err err = {0};
-    assert_int_equal(tf_quantize_file(target_path, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_OK);
-    tf_model *t = load(target_path), *dq = load(q8);
+    tf_model *t, *dq;
+    load_stories_pair(target_path, q8, sizeof q8, &t, &dq);
     static int32_t prompt[2048];
     int np = prompt_from_text(t, "text/moby-dick.txt", 400, prompt);
     sampled_sweeps(t, dq, prompt, np, 80, "stories/q8 draft", 3);

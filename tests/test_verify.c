@@ -329,22 +329,6 @@ static void test_token_distribution(void **state) {
 /* Speculative decoding with rounds of K drafts: the emitted sequence's first
  * two tokens (jointly) and its fourth token (reached through accepted drafts,
  * corrections and bonus tokens) must follow the target chain. */
-enum { MV = 8, MK = 3 };
-
-typedef struct chain {
-    tdist P[MV], Q[MV]; /* target / draft next-token distributions given the previous token */
-} chain;
-
-static void build_chain(chain *ch, const tf_sampling_cfg *cfg, tf_rng *rng) {
-    for (int a = 0; a < MV; a++) {
-        float lp[MV], lq[MV], noise[MV];
-        tu_fill_uniform(rng, lp, MV, -2.0f, 2.0f);
-        tu_fill_uniform(rng, noise, MV, -1.5f, 1.5f);
-        for (int i = 0; i < MV; i++) lq[i] = 0.5f * lp[i] + noise[i];
-        make_dist(&ch->P[a], lp, MV, cfg);
-        make_dist(&ch->Q[a], lq, MV, cfg);
-    }
-}
 
 static void run_chain_gof(const chain *ch, tf_verify_mode mode, int n_trials, uint64_t seed, gof *joint2,
                           gof *fourth, double *acc_rate) {

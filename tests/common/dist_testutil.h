@@ -2,8 +2,8 @@
  * test_keyed.c): distributions with their own storage made by the sampling
  * transform, their dense form, and the verdicts of a goodness-of-fit test
  * (a correct rule stays under the critical value with nothing off the
- * support; a negative control exceeds it BROKEN_MARGIN times). Include after
- * testutil.h. */
+ * support; a negative control exceeds it BROKEN_MARGIN times), and a Markov
+ * chain for whole speculative rounds. Include after testutil.h. */
 #ifndef TF_TESTS_DIST_TESTUTIL_H
 #define TF_TESTS_DIST_TESTUTIL_H
 
@@ -63,6 +63,26 @@ static inline void dense(const tf_dist *d, int32_t n_vocab, double *out) {
 
 static inline tf_sampling_cfg cfg_of(float temp, int32_t top_k, float top_p, float min_p) {
     return (tf_sampling_cfg){.temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = 1};
+}
+
+/* A Markov chain over MV tokens for whole speculative rounds of MK drafts:
+ * the target's and a correlated draft's next-token distributions given the
+ * previous token, from random logits under cfg. */
+enum { MV = 8, MK = 3 };
+
+typedef struct chain {
+    tdist P[MV], Q[MV]; /* target / draft next-token distributions given the previous token */
+} chain;
+
+static inline void build_chain(chain *ch, const tf_sampling_cfg *cfg, tf_rng *rng) {
+    for (int a = 0; a < MV; a++) {
+        float lp[MV], lq[MV], noise[MV];
+        tu_fill_uniform(rng, lp, MV, -2.0f, 2.0f);
+        tu_fill_uniform(rng, noise, MV, -1.5f, 1.5f);
+        for (int i = 0; i < MV; i++) lq[i] = 0.5f * lp[i] + noise[i];
+        make_dist(&ch->P[a], lp, MV, cfg);
+        make_dist(&ch->Q[a], lq, MV, cfg);
+    }
 }
 
 #endif
