@@ -34,6 +34,17 @@
         (lo) = (v16i)_mm512_cvtepi8_epi16(_mm256_sub_epi8(_mm256_and_si256(y_, m_), e_));                          \
         (hi) = (v16i)_mm512_cvtepi8_epi16(_mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(y_, 4), m_), e_));    \
     } while (0)
+/* The f16 values at base + j * stride (bytes) for lanes j < n, 0 in the
+ * others: one VPGATHERDD of the 4 bytes at each (a V block's scale and its
+ * first quants; the 2 above the value are dropped), where 16 scalar loads
+ * into a buffer then read as one vector stall until the stores complete
+ * (attn_kernel.inc's gather_f16) */
+#define GATHER_F16(base, stride, n)                                                                               \
+    ((v16f)_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(                                   \
+        _mm512_setzero_si512(), (n) >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n)) - 1),                    \
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),              \
+                           _mm512_set1_epi32((int)(stride))),                                                    \
+        (const void *)(base), 1))))
 #define VCVT_RNE(x) ((v16i)_mm512_cvtps_epi32((__m512)(x)))
 /* the softmax weights' steps (attn_kernel.inc): one instruction each, the
  * same results as the vector-extension steps they replace */
