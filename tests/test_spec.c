@@ -279,9 +279,15 @@ static void test_greedy_equality_smollm2(void **state) {
     tf_model_free(t);
 }
 
-/* stories260K (target_path) and its Q8_0 quantization, written to a
- * temporary q8 (the caller unlinks it), loaded. */
-static void load_stories_pair(const char *target_path, char *q8, size_t q8_size, tf_model **t, tf_model **dq) {
+/* stories260K (its path into target_path) and its Q8_0 quantization, written
+ * to a temporary q8 (the caller unlinks it), loaded; skips the test when
+ * ../shared lacks the model or the novel its prompts come from. */
+static void load_stories_pair(char *target_path, size_t target_size, char *q8, size_t q8_size, tf_model **t,
+                              tf_model **dq) {
+    TU_REQUIRE_SHARED(sp, "models/stories260K/stories260K.gguf");
+    snprintf(target_path, target_size, "%s", sp); /* before the next lookup reuses tu_shared_path's buffer */
+    TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
+    (void)tp;
     snprintf(q8, q8_size, "%s", tu_tmp_path(".gguf"));
     tf_err err = {0};
     assert_int_equal(tf_quantize_file(target_path, q8, TF_DTYPE_Q8_0, NULL, NULL, NULL, &err), TF_OK);
@@ -293,14 +299,9 @@ static void load_stories_pair(const char *target_path, char *q8, size_t q8_size,
  * the target itself as a draft (always agrees) and a random model (never). */
 static void test_greedy_equality_stories(void **state) {
     (void)state;
-    TU_REQUIRE_SHARED(sp, "models/stories260K/stories260K.gguf");
-    char target_path[512];
-    snprintf(target_path, sizeof target_path, "%s", sp);
-    TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
-    (void)tp;
-    char q8[512];
+    char target_path[512], q8[512];
     tf_model *t, *dq;
-    load_stories_pair(target_path, q8, sizeof q8, &t, &dq);
+    load_stories_pair(target_path, sizeof target_path, q8, sizeof q8, &t, &dq);
     const char *rnd = gen_model(64, 4, 4, target_path, 99);
     tf_model *dr = load(rnd);
     static int32_t prompt[2048];
@@ -460,14 +461,9 @@ static void test_sampled_equality_keyed(void **state) {
 
 static void test_sampled_equality_keyed_real(void **state) {
     (void)state;
-    TU_REQUIRE_SHARED(sp, "models/stories260K/stories260K.gguf");
-    char target_path[512];
-    snprintf(target_path, sizeof target_path, "%s", sp);
-    TU_REQUIRE_SHARED(tp, "text/moby-dick.txt");
-    (void)tp;
-    char q8[512];
+    char target_path[512], q8[512];
     tf_model *t, *dq;
-    load_stories_pair(target_path, q8, sizeof q8, &t, &dq);
+    load_stories_pair(target_path, sizeof target_path, q8, sizeof q8, &t, &dq);
     static int32_t prompt[2048];
     int np = prompt_from_text(t, "text/moby-dick.txt", 400, prompt);
     sampled_sweeps(t, dq, prompt, np, 80, "stories/q8 draft", 3);
