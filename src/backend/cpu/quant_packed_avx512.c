@@ -601,17 +601,68 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
 /* Tile activations above which the register tiles run (about L1). */
 #define PK_RT_MIN_ACT_BYTES (48 * 1024)
 
+/* What the register tiles expand once per chunk of a tile call (pk_expand)
+ * instead of making it again for every token tile: the u8 vectors of the
+ * kinds whose fifth bits take a permute per vector (Q5_1, Q5_K), and the
+ * scales d and m of those and of the kinds whose scales are unpacked from
+ * 6-bit or 4-bit fields (Q4_K, IQ4_XS). Measured per kind with
+ * dev/packed_tile_lab.c (docs/BENCHMARKS.md): expanding the vectors of the
+ * other kinds was slower (an extra store and load of every vector against an
+ * AND and a shift). */
+#define PK_XQ(kind) ((kind) == K_PK_Q5_K || PK_HALVES(kind))
+#define PK_XS(kind) (PK_XQ(kind) || (kind) == K_PK_Q4_K || (kind) == K_IQ4_XS)
+/* An expanded group: its 8 u8 vectors as pk_w_vec makes them (PK_XQ), then
+ * d and m as pk_w_scales makes them, then for Q6_K, Q3_K and Q2_K the int32
+ * scales of the lanes' two halves and Q2_K's mins (pk_w_half_scales,
+ * pk_w_q2k_mins): the same values, so the same bits. */
+#define PK_X_SCALES(kind) (PK_XQ(kind) ? 512 : 0)
+#define PK_X_GROUP(kind) (PK_X_SCALES(kind) + 128 + (PK_HALVES(kind) ? 192 : 0))
+/* Bound of the expanded rows of one chunk (on the stack). */
+#define PK_X_BYTES (40 * 1024)
+
+/* Rows [0, nr) of the packed rows w (ws bytes apart), groups [g0, g1),
+ * expanded into x: row r's group g at x + ((g1 - g0) r + g - g0) PK_X_GROUP. */
+TF_AI void pk_expand(int kind, const char *w, size_t ws, int nr, int64_t g0, int64_t g1, char *x) {
+    const int gbytes = pk_group_bytes(kind);
+    for (int r = 0; r < nr; r++)
+        for (int64_t g = g0; g < g1; g++, x += PK_X_GROUP(kind)) {
+            const char *p = w + r * ws + g * gbytes;
+            if (PK_XQ(kind)) {
+                const __m512i qh = pk_w_qh(kind, p);
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++) _mm512_store_si512(x + 64 * v, pk_w_vec(kind, p, v, qh));
+            }
+            __m512 d, m;
+            pk_w_scales(kind, p, &d, &m);
+            _mm512_store_ps(x + PK_X_SCALES(kind), d);
+            _mm512_store_ps(x + PK_X_SCALES(kind) + 64, m);
+            if (PK_HALVES(kind)) {
+                _mm512_store_si512(x + PK_X_SCALES(kind) + 128, pk_w_half_scales(kind, p, 0));
+                _mm512_store_si512(x + PK_X_SCALES(kind) + 192, pk_w_half_scales(kind, p, 1));
+                _mm512_store_si512(x + PK_X_SCALES(kind) + 256,
+                                   kind == K_PK_Q2_K ? pk_w_q2k_mins(p) : _mm512_setzero_si512());
+            }
+        }
+}
+
 /* Rows w0, w1 (packed layout) x T tokens of activations a (as bytes apart),
  * groups [g0, g1): c0[t] and c1[t] (row 0's and row 1's accumulators of
- * token t) updated in place. */
-TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const char *a, size_t as, int64_t g0,
-                        int64_t g1, __m512 *c0, __m512 *c1) {
+ * token t) updated in place. Where the kind expands (PK_XS), x0 and x1 are
+ * the rows' expanded groups (pk_expand; group g0 first). */
+TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const char *x0, const char *x1,
+                        const char *a, size_t as, int64_t g0, int64_t g1, __m512 *c0, __m512 *c1) {
     const int gbytes = pk_group_bytes(kind);
+    if (PK_XS(kind)) { /* the expanded groups start at g0 */
+        x0 -= g0 * PK_X_GROUP(kind);
+        x1 -= g0 * PK_X_GROUP(kind);
+    }
     __m512 f0[8], f1[8];
 #pragma GCC unroll 8
     for (int t = 0; t < T; t++) f0[t] = c0[t], f1[t] = c1[t];
     for (int64_t g = g0; g < g1; g++) {
         const char *p0 = w0 + g * gbytes, *p1 = w1 + g * gbytes, *ap = a + g * TF_PACK_GROUP_BYTES;
+        const char *e0 = PK_XS(kind) ? x0 + g * PK_X_GROUP(kind) : NULL;
+        const char *e1 = PK_XS(kind) ? x1 + g * PK_X_GROUP(kind) : NULL;
         __m512i s0[8], s1[8];
         if (PK_HALVES(kind)) {
             /* pk_token_step's Q6_K / Q3_K sums: each lane's first half (v < 4) and second half, less 32 (4)
@@ -624,8 +675,10 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                 for (int t = 0; t < T; t++) h0[t] = h1[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
                 for (int v = 4 * half; v < 4 * half + 4; v++) {
-                    const __m512i u0 = pk_w_vec(kind, p0, v, _mm512_setzero_si512());
-                    const __m512i u1 = pk_w_vec(kind, p1, v, _mm512_setzero_si512());
+                    const __m512i u0 = PK_XQ(kind) ? _mm512_load_si512(e0 + 64 * v)
+                                                   : pk_w_vec(kind, p0, v, _mm512_setzero_si512());
+                    const __m512i u1 = PK_XQ(kind) ? _mm512_load_si512(e1 + 64 * v)
+                                                   : pk_w_vec(kind, p1, v, _mm512_setzero_si512());
 #pragma GCC unroll 8
                     for (int t = 0; t < T; t++) {
                         const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
@@ -633,7 +686,10 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                         h1[t] = dpbusd_vnni(h1[t], u1, x);
                     }
                 }
-                const __m512i sc0 = pk_w_half_scales(kind, p0, half), sc1 = pk_w_half_scales(kind, p1, half);
+                const __m512i sc0 = PK_XS(kind) ? _mm512_load_si512(e0 + PK_X_SCALES(kind) + 128 + 64 * half)
+                                                : pk_w_half_scales(kind, p0, half);
+                const __m512i sc1 = PK_XS(kind) ? _mm512_load_si512(e1 + PK_X_SCALES(kind) + 128 + 64 * half)
+                                                : pk_w_half_scales(kind, p1, half);
 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
                     if (kind == K_PK_Q2_K) { /* no offset */
@@ -650,7 +706,8 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
                 }
             }
         } else {
-            const __m512i qh0 = pk_w_qh(kind, p0), qh1 = pk_w_qh(kind, p1);
+            const __m512i qh0 = PK_XQ(kind) ? _mm512_setzero_si512() : pk_w_qh(kind, p0);
+            const __m512i qh1 = PK_XQ(kind) ? _mm512_setzero_si512() : pk_w_qh(kind, p1);
 #pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
                 s0[t] = PK_INT_EX(kind) ? _mm512_loadu_si512(ap + t * as + 576) : _mm512_setzero_si512();
@@ -658,7 +715,8 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
             }
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) {
-                const __m512i u0 = pk_w_vec(kind, p0, v, qh0), u1 = pk_w_vec(kind, p1, v, qh1);
+                const __m512i u0 = PK_XQ(kind) ? _mm512_load_si512(e0 + 64 * v) : pk_w_vec(kind, p0, v, qh0);
+                const __m512i u1 = PK_XQ(kind) ? _mm512_load_si512(e1 + 64 * v) : pk_w_vec(kind, p1, v, qh1);
 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
                     const __m512i x = _mm512_loadu_si512(ap + t * as + 64 * v);
@@ -668,10 +726,19 @@ TF_AI void pk_rt_groups(int kind, int T, const char *w0, const char *w1, const c
             }
         }
         __m512 d0, m0, d1, m1;
-        pk_w_scales(kind, p0, &d0, &m0);
-        pk_w_scales(kind, p1, &d1, &m1);
-        const __m512i mn0 = kind == K_PK_Q2_K ? pk_w_q2k_mins(p0) : _mm512_setzero_si512();
-        const __m512i mn1 = kind == K_PK_Q2_K ? pk_w_q2k_mins(p1) : _mm512_setzero_si512();
+        if (PK_XS(kind)) {
+            d0 = _mm512_load_ps(e0 + PK_X_SCALES(kind)), m0 = _mm512_load_ps(e0 + PK_X_SCALES(kind) + 64);
+            d1 = _mm512_load_ps(e1 + PK_X_SCALES(kind)), m1 = _mm512_load_ps(e1 + PK_X_SCALES(kind) + 64);
+        } else {
+            pk_w_scales(kind, p0, &d0, &m0);
+            pk_w_scales(kind, p1, &d1, &m1);
+        }
+        const __m512i mn0 = kind != K_PK_Q2_K ? _mm512_setzero_si512()
+                            : PK_XS(kind)      ? _mm512_load_si512(e0 + PK_X_SCALES(kind) + 256)
+                                               : pk_w_q2k_mins(p0);
+        const __m512i mn1 = kind != K_PK_Q2_K ? _mm512_setzero_si512()
+                            : PK_XS(kind)      ? _mm512_load_si512(e1 + PK_X_SCALES(kind) + 256)
+                                               : pk_w_q2k_mins(p1);
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const __m512 ad = _mm512_loadu_ps((const float *)(ap + t * as + 512));
@@ -699,7 +766,11 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
     const int RT = PK_RT(kind);
     const int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
     int64_t chunk = PK_CHUNK_BYTES / ((int64_t)RT * TF_PACK_GROUP_BYTES);
+    /* expanded rows: as many groups as fit PK_X_BYTES for all nr rows */
+    const int xp = PK_XS(kind);
+    if (xp && chunk * nr * PK_X_GROUP(kind) > PK_X_BYTES) chunk = PK_X_BYTES / (nr * PK_X_GROUP(kind));
     if (chunk < 1) chunk = 1;
+    _Alignas(64) char xbuf[PK_X_BYTES];
     /* the next tile's rows, as pk_tile requests them for pk_row_kernel; into
      * L2 only for prefill's tiles of TF_PACK_ROWS_MAX rows, which would not
      * fit L1 beside the activations */
@@ -714,6 +785,8 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
     for (int t = 0; t < nt; t++) acc[TF_PACK_ROWS_MAX][t] = _mm512_setzero_ps(); /* the spare row */
     for (int64_t g0 = 0; g0 < n_groups; g0 += chunk) {
         const int64_t g1 = g0 + chunk < n_groups ? g0 + chunk : n_groups;
+        if (xp) pk_expand(kind, w, ws, nr, g0, g1, xbuf);
+        const size_t xs = (size_t)(g1 - g0) * PK_X_GROUP(kind);
         /* token tiles of near-equal sizes (16 tokens: 6 + 5 + 5, not 6 + 6 + 4) */
         const int n_tt = (nt + RT - 1) / RT;
         for (int i = 0, t0 = 0; i < n_tt; i++) {
@@ -721,12 +794,13 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
             for (int r = 0; r < nr; r += 2) {
                 /* an odd last row pairs with itself; its second results go to the spare row */
                 const char *w0 = w + r * ws, *w1 = r + 1 < nr ? w0 + ws : w0;
+                const char *x0 = xbuf + r * xs, *x1 = r + 1 < nr ? x0 + xs : x0;
                 __m512 *c0 = acc[r] + t0, *c1 = r + 1 < nr ? acc[r + 1] + t0 : acc[TF_PACK_ROWS_MAX] + t0;
                 switch (T) {
 #define PK_RT_CASE(TT) \
-    case TT: pk_rt_groups(kind, TT, w0, w1, a + t0 * as, as, g0, g1, c0, c1); break;
+    case TT: pk_rt_groups(kind, TT, w0, w1, x0, x1, a + t0 * as, as, g0, g1, c0, c1); break;
                     PK_RT_CASE(1) PK_RT_CASE(2) PK_RT_CASE(3) PK_RT_CASE(4) PK_RT_CASE(5)
-                    default: pk_rt_groups(kind, 6, w0, w1, a + t0 * as, as, g0, g1, c0, c1); break;
+                    default: pk_rt_groups(kind, 6, w0, w1, x0, x1, a + t0 * as, as, g0, g1, c0, c1); break;
 #undef PK_RT_CASE
                 }
             }
