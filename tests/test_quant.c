@@ -929,8 +929,13 @@ static void test_packed_vs_ref(void **state) {
                     const uint8_t *sc = (const uint8_t *)w + 144 + offsetof(tf_block_q4_k, scales);
                     assert_memory_equal(rec + 284, w + 144, 4); /* second super-block's d, dmin */
                     assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (qs[6] >> 4) | (qs[22] & 0xF0));
-                    /* its scale: low nibble at bits 24..27 of sc_lo, top bits at bits 12, 13 of sc_hi */
-                    assert_int_equal((rec[256 + 3] & 0xF) | (rec[272 + 1] >> 4 & 3) << 4, sc[1] & 63);
+                    /* its scale and min: 6-bit fields 6 and 22 of the 24 bytes at 256 (fields
+                     * 4 k .. 4 k + 3 in bytes 3 k .. 3 k + 2 from the high bits down: the third
+                     * of a group is the low 4 bits of its second byte, then the top 2 of its
+                     * third) */
+                    const uint8_t *f = (const uint8_t *)rec + 256;
+                    assert_int_equal((f[4] & 0xF) << 2 | f[5] >> 6, sc[1] & 63);
+                    assert_int_equal((f[16] & 0xF) << 2 | f[17] >> 6, sc[5] & 63);
                 } else if (t == TF_DTYPE_Q5_K) {
                     /* sub-block 9 again (lane 6): its quant 6 and 22 in y[1], their fifth bits (bit 1 of
                      * qh bytes 6 and 22) at bits 6 and 22 of the lane's qh word, its scale at 320.. */
@@ -943,7 +948,9 @@ static void test_packed_vs_ref(void **state) {
                     assert_int_equal((uint8_t)rec[64 + 4 * 6 + 2], (qs[6] >> 4) | (qs[22] & 0xF0));
                     assert_int_equal(hw >> 6 & 1, qh[6] >> 1 & 1);
                     assert_int_equal(hw >> 22 & 1, qh[22] >> 1 & 1);
-                    assert_int_equal((rec[320 + 3] & 0xF) | (rec[336 + 1] >> 4 & 3) << 4, sc[1] & 63);
+                    const uint8_t *f = (const uint8_t *)rec + 320; /* the scale fields, as Q4_K's */
+                    assert_int_equal((f[4] & 0xF) << 2 | f[5] >> 6, sc[1] & 63);
+                    assert_int_equal((f[16] & 0xF) << 2 | f[17] >> 6, sc[5] & 63);
                 } else if (t == TF_DTYPE_Q6_K) {
                     /* lane 6 again: block 9 = sub-blocks 2 and 3 of the second super-block; its
                      * quant 22 (element 32 + 22 = 54 of that super-block, scale 3): low nibble in

@@ -139,11 +139,11 @@ size_t tf_act_scratch_row_size(tf_dtype type, int64_t n);
  *   Q4_K:  y[j] as above over the 16 sub-blocks, where a sub-block's qs are
  *          its 32 quants written as Q4_0's (byte i: quant i low, quant 16 + i
  *          high; the file packs two sub-blocks per byte instead); then the
- *          6-bit scales sc and mins m of the 16 sub-blocks in lane order:
- *          sc_lo (u64, bits 4 L .. 4 L + 3: the low 4 bits of lane L's sc),
- *          m_lo (u64, likewise), sc_hi (u32, bits 2 L, 2 L + 1: its top 2
- *          bits), m_hi (u32); then d, dmin, d, dmin (f16) of the two
- *          super-blocks. Not a permutation of the file's bytes, but as
+ *          6-bit scales sc and mins m of the 16 sub-blocks as 32 fields v
+ *          (v[L]: lane L's sc, v[16 + L]: its m) in 24 bytes, bytes 3 k ..
+ *          3 k + 2 holding v[4 k .. 4 k + 3] from the high bits down (byte 3 k
+ *          = v[4 k] << 2 | v[4 k + 1] >> 4, and so on); then d, dmin, d, dmin
+ *          (f16) of the two super-blocks. Not a permutation of the file's bytes, but as
  *          exactly invertible (the file's 12 bytes of scales hold those 192
  *          bits and no others);
  *   Q5_K:  as Q4_K, with qh[16] (u32, lane order, bit k: bit 4 of the

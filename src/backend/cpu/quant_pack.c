@@ -502,9 +502,31 @@ static void pack_lane_2bits(uint8_t *rec, int lane, const uint8_t *src, int sh) 
  * of byte 64 (k % 16 / 4) + 4 L + k % 4, L the lane of the sub-block); Q5_K's
  * fifth bits (quant k of sub-block j: bit j of qh byte k) become a u32 per
  * lane (bit k); the 6-bit scales and mins of the 16 sub-blocks (12 bytes per
- * super-block, every bit used) are rewritten in lane order, split into low
- * nibbles and high 2 bits (exactly the same 192 bits), and the f16 d, dmin of
- * each follow. */
+ * super-block, every bit used) are rewritten in lane order as 32 fields of 6
+ * bits, four to three bytes (kq_fields_put: exactly the same 192 bits), and
+ * the f16 d, dmin of each follow. */
+
+/* The 32 6-bit values v (the scales of lanes 0..15, then their mins) as 24
+ * bytes s: bytes 3 k .. 3 k + 2 hold v[4 k .. 4 k + 3] from the high bits
+ * down (the order pk_q4k_scales unpacks with two 16-bit multiplies). */
+static void kq_fields_put(const int v[32], uint8_t s[24]) {
+    for (int k = 0; k < 8; k++) {
+        const int *x = v + 4 * k;
+        s[3 * k] = (uint8_t)(x[0] << 2 | x[1] >> 4);
+        s[3 * k + 1] = (uint8_t)((x[1] & 15) << 4 | x[2] >> 2);
+        s[3 * k + 2] = (uint8_t)((x[2] & 3) << 6 | x[3]);
+    }
+}
+
+static void kq_fields_get(const uint8_t s[24], int v[32]) {
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *b = s + 3 * k;
+        v[4 * k] = b[0] >> 2;
+        v[4 * k + 1] = (b[0] & 3) << 4 | b[1] >> 4;
+        v[4 * k + 2] = (b[1] & 15) << 2 | b[2] >> 6;
+        v[4 * k + 3] = b[2] & 63;
+    }
+}
 static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int unpack) {
     const int q5 = type == TF_DTYPE_Q5_K;
     const int bs = q5 ? (int)sizeof(tf_block_q5_k) : (int)sizeof(tf_block_q4_k);
@@ -515,14 +537,8 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
     const size_t bytes = 2 * (size_t)bs;
     if (unpack) memcpy(rec, src, bytes);
     else memcpy(file, src, bytes);
-    uint64_t sc_lo = 0, m_lo = 0;
-    uint32_t sc_hi = 0, m_hi = 0;
-    if (unpack) {
-        memcpy(&sc_lo, rec + f0, 8);
-        memcpy(&m_lo, rec + f0 + 8, 8);
-        memcpy(&sc_hi, rec + f0 + 16, 4);
-        memcpy(&m_hi, rec + f0 + 20, 4);
-    }
+    int fields[32] = {0}; /* the record's: lane order, scales then mins */
+    if (unpack) kq_fields_get(rec + f0, fields);
     int sc[16], mn[16]; /* by sub-block of the pair */
     for (int lane = 0; lane < 16; lane++) {
         const int sb = tf_pack_lane_block(lane), j = sb % 8;
@@ -544,14 +560,12 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
         }
         if (q5 && !unpack) memcpy(rec + 256 + 4 * lane, &hbits, 4);
         if (unpack) {
-            sc[sb] = (int)(sc_lo >> 4 * lane & 0xF) | (int)(sc_hi >> 2 * lane & 3) << 4;
-            mn[sb] = (int)(m_lo >> 4 * lane & 0xF) | (int)(m_hi >> 2 * lane & 3) << 4;
+            sc[sb] = fields[lane];
+            mn[sb] = fields[16 + lane];
         } else {
             tf_q4k_scale_min(fb + sco, j, &sc[sb], &mn[sb]);
-            sc_lo |= (uint64_t)(sc[sb] & 0xF) << 4 * lane;
-            m_lo |= (uint64_t)(mn[sb] & 0xF) << 4 * lane;
-            sc_hi |= (uint32_t)(sc[sb] >> 4) << 2 * lane;
-            m_hi |= (uint32_t)(mn[sb] >> 4) << 2 * lane;
+            fields[lane] = sc[sb];
+            fields[16 + lane] = mn[sb];
         }
     }
     for (int h = 0; h < 2; h++) {
@@ -563,12 +577,7 @@ static void kq_pack_group(tf_dtype type, const uint8_t *src, uint8_t *dst, int u
         memcpy(b, dm, 4);
         tf_q4k_pack_scales(b + sco, sc + 8 * h, mn + 8 * h);
     }
-    if (!unpack) {
-        memcpy(rec + f0, &sc_lo, 8);
-        memcpy(rec + f0 + 8, &m_lo, 8);
-        memcpy(rec + f0 + 16, &sc_hi, 4);
-        memcpy(rec + f0 + 20, &m_hi, 4);
-    }
+    if (!unpack) kq_fields_put(fields, rec + f0);
     memcpy(dst, unpack ? file : rec, bytes);
 }
 

@@ -180,27 +180,29 @@ TF_AI __m512 pk_iq4xs_scales(const char *h0, const char *h1) {
 }
 
 /* Q4_K, Q5_K: the scales d sc and offsets -(dmin m) of the 16 sub-blocks of a
- * packed record's group, from its fields at f (sc_lo, m_lo, sc_hi, m_hi, then
+ * packed record's group, from its fields at f (24 bytes of 6-bit fields, then
  * d, dmin of each super-block; quant.h), already in lane order; the products
- * are exact, as tf_ref_packed_dot's. */
+ * are exact, as tf_ref_packed_dot's. The fields: each 32-bit lane of a
+ * 256-bit vector takes the three bytes [b0 b1 b2] of four fields as bytes
+ * [b1 b0 b2 b1], which puts the fields at bits 10..15 and 4..9 of its low
+ * 16-bit half and 6..11 and 0..5 of its high half; masked, an unsigned high
+ * multiply moves the first and third down to bytes 0 and 2, a low multiply
+ * the second and fourth up to bytes 1 and 3, and an OR joins them: byte i of
+ * the vector is field i. */
 TF_AI void pk_q4k_scales(const char *f, __m512 *d, __m512 *m) {
-    uint64_t sl, ml;
-    uint32_t sh, mh;
-    memcpy(&sl, f, 8);
-    memcpy(&ml, f + 8, 8);
-    memcpy(&sh, f + 16, 4);
-    memcpy(&mh, f + 20, 4);
-    const __m512i sh4 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
-    const __m512i sh2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i n4 = _mm512_set1_epi32(0xF), n2 = _mm512_set1_epi32(3);
-    __m512i slo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)(uint32_t)sl), _mm512_set1_epi32((int)(sl >> 32)));
-    __m512i mlo = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32((int)(uint32_t)ml), _mm512_set1_epi32((int)(ml >> 32)));
-    __m512i sc = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(slo, sh4), n4),
-                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)sh), sh2), n2), 4));
-    __m512i mn = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(mlo, sh4), n4),
-                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)mh), sh2), n2), 4));
+    __m256i x = _mm256_loadu_si256((const __m256i *)f); /* the 24 field bytes, then the 8 of d, dmin */
+    x = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5));
+    x = _mm256_shuffle_epi8(x, _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, 1, 0, 2, 1, 4, 3, 5,
+                                                4, 7, 6, 8, 7, 10, 9, 11, 10));
+    const __m256i hi = _mm256_mulhi_epu16(_mm256_and_si256(x, _mm256_set1_epi32(0x0fc0fc00)),
+                                          _mm256_set1_epi32(0x04000040));
+    const __m256i lo = _mm256_mullo_epi16(_mm256_and_si256(x, _mm256_set1_epi32(0x003f03f0)),
+                                          _mm256_set1_epi32(0x01000010));
+    const __m256i v = _mm256_or_si256(hi, lo); /* bytes 0..15: the scales, 16..31: the mins */
+    const __m512i sc = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(v));
+    const __m512i mn = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(v, 1));
     /* d0, dmin0, d1, dmin1 in every 128-bit chunk; lane L's super-block is the second where L % 4 >= 2 */
-    __m512 dd = _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(f + 24))));
+    const __m512 dd = _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(f + 24))));
     const __m512i id = _mm512_setr_epi32(0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 2, 2);
     *d = _mm512_mul_ps(_mm512_permutexvar_ps(id, dd), _mm512_cvtepi32_ps(sc));
     /* -(dmin m): the sign flip is exact */
