@@ -303,19 +303,25 @@ TF_AI __m512i pk_w_vec(int kind, const char *p, int v, __m512i qh) {
     if (kind == K_PK_Q2_K)
         return _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(p + 64 * (v / 4)), 2 * (v % 4)),
                                 _mm512_set1_epi8(3));
+    /* The high bits below are moved to their place by 16-bit shifts and taken
+     * by a mask in the OR (one vpternlogd: a | (b & mask)); a shift's bits
+     * carried across a byte boundary land outside the mask. */
     if (kind == K_PK_Q3_K) {
         const __m512i l = _mm512_loadu_si512(p + 64 * (v / 4)), h = _mm512_loadu_si512(p + 128);
         const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(l, 2 * (v % 4)), _mm512_set1_epi8(3));
-        const __m512i hb = _mm512_and_si512(_mm512_srli_epi16(h, v), _mm512_set1_epi8(1));
-        return _mm512_or_si512(lo, _mm512_slli_epi16(hb, 2));
+        /* bit v of each byte of H to bit 2 */
+        const __m512i hs = v < 2 ? _mm512_slli_epi16(h, 2 - v) : v == 2 ? h : _mm512_srli_epi16(h, v - 2);
+        return _mm512_ternarylogic_epi32(lo, hs, _mm512_set1_epi8(4), 0xF8);
     }
     __m512i y = _mm512_loadu_si512(p + 64 * (v & 3));
     if (v >= 4) y = _mm512_srli_epi16(y, 4);
     y = _mm512_and_si512(y, _mm512_set1_epi8(0x0F));
     if (kind == K_PK_Q6_K) {
+        /* bits 2 (v % 4), + 1 of each byte of H[v / 4] to bits 4, 5 */
         const __m512i h = _mm512_loadu_si512(p + 256 + 64 * (v / 4));
-        return _mm512_or_si512(y, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * (v % 4)),
-                                                                        _mm512_set1_epi8(3)), 4));
+        const int m = v % 4;
+        const __m512i hs = m < 2 ? _mm512_slli_epi16(h, 4 - 2 * m) : m == 2 ? h : _mm512_srli_epi16(h, 2);
+        return _mm512_ternarylogic_epi32(y, hs, _mm512_set1_epi8(0x30), 0xF8);
     }
     return pk_finish_vec(kind, y, v, qh);
 }
