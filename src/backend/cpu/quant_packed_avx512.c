@@ -610,13 +610,13 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
 #define PK_RT_MIN_ACT_BYTES (48 * 1024)
 
 /* What the register tiles expand once per chunk of a tile call (pk_expand)
- * instead of making it again for every token tile: the u8 vectors of the
- * kinds whose fifth bits take a permute per vector (Q5_1, Q5_K), and the
- * scales d and m of those and of the kinds whose scales are unpacked from
- * 6-bit or 4-bit fields (Q4_K, IQ4_XS). Measured per kind with
- * dev/packed_tile_lab.c (docs/BENCHMARKS.md): expanding the vectors of the
- * other kinds was slower (an extra store and load of every vector against an
- * AND and a shift). */
+ * instead of making it again for every token tile: the u8 vectors of Q5_K
+ * (its fifth bits take a permute per vector) and of Q6_K, Q3_K and Q2_K (high
+ * bits or 2-bit fields), and the scales of those and of the kinds whose
+ * scales are unpacked from 6-bit or 4-bit fields (Q4_K, IQ4_XS). Measured
+ * per kind with dev/packed_tile_lab.c (docs/BENCHMARKS.md): expanding the
+ * vectors of Q4_0 and Q4_1 was slower (a store and a load of every vector
+ * against an AND and a shift), of Q5_0 and Q5_1 even. */
 #define PK_XQ(kind) ((kind) == K_PK_Q5_K || PK_HALVES(kind))
 #define PK_XS(kind) (PK_XQ(kind) || (kind) == K_PK_Q4_K || (kind) == K_IQ4_XS)
 /* An expanded group: its 8 u8 vectors as pk_w_vec makes them (PK_XQ), then
@@ -629,7 +629,7 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
 #define PK_X_BYTES (40 * 1024)
 
 /* Rows [0, nr) of the packed rows w (ws bytes apart), groups [g0, g1),
- * expanded into x: row r's group g at x + ((g1 - g0) r + g - g0) PK_X_GROUP. */
+ * expanded into x: row r's group g at x + ((g1 - g0) r + g - g0) PK_X_GROUP(kind). */
 TF_AI void pk_expand(int kind, const char *w, size_t ws, int nr, int64_t g0, int64_t g1, char *x) {
     const int gbytes = pk_group_bytes(kind);
     for (int r = 0; r < nr; r++)
