@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define QTILE 16        /* batches of up to this many rows (decode, verification) split the keys */
@@ -162,6 +163,8 @@ static const struct {
     [TF_ATTN_AVX512_BF16] = {"avx512_bf16", tf_attn_item_bf16_avx512, tf_attn_bf16_dot_bf16_avx512,
                              tf_attn_bf16_pack2_bf16_avx512},
     [TF_ATTN_AMX] = {"amx_bf16", tf_attn_item_amx_avx512, tf_attn_bf16_dot_amx_avx512, tf_attn_bf16_pack2_amx_avx512},
+    [TF_ATTN_AVX512_F32] = {"avx512_f32", tf_attn_item_f32_avx512, tf_attn_bf16_dot_f32_avx512,
+                            tf_attn_bf16_pack2_f32_avx512},
 };
 _Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "one entry per tf_attn_kernel");
 
@@ -182,12 +185,14 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
     case TF_ATTN_AVX512: return tf_cpu_best_isa() >= TF_ISA_AVX512;
     case TF_ATTN_AVX512_BF16: return cpu_has_avx512_bf16();
     case TF_ATTN_AMX: return tf_cpu_best_isa() >= TF_ISA_AMX;
+    case TF_ATTN_AVX512_F32: return tf_cpu_best_isa() >= TF_ISA_AVX512;
     default: return 0;
     }
 }
 
 int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
-    return k == TF_ATTN_AMX && type == TF_DTYPE_F16 && head_dim % 32 == 0;
+    return (k == TF_ATTN_AMX && type == TF_DTYPE_F16 && head_dim % 32 == 0) ||
+           (k == TF_ATTN_AVX512_F32 && type == TF_DTYPE_F16 && head_dim % 16 == 0);
 }
 
 const char *tf_attn_kernel_name(tf_attn_kernel k) {
@@ -204,13 +209,40 @@ void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], 
     variants[k].pack2(out, lo, hi);
 }
 
+/* The arithmetic of an f16 cache on AVX-512 without AMX: bf16 pairs where
+ * VDPBF16PS runs at the FMA's rate or better in multiply-adds (AMD's Zen 4 and
+ * Zen 5), f32 FMAs elsewhere: Intel's cores issue VDPBF16PS at a quarter of
+ * the FMA rate (a Xeon of family 6 model 207: 1.3 G a second per core against
+ * 5.4 G FMAs, so 43 against 86 G multiply-adds; docs/BENCHMARKS.md), and
+ * without AVX512_BF16 the pairs are emulated. TF_ATTN_ARITH=bf16 or f32
+ * overrides the choice (a run's texts then follow that variant's bits). */
+static int avx512_attn_bf16(void) {
+    static atomic_int chosen; /* 0: not yet, 1: bf16, 2: f32 */
+    int c = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (c == 0) {
+        const char *e = getenv("TF_ATTN_ARITH");
+        if (e && !strcmp(e, "bf16")) c = 1;
+        else if (e && !strcmp(e, "f32")) c = 2;
+        else {
+#if defined(__x86_64__) || defined(__i386__)
+            c = cpu_has_avx512_bf16() && __builtin_cpu_is("amd") ? 1 : 2;
+#else
+            c = 2;
+#endif
+        }
+        atomic_store_explicit(&chosen, c, memory_order_relaxed);
+    }
+    return c == 1;
+}
+
 tf_attn_kernel tf_attn_kernel_for(tf_isa isa) {
     tf_isa best = tf_cpu_best_isa();
     if (isa > best) isa = best;
-    return isa == TF_ISA_AMX      ? TF_ATTN_AMX
-           : isa == TF_ISA_AVX512 ? (cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512)
-           : isa == TF_ISA_AVX2   ? TF_ATTN_AVX2
-                                  : TF_ATTN_GENERIC;
+    if (isa == TF_ISA_AVX512)
+        return !avx512_attn_bf16() ? TF_ATTN_AVX512_F32 : cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512;
+    return isa == TF_ISA_AMX    ? TF_ATTN_AMX
+           : isa == TF_ISA_AVX2 ? TF_ATTN_AVX2
+                                : TF_ATTN_GENERIC;
 }
 
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {

@@ -35,6 +35,14 @@
  * its own (the same on every machine with AMX), not the other variants'.
  * Other head sizes, f32, q8_0 and q4_0 caches take the AVX-512 BF16 variant's code
  * (the same bits as every other variant).
+ *
+ * The f32 variant (TF_ATTN_AVX512_F32) computes an f16 cache's attention in
+ * f32 instead: K and V converted exactly, f32 FMAs, f32 softmax weights, no
+ * bf16 rounding (attn_kernel_f32.inc). Batch invariant the same way, its bits
+ * its own. It is the AVX-512 choice where VDPBF16PS is slow or missing (on an
+ * Intel Xeon measured here, a quarter of the FMA rate: half the multiply-adds
+ * a second); tf_attn_kernel_for says where. Its other paths are the shared
+ * ones.
  */
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
@@ -61,18 +69,19 @@ typedef struct tf_attn_args {
  * slots with n_threads. */
 size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int32_t head_dim, int32_t n_kv_max);
 
-/* Fast path on the pool with the given ISA (capped to the CPU's); AVX-512 uses
- * the BF16 instructions when the CPU has them, TF_ISA_AMX the tile unit. */
+/* Fast path on the pool with the given ISA (capped to the CPU's): the variant
+ * tf_attn_kernel_for(isa) names. */
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch);
 
 /* The kernel variants, for tests and benchmarks; all give the same bits but
- * TF_ATTN_AMX (tf_attn_kernel_own_bits). */
+ * TF_ATTN_AMX and TF_ATTN_AVX512_F32 (tf_attn_kernel_own_bits). */
 typedef enum tf_attn_kernel {
     TF_ATTN_GENERIC = 0,     /* any x86-64 */
     TF_ATTN_AVX2 = 1,        /* AVX2 + FMA + F16C */
     TF_ATTN_AVX512 = 2,      /* AVX-512 F/BW/VL/DQ, bf16 emulated */
     TF_ATTN_AVX512_BF16 = 3, /* ... with AVX512_BF16 (VDPBF16PS) */
     TF_ATTN_AMX = 4,         /* ... and the AMX-BF16 tile products (its own bits, see above) */
+    TF_ATTN_AVX512_F32 = 5,  /* AVX-512, f16 caches in f32 FMAs (its own bits, see above) */
     TF_ATTN_KERNEL_COUNT
 } tf_attn_kernel;
 

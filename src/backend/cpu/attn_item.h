@@ -42,6 +42,7 @@ typedef struct attn_item {
     void tf_attn_bf16_pack2_##isa(uint32_t out[16], const float lo[16], const float hi[16]);
 TF_ATTN_VARIANT(amx_avx512)
 TF_ATTN_VARIANT(bf16_avx512)
+TF_ATTN_VARIANT(f32_avx512)
 TF_ATTN_VARIANT(avx512)
 TF_ATTN_VARIANT(avx2)
 TF_ATTN_VARIANT(generic)
