@@ -210,8 +210,9 @@ void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], 
 }
 
 /* The arithmetic of an f16 cache on AVX-512 without AMX: bf16 pairs where
- * VDPBF16PS runs at the FMA's rate or better in multiply-adds (AMD's Zen 4 and
- * Zen 5), f32 FMAs elsewhere: Intel's cores issue VDPBF16PS at a quarter of
+ * VDPBF16PS issues at the FMA's rate, so doubles the multiply-adds (AMD: two
+ * a cycle measured on Zen 5, docs/BENCHMARKS.md; Zen 4 taken to be alike, not
+ * measured), f32 FMAs elsewhere: Intel's cores issue VDPBF16PS at a quarter of
  * the FMA rate (a Xeon of family 6 model 207: 1.3 G a second per core against
  * 5.4 G FMAs, so 43 against 86 G multiply-adds; docs/BENCHMARKS.md), and
  * without AVX512_BF16 the pairs are emulated. TF_ATTN_ARITH=bf16 or f32
