@@ -15,8 +15,8 @@
  * instead times the causal attention of a prompt of N tokens (N query rows,
  * row i seeing slots 0..i, the path prefill takes): GFLOP/s (a multiply-add
  * counts two, QK and PV) next to the compute peaks measured in the same run
- * (bf16 vdpbf16ps, what the f16 / q4_0 caches multiply with on AVX512-BF16
- * CPUs, and f32 FMA; tools/triforce/peak.c).
+ * (bf16 vdpbf16ps, what the f16 cache multiplies with under avx512_bf16, and
+ * f32 FMA, under avx512_f32; tools/triforce/peak.c), with the share of each.
  */
 #include "bench_util.h"
 #include "backend/cpu/attn.h"
@@ -190,10 +190,10 @@ int main(int argc, char **argv) {
                 printf("{\"prefill\": %d, \"type\": \"%s\", \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, "
                        "\"threads\": %d, \"kernel\": \"%s\", \"ms\": %.3f, \"gflops\": %.1f, "
                        "\"peak_bf16_gflops\": %.1f, \"peak_f32_gflops\": %.1f, \"of_bf16_peak\": %.3f, "
-                       "\"finite\": %s}\n",
+                       "\"of_f32_peak\": %.3f, \"finite\": %s}\n",
                        n, type_s, n_head, n_kv, hd, threads, tf_attn_kernel_name(kerns[ki]), sec * 1e3,
                        flops / sec / 1e9, pk_bf16, pk_f32, pk_bf16 > 0 ? flops / sec / 1e9 / pk_bf16 : 0.0,
-                       finite ? "true" : "false");
+                       pk_f32 > 0 ? flops / sec / 1e9 / pk_f32 : 0.0, finite ? "true" : "false");
                 fflush(stdout);
             }
         }
