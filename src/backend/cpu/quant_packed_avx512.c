@@ -547,7 +547,7 @@ TF_AI __m512 pk_token_step(int kind, int nv, int chains, const pk_wgroup *wg, co
 /* One weight row (wpk: in the packed weight layout) against T tokens of
  * packed activations (as bytes apart). */
 TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, const char *a, size_t as, float *out,
-                         int64_t ldo) {
+                         int64_t ldo, const char *pf) {
     const int gbytes = pk_group_bytes(kind), chains = T <= 2 ? 2 : 1;
     int64_t nb = n / 32, n_groups = nb / TF_PACK_GROUP_BLOCKS;
     __m512 acc[TF_PACK_TOKS_MAX];
@@ -555,6 +555,8 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     pk_wgroup wg;
     for (int64_t g = 0; g < n_groups; g++) {
+        if (pf) /* a row two tiles on: its lines of this group, into L2 (pk_tile) */
+            for (int64_t b = g * gbytes / 64 * 64; b < (g + 1) * gbytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T1);
         if (wpk) pk_load_group_w(kind, row + g * gbytes, &wg);
         else pk_load_group(kind, row + g * gbytes, &wg);
         const char *ap = a + g * TF_PACK_GROUP_BYTES;
@@ -826,6 +828,10 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
         for (int t = 0; t < nt; t++) out[t * ldo + r] = hsum_tree(acc[r][t]);
 }
 
+/* A row of at most this many bytes is requested in one burst (pk_tile): the
+ * line fill buffers of an Intel core (16 on Golden Cove) */
+#define PK_PF_BURST_MAX (16 * 64)
+
 TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
                    int nt, float *out, int64_t ldo) {
     const char *w = vw, *a = va;
@@ -839,14 +845,27 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
         /* the row nr rows on (the next tile's): with several tokens a row takes long enough that the
          * hardware prefetchers' streams fall behind, with one their streams through the short rows of
          * small matrices never reach speed (one token over SmolLM2's or TinyLlama's matrices: 12-20%
-         * faster than four streams per thread far apart, docs/BENCHMARKS.md) */
-        for (size_t b = 0; b < ws; b += 64) _mm_prefetch(row + nr * ws + b, _MM_HINT_T0);
+         * faster than four streams per thread far apart, docs/BENCHMARKS.md). Q8_0 rows of more
+         * lines than the core has line fill buffers, with several tokens, instead request the row
+         * two tiles on, into L2, a group's lines per group step (pk_row_kernel; the tail pairs'
+         * lines here): a burst of such a row's lines into L1 fills the buffers and stalls the
+         * products until they return, so the products and the stream from DRAM did not overlap
+         * (k-row passes of the 1B shapes and the 8B cut 1.05-1.4x faster; SmolLM2's short rows and
+         * the K-quants, which do more work per byte, measured no faster, docs/BENCHMARKS.md) */
+        const char *pf = NULL;
+        if (kind == K_Q8_0 && nt > 1 && ws > PK_PF_BURST_MAX) {
+            pf = row + 2 * (size_t)nr * ws;
+            const size_t groups_bytes = (size_t)(n / (32 * TF_PACK_GROUP_BLOCKS)) * (size_t)pk_group_bytes(kind);
+            for (size_t b = groups_bytes / 64 * 64; b < ws; b += 64) _mm_prefetch(pf + b, _MM_HINT_T1);
+        } else {
+            for (size_t b = 0; b < ws; b += 64) _mm_prefetch(row + nr * ws + b, _MM_HINT_T0);
+        }
         switch (nt) {
 #define PK_CASE(T) \
-    case T: pk_row_kernel(kind, wpk, T, n, row, a, as, o, ldo); break;
+    case T: pk_row_kernel(kind, wpk, T, n, row, a, as, o, ldo, pf); break;
             PK_CASE(1) PK_CASE(2) PK_CASE(3) PK_CASE(4) PK_CASE(5) PK_CASE(6) PK_CASE(7) PK_CASE(8)
             PK_CASE(9) PK_CASE(10) PK_CASE(11) PK_CASE(12) PK_CASE(13) PK_CASE(14) PK_CASE(15)
-            default: pk_row_kernel(kind, wpk, 16, n, row, a, as, o, ldo); break;
+            default: pk_row_kernel(kind, wpk, 16, n, row, a, as, o, ldo, pf); break;
 #undef PK_CASE
         }
     }
