@@ -8,7 +8,7 @@
  *
  *   attnbw [-t THREADS] [--heads 32] [--kv-heads 32] [--head-dim 128]
  *          [--type f16|f32|q8_0|q4_0] [--slots 65536] [--rows 1,7] [--reps 7]
- *          [--kernel best|generic|avx2|avx512|avx512_bf16|amx_bf16[,...]]
+ *          [--kernel best|generic|avx2|avx512|avx512_bf16|amx_bf16|avx512_f32[,...]]
  * Several kernels are timed in turn for each (L, rows), interleaved.
  *
  *   attnbw --prefill 2048,8192 [--heads 9 --kv-heads 3 --head-dim 64 ...]
@@ -61,7 +61,22 @@ double cli_now(void) { return bench_now(); }
 int main(int argc, char **argv) {
     int threads = 2, n_head = 32, n_kv = 32, hd = 128, reps = 7;
     const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7", *kern_s = "best", *prefill_s = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: attnbw [-t THREADS] [--heads N] [--kv-heads N] [--head-dim N] [--type f16|f32|q8_0|q4_0]\n"
+                   "              [--slots N,..] [--rows N,..] [--reps N] [--kernel best|NAME[,NAME..]]\n"
+                   "       attnbw --prefill N,.. [the same options]\n"
+                   "Times one layer's attention over a cache of random keys and values (defaults: 2 threads,\n"
+                   "32 / 32 heads of 128, f16, 65536 slots, rows 1,7, 7 repetitions, the best kernel), next to a\n"
+                   "plain read of the same bytes; --prefill times the causal attention of N-token prompts against\n"
+                   "the compute peaks instead. Kernels: generic, avx2, avx512, avx512_bf16, amx_bf16, avx512_f32\n"
+                   "(several are timed in turn, interleaved). One JSON object per line on stdout.\n");
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "attnbw: option %s needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "-t")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--heads")) n_head = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--kv-heads")) n_kv = atoi(argv[i + 1]);
