@@ -850,7 +850,7 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
          * two tiles on, into L2, a group's lines per group step (pk_row_kernel; the tail pairs'
          * lines here): a burst of such a row's lines into L1 fills the buffers and stalls the
          * products until they return, so the products and the stream from DRAM did not overlap
-         * (k-row passes of the 1B shapes and the 8B cut 1.05-1.4x faster; SmolLM2's short rows and
+         * (k-row passes of the 1B shapes and the 8B cut 1.1-1.5x faster; SmolLM2's short rows and
          * the K-quants, which do more work per byte, measured no faster, docs/BENCHMARKS.md) */
         const char *pf = NULL;
         if (kind == K_Q8_0 && nt > 1 && ws > PK_PF_BURST_MAX) {
