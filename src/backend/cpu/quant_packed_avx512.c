@@ -842,18 +842,20 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
     for (int r = 0; r < nr; r++) {
         const char *row = w + r * ws;
         float *o = out + r;
-        /* the row nr rows on (the next tile's): with several tokens a row takes long enough that the
-         * hardware prefetchers' streams fall behind, with one their streams through the short rows of
-         * small matrices never reach speed (one token over SmolLM2's or TinyLlama's matrices: 12-20%
-         * faster than four streams per thread far apart, docs/BENCHMARKS.md). Q8_0 rows of more
-         * lines than the core has line fill buffers, with several tokens, instead request the row
-         * two tiles on, into L2, a group's lines per group step (pk_row_kernel; the tail pairs'
-         * lines here): a burst of such a row's lines into L1 fills the buffers and stalls the
-         * products until they return, so the products and the stream from DRAM did not overlap
-         * (k-row passes of the 1B shapes and the 8B cut 1.1-1.5x faster; SmolLM2's short rows and
-         * the K-quants, which do more work per byte, measured no faster, docs/BENCHMARKS.md) */
+        /* the next rows' lines, requested as this row is read. A row of at most 16 lines (the
+         * core's line fill buffers) requests the row nr rows on (the next tile's) at once, into
+         * L1: with several tokens a row takes long enough that the hardware prefetchers' streams
+         * fall behind, with one their streams through the short rows of small matrices never
+         * reach speed (a burst per row against four streams per thread far apart, one token over
+         * SmolLM2's or TinyLlama's matrices: 12-20% faster, docs/BENCHMARKS.md). A longer row requests
+         * the row two tiles on, into L2, a group's lines per group step (pk_row_kernel; the tail pairs'
+         * lines here): its lines at once would fill the buffers and stall the products until
+         * they return, so the products and the stream from DRAM did not overlap (the 1B shapes
+         * and the 8B cut: Q8_0 k-row passes 1.1-1.5x faster, Q4_K, Q5_K, Q6_K one-row passes
+         * 1.05-1.15x and k-row passes up to 1.26x; docs/BENCHMARKS.md, "Q8_0 verification
+         * passes" and "The weight stream at every token count") */
         const char *pf = NULL;
-        if (kind == K_Q8_0 && nt > 1 && ws > PK_PF_BURST_MAX) {
+        if (ws > PK_PF_BURST_MAX) {
             pf = row + 2 * (size_t)nr * ws;
             const size_t groups_bytes = (size_t)(n / (32 * TF_PACK_GROUP_BLOCKS)) * (size_t)pk_group_bytes(kind);
             for (size_t b = groups_bytes / 64 * 64; b < ws; b += 64) _mm_prefetch(pf + b, _MM_HINT_T1);
