@@ -853,9 +853,11 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
          * they return, so the products and the stream from DRAM did not overlap (the 1B shapes
          * and the 8B cut: Q8_0 k-row passes 1.1-1.5x faster, Q4_K, Q5_K, Q6_K one-row passes
          * 1.05-1.15x and k-row passes up to 1.26x; docs/BENCHMARKS.md, "Q8_0 verification
-         * passes" and "The weight stream at every token count") */
+         * passes" and "The weight stream at every token count"). Prefill's tiles of
+         * TF_PACK_ROWS_MAX rows keep the burst: their products take long enough for it to return
+         * (the spread measured 0.88x and 0.98x at Q4_K prefill) */
         const char *pf = NULL;
-        if (ws > PK_PF_BURST_MAX) {
+        if (ws > PK_PF_BURST_MAX && nr < TF_PACK_ROWS_MAX) {
             pf = row + 2 * (size_t)nr * ws;
             const size_t groups_bytes = (size_t)(n / (32 * TF_PACK_GROUP_BLOCKS)) * (size_t)pk_group_bytes(kind);
             for (size_t b = groups_bytes / 64 * 64; b < ws; b += 64) _mm_prefetch(pf + b, _MM_HINT_T1);
