@@ -58,6 +58,11 @@ static void read_task(void *arg, int ith, int nth) {
 /* peak.c's clock (the CLI has its own) */
 double cli_now(void) { return bench_now(); }
 
+/* The kernel names of the table, comma-separated, to f. */
+static void print_kernels(FILE *f) {
+    for (int j = 0; j < TF_ATTN_KERNEL_COUNT; j++) fprintf(f, "%s%s", j ? ", " : "", tf_attn_kernel_name(j));
+}
+
 int main(int argc, char **argv) {
     int threads = 2, n_head = 32, n_kv = 32, hd = 128, reps = 7;
     const char *type_s = "f16", *slots_s = "65536", *rows_s = "1,7", *kern_s = "best", *prefill_s = NULL;
@@ -69,8 +74,10 @@ int main(int argc, char **argv) {
                    "Times one layer's attention over a cache of random keys and values (defaults: 2 threads,\n"
                    "32 / 32 heads of 128, f16, 65536 slots, rows 1,7, 7 repetitions, the best kernel), next to a\n"
                    "plain read of the same bytes; --prefill times the causal attention of N-token prompts against\n"
-                   "the compute peaks instead. Kernels: generic, avx2, avx512, avx512_bf16, amx_bf16, avx512_f32\n"
-                   "(several are timed in turn, interleaved). One JSON object per line on stdout.\n");
+                   "the compute peaks instead; several kernels are timed in turn, interleaved. One JSON object\n"
+                   "per line on stdout. Kernels: best, ");
+            print_kernels(stdout);
+            printf("\n");
             return 0;
         }
         if (i + 1 >= argc) {
@@ -114,8 +121,9 @@ int main(int argc, char **argv) {
         for (int j = 0; j < TF_ATTN_KERNEL_COUNT && k == -2; j++)
             if (strlen(tf_attn_kernel_name(j)) == len && !strncmp(p, tf_attn_kernel_name(j), len)) k = j;
         if (k == -2 || !tf_attn_kernel_supported(k)) {
-            fprintf(stderr, "attnbw: --kernel %.*s is not a kernel this CPU runs (best, generic, avx2, avx512, "
-                            "avx512_bf16, amx_bf16)\n", (int)len, p);
+            fprintf(stderr, "attnbw: --kernel %.*s is not a kernel this CPU runs (best, ", (int)len, p);
+            print_kernels(stderr);
+            fprintf(stderr, ")\n");
             return 2;
         }
         kerns[n_kerns++] = k;
