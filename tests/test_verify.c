@@ -522,6 +522,9 @@ static void test_transform_reference(void **state) {
     static const tf_sampling_cfg big[] = {
         {.temp = 1.0f, .top_k = 0, .top_p = 1.0f}, {.temp = 0.8f, .top_k = 0, .top_p = 0.999f},
         {.temp = 2.5f, .top_k = 0, .top_p = 0.95f, .min_p = 0.001f}, {.temp = 0.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.2f},
+        /* top-k over a large vocabulary: core/topk.c's scan of raw logits once its heap is full */
+        {.temp = 0.6f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f}, {.temp = 0.3f, .top_k = 64, .top_p = 1.0f},
+        {.temp = 3.0f, .top_k = 7, .top_p = 1.0f},
     };
     static const int32_t sizes[] = {1500, 49152};
     float *bl = malloc(sizeof(float) * 49152), *bp = malloc(sizeof(float) * 49152);
@@ -536,6 +539,14 @@ static void test_transform_reference(void **state) {
                 bl[i] = (float)(8.0 * (tf_rng_uniform(&rng) - 0.5));
                 if (u < 0.1) bl[i] = 1.25f;
                 else if (u < 0.12) bl[i] = u < 0.11 ? 0.0f : -0.0f;
+                /* on odd trials a cluster above every other logit, 9 adjacent floats from 7.9
+                 * (1, 1 and 3 of their 8 neighbouring pairs divide by 0.6, 0.3 and 3 to equal z):
+                 * the top-k is decided among equal logits and among unequal ones of equal z */
+                else if (trial % 2 && u < 0.125) {
+                    float x = 7.9f;
+                    for (int j = (int)(u * 1e5) % 9; j > 0; j--) x = nextafterf(x, 8.0f);
+                    bl[i] = x;
+                }
                 else if (u < 0.14) bl[i] = NAN;
                 else if (u < 0.16) bl[i] = -INFINITY;
             }
