@@ -56,9 +56,15 @@ else
     # 1 membw + 2 prefill + 2 depths x 2 row counts + 2 depths x 3 modes = 13 rows
     ARGS="-m $S260 -p 16,32 -n 8 -d 0,64 --rows 1,3 --mode ar,retrieval,triforce --draft-layers 2 --budget 32 -r 2 -t 2 --bw-mib 16"
     echo "[ RUN      ] bench_json"
-    if $TF bench $ARGS -o json > "$W/o.jsonl" 2> "$W/err" && python3 - "$W/o.jsonl" <<'PY'
+    # every row says what produced it: the library version and attention kernel `triforce --version` names
+    if $TF --version > "$W/version" && $TF bench $ARGS -o json > "$W/o.jsonl" 2> "$W/err" &&
+        python3 - "$W/o.jsonl" "$W/version" <<'PY'
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+ver = open(sys.argv[2]).read().split("\n")
+version, attn = ver[0].split(" ")[1], ver[1].split("attention ")[1]
+assert all(r["version"] == version and r["attn"] == attn and r["temp"] == 0 and r["seed"] is None for r in rows), \
+    (version, attn, rows[0])
 assert len(rows) == 13, len(rows)
 kinds = [r["test"] for r in rows]
 assert kinds.count("membw") == 1 and kinds.count("prefill") == 2 and kinds.count("pass") == 4 \
@@ -224,6 +230,8 @@ PY
 import json, math, sys
 dec = [r for r in map(json.loads, open(sys.argv[1])) if r["test"] == "decode"]
 assert [r["mode"] for r in dec] == ["ar", "retrieval", "triforce"], dec
+for r in map(json.loads, open(sys.argv[1])):
+    assert r["temp"] == 0.6 and r["seed"] == 5, r
 for r in dec:
     assert r["same_as_ar"] is (None if r["mode"] == "ar" else True) and math.isfinite(r["median"]) and r["median"] > 0, r
     if r["mode"] != "ar": assert r["speedup"] > 0 and 0 <= r["levels"][0]["acceptance"] <= 1, r

@@ -114,7 +114,7 @@ static void csv_str(FILE *f, const char *s, bool first) {
 static const char *k_csv_header =
     "model,threads,kv,test,mode,depth,n,reps,unit,median,min,max,bound,compute_bound,pct_of_bound,bw_gbs,"
     "peak_int8_gops,peak_bf16_gflops,peak_f32_gflops,gflops,tok_s,speedup,"
-    "speedup_min,speedup_max,tok_per_target_pass,acceptance,level_ms_per_pass,same_as_ar,fill";
+    "speedup_min,speedup_max,tok_per_target_pass,acceptance,level_ms_per_pass,same_as_ar,temp,seed,attn,version,fill";
 
 void bench_report_begin(bench_report *r, FILE *out, bench_format fmt, const bench_header *h) {
     r->out = out;
@@ -124,9 +124,12 @@ void bench_report_begin(bench_report *r, FILE *out, bench_format fmt, const benc
     r->random_kv = 0;
     if (fmt == BENCH_CSV) fprintf(out, "%s\n", k_csv_header);
     if (fmt == BENCH_MD) {
-        fprintf(out, "model: %s (%.1fM parameters, %.1f MiB of weights)%s%s; device %s; %d threads; KV cache %s\n\n",
+        fprintf(out, "model: %s (%.1fM parameters, %.1f MiB of weights)%s%s; device %s; %d threads; KV cache %s",
                 h->model_path, h->params_m, h->weight_mib, h->draft[0] ? "; draft " : "", h->draft,
                 h->device ? h->device : "cpu", h->threads, h->kv);
+        if (h->attn && h->attn[0]) fprintf(out, "; attention %s", h->attn);
+        if (h->temp > 0) fprintf(out, "; decode sampled at T %g, seed %lld", h->temp, h->seed);
+        fprintf(out, "; triforce %s\n\n", h->version ? h->version : "?");
     }
     fflush(out);
 }
@@ -230,7 +233,15 @@ static void json_row(bench_report *r, const bench_row *row) {
         json_num(f, "passes_per_tok", L->passes_per_tok);
         fputc('}', f);
     }
-    fprintf(f, "], \"same_as_ar\": %s, \"fill\": ", row->same_as_ar < 0 ? "null" : row->same_as_ar ? "true" : "false");
+    fprintf(f, "], \"same_as_ar\": %s", row->same_as_ar < 0 ? "null" : row->same_as_ar ? "true" : "false");
+    json_num(f, "temp", r->h.temp);
+    if (r->h.temp > 0) fprintf(f, ", \"seed\": %lld", r->h.seed);
+    else fputs(", \"seed\": null", f);
+    fputs(", \"attn\": ", f);
+    json_str(f, r->h.attn ? r->h.attn : "");
+    fputs(", \"version\": ", f);
+    json_str(f, r->h.version ? r->h.version : "");
+    fputs(", \"fill\": ", f);
     json_str(f, row->fill);
     fputs("}\n", f);
 }
@@ -255,6 +266,11 @@ static void csv_row(bench_report *r, const bench_row *row) {
     csv_str(f, acc, false);
     csv_str(f, lms, false);
     csv_str(f, row->same_as_ar < 0 ? "" : row->same_as_ar ? "yes" : "no", false);
+    csv_num(f, r->h.temp);
+    if (r->h.temp > 0) fprintf(f, ",%lld", r->h.seed);
+    else fputc(',', f);
+    csv_str(f, r->h.attn ? r->h.attn : "", false);
+    csv_str(f, r->h.version ? r->h.version : "", false);
     csv_str(f, row->fill, false);
     fputc('\n', f);
 }

@@ -76,6 +76,10 @@ typedef struct bench_header {
     double peak_int8_gops;  /* the host's compute peaks (peak.h); NAN: not measured or not available */
     double peak_bf16_gflops;
     double peak_f32_gflops;
+    double temp;            /* decode tests: 0 greedy, else sampled at this temperature ... */
+    long long seed;         /* ... from this seed (-1 when greedy) */
+    const char *attn;       /* the CPU attention kernel (tf_attn_kernel_name), "" on a device */
+    const char *version;    /* the library's (tf_version): kernels' last bits may differ between versions */
 } bench_header;
 
 typedef struct bench_report {

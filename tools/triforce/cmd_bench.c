@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "membw.h"
 #include "bench_floor.h"
+#include "backend/cpu/attn.h"
 #include "peak.h"
 
 #include <math.h>
@@ -641,7 +642,12 @@ int cmd_bench(int argc, char **argv) {
                       .params_m = (double)bm.info.n_params / 1e6, .weight_mib = (double)bm.info.weight_bytes / (1 << 20),
                       .threads = threads, .kv = o.kv_type, .bw_gbs = gbs, .device = tf_device_name(device),
                       .bw_given = bw_given, .peak_int8_gops = pk.int8_gops, .peak_bf16_gflops = pk.bf16_gflops,
-                      .peak_f32_gflops = pk.f32_gflops};
+                      .peak_f32_gflops = pk.f32_gflops, .temp = o.temp > 0 ? o.temp : 0,
+                      .seed = o.temp > 0 ? (o.seed >= 0 ? (long long)o.seed : 1) : -1,
+                      .attn = device == TF_DEVICE_CPU ? tf_attn_kernel_name(tf_attn_kernel_for(
+                                                            o.isa == 0 ? TF_ISA_BEST : (tf_isa)(o.isa - 1)))
+                                                      : "",
+                      .version = tf_version()};
     bench_report rep;
     bench_report_begin(&rep, stdout, fmt, &h);
     if (!bw_none) {
