@@ -18,10 +18,15 @@ static int float_weights(const tf_model *model) {
     return -1;
 }
 
+/* The attention kernel of a run with --isa value isa (0: the CPU's best). */
+static tf_attn_kernel attn_kernel(int isa) { return tf_attn_kernel_for(isa == 0 ? TF_ISA_BEST : (tf_isa)(isa - 1)); }
+
+const char *bench_attn_name(int isa) { return tf_attn_kernel_name(attn_kernel(isa)); }
+
 bench_compute bench_compute_rates(const tf_model *model, const tf_model_info *in, const char *kv_type, int isa,
                                   const bench_peaks *pk) {
     bench_compute c = {NAN, NAN, NAN, ""};
-    const tf_attn_kernel k = tf_attn_kernel_for(isa == 0 ? TF_ISA_BEST : (tf_isa)(isa - 1));
+    const tf_attn_kernel k = attn_kernel(isa);
     if (k == TF_ATTN_AMX) {
         c.why_none = "AMX tiles (their rate is not probed)";
         return c;

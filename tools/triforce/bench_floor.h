@@ -31,6 +31,9 @@ typedef struct bench_compute {
 
 /* The rates for `model` with a KV cache of kv_type ("f16", "f32", "q8_0",
  * "q4_0") on the kernels `isa` (tf_context_params.isa: 0 best .. 4) picks. */
+/* The name of the CPU attention kernel a run with --isa value isa (0: the CPU's best) uses. */
+const char *bench_attn_name(int isa);
+
 bench_compute bench_compute_rates(const tf_model *model, const tf_model_info *in, const char *kv_type, int isa,
                                   const bench_peaks *pk);
 

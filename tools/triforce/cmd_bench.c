@@ -29,7 +29,6 @@
 #include "cli.h"
 #include "membw.h"
 #include "bench_floor.h"
-#include "backend/cpu/attn.h"
 #include "peak.h"
 
 #include <math.h>
@@ -150,6 +149,9 @@ static int run_prefill(const cli_opts *o, const bench_model *bm, const bench_tok
 }
 
 /* ---- k-row passes over a random cache ---- */
+
+/* The seed of sampled decode tests: -s, or 1 (bench's default, reproducible). */
+static long long bench_seed(const cli_opts *o) { return o->seed >= 0 ? (long long)o->seed : 1; }
 
 static int run_passes(const cli_opts *o, const bench_model *bm, const bench_tokens *t, bench_report *rep) {
     int max_rows = 0, max_depth = 0;
@@ -310,7 +312,7 @@ static int run_decode(const cli_opts *o, const bench_model *bm, const tf_decode_
     tf_decoder_params dp = cli_decoder_params(o);
     dp.device = bm->device;
     if (o->temp > 0) /* sampled: every mode and repetition from the same seed */
-        dp.sampling.seed = o->seed >= 0 ? (uint64_t)o->seed : 1;
+        dp.sampling.seed = (uint64_t)bench_seed(o);
     else
         dp.sampling = (tf_sampler_params){.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 1};
     int ar = -1;
@@ -591,7 +593,7 @@ int cmd_bench(int argc, char **argv) {
             rs, ms, o.reps, o.file ? o.file : toks.fill, fill_random ? ", decode ctx filled with random K/V" : "");
     if (o.temp > 0)
         fprintf(stderr, ", temp %g, top-k %d, top-p %g, min-p %g, seed %lld, coupling %s", o.temp, o.top_k, o.top_p,
-                o.min_p, (long long)(o.seed >= 0 ? o.seed : 1), o.coupling);
+                o.min_p, bench_seed(&o), o.coupling);
     if (n_modes > 1 || modes[0] != TF_MODE_AR)
         fprintf(stderr, ", gamma1 %d, gamma2 %d, budget %d%s, chunk %d, rebuild-stride %d, bypass-accept %g, middle %s, "
                         "sinks %d, window %d", o.gamma1, cli_gamma2(&o), o.budget, o.budget ? "" : " (an eighth of each test's context)",
@@ -643,10 +645,8 @@ int cmd_bench(int argc, char **argv) {
                       .threads = threads, .kv = o.kv_type, .bw_gbs = gbs, .device = tf_device_name(device),
                       .bw_given = bw_given, .peak_int8_gops = pk.int8_gops, .peak_bf16_gflops = pk.bf16_gflops,
                       .peak_f32_gflops = pk.f32_gflops, .temp = o.temp > 0 ? o.temp : 0,
-                      .seed = o.temp > 0 ? (o.seed >= 0 ? (long long)o.seed : 1) : -1,
-                      .attn = device == TF_DEVICE_CPU ? tf_attn_kernel_name(tf_attn_kernel_for(
-                                                            o.isa == 0 ? TF_ISA_BEST : (tf_isa)(o.isa - 1)))
-                                                      : "",
+                      .seed = o.temp > 0 ? bench_seed(&o) : -1,
+                      .attn = device == TF_DEVICE_CPU ? bench_attn_name(o.isa) : "",
                       .version = tf_version()};
     bench_report rep;
     bench_report_begin(&rep, stdout, fmt, &h);
