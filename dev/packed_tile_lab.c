@@ -38,10 +38,10 @@ int main(int argc, char **argv) {
     }
     const tf_cpu_kernels *k = tf_cpu_kernels_get(TF_ISA_BEST);
     if (!k->wpacked_tile[t] || !k->act_pack[t] || nr < 1 || nr > TF_PACK_ROWS_MAX || nt < 1 ||
-        nt > TF_PACK_TOKS_MAX || rows % nr || n % 256) {
+        nt > TF_WPACK_TOKS_MAX || rows % nr || n % 256) {
         fprintf(stderr, "packed_tile_lab: no packed path for %s in table %s, or a bad shape (nr <= %d, nt <= %d, "
                         "rows a multiple of nr, columns of 256)\n", tf_dtype_name(t), k->isa, TF_PACK_ROWS_MAX,
-                TF_PACK_TOKS_MAX);
+                TF_WPACK_TOKS_MAX);
         return 1;
     }
     const size_t ws = tf_dtype_row_size(t, n), as = tf_act_packed_row_size(t, n);

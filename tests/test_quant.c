@@ -845,12 +845,13 @@ static void test_kernels_vs_ref(void **state) {
  * ref: bitwise, finite, nothing written outside the tile. */
 static void check_ptile(const char *what, const tf_cpu_kernels *k, tf_dtype t, tf_vec_dot_tile_fn fn, int64_t n,
                         const char *w, size_t ws, const char *p, size_t ps,
-                        float ref[TF_PACK_ROWS_MAX][TF_PACK_TOKS_MAX]) {
-    enum { NR = TF_PACK_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
+                        float ref[TF_PACK_ROWS_MAX][TF_WPACK_TOKS_MAX], int nt_max) {
+    enum { NR = TF_PACK_ROWS_MAX, NT = TF_WPACK_TOKS_MAX };
     /* every tile prefill and verification hand out: up to tile_rows rows (decode, verification) and
-     * up to TF_PACK_ROWS_MAX (prefill) */
+     * up to TF_PACK_ROWS_MAX (prefill), up to nt_max tokens (TF_PACK_TOKS_MAX, or
+     * TF_WPACK_TOKS_MAX over the packed weight layout) */
     for (int nr = 1; nr <= NR; nr++)
-        for (int nt = 1; nt <= NT; nt++) {
+        for (int nt = 1; nt <= nt_max; nt++) {
             const int ldo = NR + 1;
             float out[NT * (NR + 1) + 4];
             for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = CANARY;
@@ -874,12 +875,14 @@ static void test_packed_vs_ref(void **state) {
     (void)state;
     tf_rng rng;
     tf_rng_seed(&rng, tu_seed() ^ 0x66);
-    enum { NR = TF_PACK_ROWS_MAX, NT = TF_PACK_TOKS_MAX };
+    enum { NR = TF_PACK_ROWS_MAX, NT = TF_WPACK_TOKS_MAX };
     static const tf_dtype types[] = {TF_DTYPE_Q8_0,   TF_DTYPE_Q4_0,   TF_DTYPE_Q4_1, TF_DTYPE_Q5_0,
                                      TF_DTYPE_Q5_1,   TF_DTYPE_IQ4_NL, TF_DTYPE_IQ4_XS, TF_DTYPE_Q4_K,
                                      TF_DTYPE_Q5_K,   TF_DTYPE_Q6_K,   TF_DTYPE_Q3_K, TF_DTYPE_Q2_K};
     /* 4864 = 9 groups of 512 and 8 blocks: with 10 or more tokens the tile's activations pass the
-     * kernels' L1 bound, so the register-tiled path runs, over two chunks of groups and tail pairs */
+     * kernels' L1 bound, so the register-tiled path runs, over two chunks of groups and tail pairs
+     * (and, past 16 tokens over the packed weight layout, several token tiles per chunk); below the
+     * bound, more than 16 tokens go through the one-row kernel 16 at a time */
     static const int64_t lens[] = {32, 64, 224, 256, 576, 768, 1056, 4096, 4864};
     static const double mags[NR] = {1.0, 1e-3, 250.0, 0.05, 3.0, 0.5, 1e-2, 20.0,
                                     7.0, 0.2, 1e-4, 60.0, 0.8, 2e-2, 4.0, 0.3};
@@ -1021,10 +1024,11 @@ static void test_packed_vs_ref(void **state) {
                     fail();
                 }
                 free(pq);
-                check_ptile("packed tile", k, t, k->packed_tile[t], n, w, ws, p, ps, ref);
-                /* the same tiles over weight rows in the packed weight layout */
+                check_ptile("packed tile", k, t, k->packed_tile[t], n, w, ws, p, ps, ref, TF_PACK_TOKS_MAX);
+                /* the same tiles over weight rows in the packed weight layout, up to prefill's tokens */
                 assert_non_null(k->wpacked_tile[t]);
-                check_ptile("packed tile, packed weights", k, t, k->wpacked_tile[t], n, wp, ws, p, ps, ref);
+                check_ptile("packed tile, packed weights", k, t, k->wpacked_tile[t], n, wp, ws, p, ps, ref,
+                            TF_WPACK_TOKS_MAX);
             }
             free(x);
             free(wp);

@@ -33,7 +33,9 @@
  * time, and tiles take up to TF_PACK_TOKS_MAX tokens: a weight row is
  * unpacked once for all the tokens of a verification pass. Weights the
  * backend holds in the packed weight layout go to wpacked_tile, which skips
- * the per-call rearrangement of each row. Weights in the R16 layout (the
+ * the per-call rearrangement of each row; prefill hands it TF_WPACK_TOKS_MAX
+ * tokens a call (what a tile makes from its rows once serves them all: the
+ * 8B cut's prefill 1.19x in Q4_K and 1.20x in Q8_0, docs/BENCHMARKS.md). Weights in the R16 layout (the
  * AMX table's Q8_0, Q4_0, Q4_1, IQ4_NL) go to r16_rows in one call per
  * thread, over its groups of 16 rows and all the tokens, with activations
  * in the R16 format.
@@ -96,7 +98,7 @@ typedef struct {
     int64_t act_block;   /* elements per activation block */
     int64_t col_chunk;   /* columns per chunk (n_cols when unsplit) */
     int tile_rows, tile_toks; /* tile shape of the kernel table for wtype */
-    int block_rows;           /* rows per tile call where a block has more than tile_toks tokens */
+    int block_rows, block_toks; /* the tile shape where a block has more than tile_toks tokens (prefill) */
     int packed;               /* activations in the packed or R16 format (whole rows) */
     tf_r16_rows_fn r16;       /* R16 weights: the rows' products (tile and tile_rows unused) */
     atomic_int arrived;  /* threads past phase 1 */
@@ -136,13 +138,15 @@ static void mm_block(const mm_job *j, const mm_mat *m, const char *act, int64_t 
     size_t w_off = tf_dtype_row_size(j->wtype, c0);
     TF_ASSERT(!j->packed || c0 == 0);
     size_t a_off = j->quantize ? tf_act_row_size(j->wtype, c0) : (size_t)c0 * sizeof(float);
-    /* prefill: the packed tiles take more rows per call (TF_PACK_ROWS_MAX) */
-    const int rows = t1 - t0 > j->tile_toks ? j->block_rows : j->tile_rows;
+    /* prefill: the packed tiles take more rows per call (TF_PACK_ROWS_MAX),
+     * over the packed weight layout also more tokens (TF_WPACK_TOKS_MAX) */
+    const int prefill = t1 - t0 > j->tile_toks;
+    const int rows = prefill ? j->block_rows : j->tile_rows, toks = prefill ? j->block_toks : j->tile_toks;
     for (int64_t r = r0; r < r1; r += rows) {
         int nr = r1 - r < rows ? (int)(r1 - r) : rows;
         const char *w = m->W + (size_t)r * j->w_row + w_off;
-        for (int64_t t = t0; t < t1; t += j->tile_toks) {
-            int nt = t1 - t < j->tile_toks ? (int)(t1 - t) : j->tile_toks;
+        for (int64_t t = t0; t < t1; t += toks) {
+            int nt = t1 - t < toks ? (int)(t1 - t) : toks;
             const char *a = act + (size_t)t * j->a_row + a_off;
             float *y = m->Y + t * m->ldy + r;
             if (!accumulate) {
@@ -223,7 +227,7 @@ static void mm_rows(const mm_job *j, const mm_mat *m, const char *act, int64_t r
     /* per token: a row of activations, or a chunk of f32 ones (chunked rows are float) */
     const int64_t tok_bytes = chunked ? (int64_t)sizeof(float) * j->col_chunk : (int64_t)j->a_row;
     int64_t tb = MM_L2_ACT_BYTES / tok_bytes;
-    tb = tb < j->tile_toks ? j->tile_toks : tb / j->tile_toks * j->tile_toks;
+    tb = tb < j->block_toks ? j->block_toks : tb / j->block_toks * j->block_toks;
     const int64_t g = j->tile_rows;
     for (int64_t t = t0; t < t1; t += tb) {
         const int64_t te = t + tb < t1 ? t + tb : t1;
@@ -315,9 +319,11 @@ void tf_cpu_matmul_n(tf_pool *pool, const tf_cpu_kernels *k, tf_dtype wtype, int
         j.tile = w_layout == TF_WLAYOUT_PACKED ? k->wpacked_tile[wtype] : k->packed_tile[wtype];
         j.tile_toks = TF_PACK_TOKS_MAX;
         j.block_rows = TF_PACK_ROWS_MAX;
+        j.block_toks = w_layout == TF_WLAYOUT_PACKED ? TF_WPACK_TOKS_MAX : TF_PACK_TOKS_MAX;
         j.packed = 1;
     }
     if (!j.block_rows) j.block_rows = j.tile_rows;
+    if (!j.block_toks) j.block_toks = j.tile_toks;
     for (int i = 0; i < n_w; i++) {
         if (n_rows[i] <= 0) continue;
         TF_ASSERT(ldy[i] >= n_rows[i]);

@@ -278,7 +278,7 @@ typedef struct tf_cpu_kernels {
     tf_vec_dot_tile_fn packed_tile[TF_DTYPE_COUNT];
     /* Optional, with packed_tile: the same tile over weight rows in the
      * packed weight layout (tf_weight_pack_row), bitwise packed_tile's
-     * results on the file's rows. */
+     * results on the file's rows, taking up to TF_WPACK_TOKS_MAX tokens. */
     tf_vec_dot_tile_fn wpacked_tile[TF_DTYPE_COUNT];
     /* Optional: products over R16 weights (the AMX table's Q8_0, Q4_0,
      * Q4_1, IQ4_NL), with r16_act converting a whole row to R16
@@ -289,6 +289,13 @@ typedef struct tf_cpu_kernels {
 
 /* Most tokens of one packed_tile call. */
 #define TF_PACK_TOKS_MAX 16
+/* Most tokens of one wpacked_tile call: prefill hands the packed weight
+ * layout's tiles this many, so that what a tile makes from its rows once
+ * (the K-quants' and IQ4_XS's scales, the vectors of Q5_K, Q6_K, Q3_K and
+ * Q2_K: pk_expand in quant_packed_avx512.c) serves three times the tokens
+ * (docs/BENCHMARKS.md, session 57). Verification passes (at most
+ * TF_PACK_TOKS_MAX rows) are unaffected. */
+#define TF_WPACK_TOKS_MAX 48
 
 /* TF_ISA_AMX: AVX-512 plus the AMX tile unit with its BF16 products (Sapphire
  * Rapids and later, with the OS's permission for the tile state): attention runs

@@ -789,7 +789,7 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
             if (nr <= 4) _mm_prefetch(w + (nr + r) * ws + b, _MM_HINT_T0);
             else _mm_prefetch(w + (nr + r) * ws + b, _MM_HINT_T1);
         }
-    __m512 acc[TF_PACK_ROWS_MAX + 1][TF_PACK_TOKS_MAX];
+    __m512 acc[TF_PACK_ROWS_MAX + 1][TF_WPACK_TOKS_MAX];
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
     for (int t = 0; t < nt; t++) acc[TF_PACK_ROWS_MAX][t] = _mm512_setzero_ps(); /* the spare row */
@@ -824,7 +824,16 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
             pk_load_pair(kind, w + r * ws, b, b + 1 < nb, &wg);
             for (int t = 0; t < nt; t++) acc[r][t] = pk_token_step(kind, 1, 1, &wg, ap + t * as, acc[r][t]);
         }
-    for (int r = 0; r < nr; r++)
+    /* a whole tile's token: its 16 rows' sums at once (hsum4: hsum_tree's additions) */
+    const int r_sum = nr == TF_PACK_ROWS_MAX ? nr : 0;
+    for (int t = 0; t < nt && r_sum; t++) {
+        __m512 v = _mm512_castps128_ps512(hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+        v = _mm512_insertf32x4(v, hsum4(acc[4][t], acc[5][t], acc[6][t], acc[7][t]), 1);
+        v = _mm512_insertf32x4(v, hsum4(acc[8][t], acc[9][t], acc[10][t], acc[11][t]), 2);
+        v = _mm512_insertf32x4(v, hsum4(acc[12][t], acc[13][t], acc[14][t], acc[15][t]), 3);
+        _mm512_storeu_ps(out + t * ldo, v);
+    }
+    for (int r = r_sum; r < nr; r++)
         for (int t = 0; t < nt; t++) out[t * ldo + r] = hsum_tree(acc[r][t]);
 }
 
@@ -832,13 +841,9 @@ TF_AI void pk_tile_rt(int kind, int64_t n, const char *w, size_t ws, int nr, con
  * line fill buffers of an Intel core (16 on Golden Cove) */
 #define PK_PF_BURST_MAX (16 * 64)
 
-TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
-                   int nt, float *out, int64_t ldo) {
-    const char *w = vw, *a = va;
-    if (wpk && (size_t)nt * as > PK_RT_MIN_ACT_BYTES) {
-        pk_tile_rt(kind, n, w, ws, nr, a, as, nt, out, ldo);
-        return;
-    }
+/* Up to TF_PACK_TOKS_MAX tokens through the one-row kernel, a row at a time. */
+TF_AI void pk_tile_rows(int kind, int wpk, int64_t n, const char *w, size_t ws, int nr, const char *a, size_t as,
+                        int nt, float *out, int64_t ldo) {
     for (int r = 0; r < nr; r++) {
         const char *row = w + r * ws;
         float *o = out + r;
@@ -873,6 +878,21 @@ TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int 
 #undef PK_CASE
         }
     }
+}
+
+TF_AI void pk_tile(int kind, int wpk, int64_t n, const void *vw, size_t ws, int nr, const void *va, size_t as,
+                   int nt, float *out, int64_t ldo) {
+    const char *w = vw, *a = va;
+    /* the register tiles where 16 tokens' activations pass the bound, for all
+     * the tokens of the call (up to TF_WPACK_TOKS_MAX); else the one-row
+     * kernel, 16 tokens at a time */
+    if (wpk && (size_t)(nt < TF_PACK_TOKS_MAX ? nt : TF_PACK_TOKS_MAX) * as > PK_RT_MIN_ACT_BYTES) {
+        pk_tile_rt(kind, n, w, ws, nr, a, as, nt, out, ldo);
+        return;
+    }
+    for (int t0 = 0; t0 < nt; t0 += TF_PACK_TOKS_MAX)
+        pk_tile_rows(kind, wpk, n, w, ws, nr, a + (size_t)t0 * as, as,
+                     nt - t0 < TF_PACK_TOKS_MAX ? nt - t0 : TF_PACK_TOKS_MAX, out + (int64_t)t0 * ldo, ldo);
 }
 
 #define PK_ENTRIES(nm, KIND)                                                                                  \
