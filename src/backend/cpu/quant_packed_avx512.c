@@ -584,9 +584,9 @@ TF_AI void pk_row_kernel(int kind, int wpk, int T, int64_t n, const char *row, c
 
 /* ---- Several tokens over packed weight rows: register tiles ------------------- */
 
-/* Where the tile's activations exceed L1 (nt x as > PK_RT_MIN_ACT_BYTES:
- * prefill tiles of 16 tokens at 4,096 columns, verification passes at the
- * 14,336 columns of an 8B model's down projection), pk_row_kernel, which
+/* Where the tile's activations exceed L1 (min(nt, 16) x as >
+ * PK_RT_MIN_ACT_BYTES: prefill tiles at 4,096 columns, verification passes at
+ * the 14,336 columns of an 8B model's down projection), pk_row_kernel, which
  * takes one row against all the tile's tokens over the whole row, reads
  * every activation vector from L2 once per product and runs at a quarter of
  * the VNNI unit's rate. There a tile is taken two rows by up to PK_RT(kind)
