@@ -333,12 +333,72 @@ static void test_matmul_n(void **state) {
     tf_pool_free(pool);
 }
 
+/* Prefill over the packed weight layout: tiles of up to TF_WPACK_TOKS_MAX
+ * tokens (and the blocks of tokens that fit L2) at a width where the register
+ * tiles run (4,096 columns), a batch of 100 tokens (two 48-token tiles and a
+ * remainder of 4) with and without threads: every token's output row is
+ * bitwise the same as the token alone (decode). Fresh random weights and
+ * activations, every type the table packs. */
+static void test_matmul_packed_prefill(void **state) {
+    (void)state;
+    enum { N_TOK = 100 };
+    const int64_t rows = 37, cols = 4096;
+    tf_rng rng;
+    tf_rng_seed(&rng, tu_seed() ^ 0x99);
+    tf_pool *pool;
+    tf_err err = {0};
+    assert_int_equal(tf_pool_create(&pool, 2, &err), TF_OK);
+    float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * N_TOK * cols);
+    float *alone = malloc(sizeof(float) * N_TOK * rows), *batch = malloc(sizeof(float) * N_TOK * rows);
+    int n_checked = 0;
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        tf_dtype t = k_types[ti];
+        if (!tf_weight_packs(t)) continue;
+        size_t ws = tf_dtype_row_size(t, cols), as = tf_act_scratch_row_size(t, cols);
+        char *w = malloc(ws * rows), *wp = malloc(ws * rows), *act = malloc(as * N_TOK);
+        fill_gauss(&rng, wf, rows * cols, 0.5);
+        fill_gauss(&rng, x, N_TOK * cols, 1.0);
+        for (int64_t r = 0; r < rows; r++) tf_ref_quantize_row(t, wf + r * cols, w + r * ws, cols);
+        tf_weight_pack_rows(t, w, wp, rows, cols);
+        for (int ki = 0; ki < g_n_tables; ki++) {
+            const tf_cpu_kernels *k = g_tables[ki];
+            if (!k->wpacked_tile[t] || !k->act_pack[t]) continue;
+            for (int pi = 0; pi < 2; pi++) {
+                tf_pool *p = pi ? pool : NULL;
+                for (int j = 0; j < N_TOK; j++)
+                    tf_cpu_matmul(p, k, t, wp, TF_WLAYOUT_PACKED, rows, cols, x + j * cols, 1, alone + j * rows,
+                                  rows, act);
+                for (int64_t e = 0; e < N_TOK * rows; e++) batch[e] = -1.0f;
+                tf_cpu_matmul(p, k, t, wp, TF_WLAYOUT_PACKED, rows, cols, x, N_TOK, batch, rows, act);
+                for (int j = 0; j < N_TOK; j++)
+                    if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
+                        print_error("matmul %s %s packed weights, %lld columns, threads %d: token %d of a batch of "
+                                    "%d differs from the same token alone\n",
+                                    k->isa, tf_dtype_name(t), (long long)cols, pi ? 2 : 1, j, N_TOK);
+                        fail();
+                    }
+                n_checked++;
+            }
+        }
+        free(w);
+        free(wp);
+        free(act);
+    }
+    print_message("packed prefill: %d batches of %d tokens equal to the tokens alone\n", n_checked, N_TOK);
+    free(wf);
+    free(x);
+    free(alone);
+    free(batch);
+    tf_pool_free(pool);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_exact_rows),
         cmocka_unit_test(test_matmul_batch_invariance),
         cmocka_unit_test(test_matmul_n),
+        cmocka_unit_test(test_matmul_packed_prefill),
     };
     return cmocka_run_group_tests(tests, quant_group_setup, NULL);
 }
