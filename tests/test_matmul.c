@@ -205,6 +205,19 @@ static void test_matmul_exact_rows(void **state) {
     tf_pool_free(pool);
 }
 
+/* Every token's row of a batch's product (batch) bitwise equal to the same
+ * token's product alone (alone): n rows of `rows` floats each. */
+static void expect_batch_as_alone(const tf_cpu_kernels *k, tf_dtype t, int layout, int64_t cols, int threads, int n,
+                                  const float *batch, const float *alone, int64_t rows) {
+    for (int j = 0; j < n; j++)
+        if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
+            print_error("matmul %s %s layout %d, %lld columns, threads %d: token %d of a batch of %d differs from the "
+                        "same token alone\n",
+                        k->isa, tf_dtype_name(t), layout, (long long)cols, threads, j, n);
+            fail();
+        }
+}
+
 /* Batch invariance of tf_cpu_matmul: a token's output row is bitwise the
  * same whether it is computed alone (the decode path) or as row i of a
  * batch of 2..16 tokens (prefill / verification tiles), in every table, for
@@ -241,13 +254,7 @@ static void test_matmul_batch_invariance(void **state) {
                     tf_cpu_matmul(p, k, t, w, 0, rows, cols, x + j * cols, 1, alone + j * rows, rows, act);
                 for (int n = 2; n <= MAX_TOK; n++) {
                     tf_cpu_matmul(p, k, t, w, 0, rows, cols, x, n, batch, rows, act);
-                    for (int j = 0; j < n; j++)
-                        if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
-                            print_error("matmul %s %s cols %lld threads %d: row %d of a batch of %d differs from "
-                                        "the same token alone\n",
-                                        k->isa, tf_dtype_name(t), (long long)cols, pi ? 2 : 1, j, n);
-                            fail();
-                        }
+                    expect_batch_as_alone(k, t, TF_WLAYOUT_FILE, cols, pi ? 2 : 1, n, batch, alone, rows);
                 }
             }
         free(w);
@@ -370,13 +377,7 @@ static void test_matmul_packed_prefill(void **state) {
                                   rows, act);
                 for (int64_t e = 0; e < N_TOK * rows; e++) batch[e] = -1.0f;
                 tf_cpu_matmul(p, k, t, wp, TF_WLAYOUT_PACKED, rows, cols, x, N_TOK, batch, rows, act);
-                for (int j = 0; j < N_TOK; j++)
-                    if (memcmp(batch + j * rows, alone + j * rows, sizeof(float) * rows) != 0) {
-                        print_error("matmul %s %s packed weights, %lld columns, threads %d: token %d of a batch of "
-                                    "%d differs from the same token alone\n",
-                                    k->isa, tf_dtype_name(t), (long long)cols, pi ? 2 : 1, j, N_TOK);
-                        fail();
-                    }
+                expect_batch_as_alone(k, t, TF_WLAYOUT_PACKED, cols, pi ? 2 : 1, N_TOK, batch, alone, rows);
                 n_checked++;
             }
         }
