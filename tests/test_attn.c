@@ -29,13 +29,14 @@ typedef struct shape { int n_head, n_head_kv, hd, n_slots, n_q; int causal; } sh
  * largest); K and V are read exactly (d * q, which is what the reference
  * reads back). Its error is of the bf16 path's order, under the same 1e-4.
  * f32 caches and other head sizes run in f32: accumulation error only; so do
- * f16 caches under the avx512_f32 variant (K and V converted exactly, no bf16
+ * f16 caches under the f32 variants (K and V converted exactly, no bf16
  * step): a bf16 rounding there would give NMSE of order 1e-6, far above 1e-9. */
 enum { PATH_F32 = 0, PATH_BF16 = 1, PATH_INT8 = 2 };
 static int attn_path(int hd, tf_dtype type, tf_attn_kernel kern) {
     return type == TF_DTYPE_Q8_0 || type == TF_DTYPE_Q4_0                       ? PATH_INT8
-           : hd % 16 == 0 && type != TF_DTYPE_F32 && kern != TF_ATTN_AVX512_F32 ? PATH_BF16
-                                                                               : PATH_F32;
+           : hd % 16 == 0 && type != TF_DTYPE_F32 && tf_attn_kernel_bits(kern, type, hd) != TF_ATTN_AVX512_F32
+        ? PATH_BF16
+        : PATH_F32;
 }
 static double nmse_tolerance(int hd, tf_dtype type, tf_attn_kernel kern) {
     return attn_path(hd, type, kern) == PATH_F32 ? 1e-9 : 1e-4;
@@ -260,7 +261,9 @@ static void test_kv_quantized(void **state) {
 /* Rows of a batch of up to 16 give bitwise the results they give alone and in
  * smaller batches, on any thread count, and every kernel variant (bf16 instructions or their emulation,
  * AVX2, generic) gives the same bits as the generic one; a variant with bits of
- * its own (AMX on its tile path) the same bits on every thread count. */
+ * its own (AMX on its tile path, the f32 variants over f16) the same bits on
+ * every thread count, and as the other variants with those bits (the f32 one
+ * built with VNNI as the one without). */
 static void test_batch_invariance(void **state) {
     (void)state;
     tf_rng rng;
@@ -301,11 +304,13 @@ static void test_batch_invariance(void **state) {
             for (int i = 0; i < n_q; i++) len[i] = 2043 + i; /* rows straddle the split at 2048 */
             void *scratch = tf_alloc(tf_attn_scratch_size(2, n_q, n_head, hd, n_slots));
             int have_golden = 0;
+            tf_attn_kernel golden_bits = TF_ATTN_GENERIC; /* whose bits golden holds */
             for (tf_attn_kernel kern = 0; kern < TF_ATTN_KERNEL_COUNT; kern++) {
                 if (!tf_attn_kernel_supported(kern)) continue;
-                /* a variant of its own bits: compared with its own first run */
-                const int own = tf_attn_kernel_own_bits(kern, types[t], hd);
-                if (own) have_golden = 0;
+                /* a variant of bits of its own (AMX, the f32 ones): compared with
+                 * the first run of the variants giving those bits */
+                const tf_attn_kernel bits = tf_attn_kernel_bits(kern, types[t], hd);
+                if (bits != golden_bits) have_golden = 0, golden_bits = bits;
                 for (int pi = 0; pi < 2; pi++) {
                     tf_attn_args a = {.q = q, .ldq = qd, .kv = tf_kv_layer_view(&kv, 0), .n_q = n_q, .kv_len = len,
                                       .n_head = n_head, .scale = 0.35f, .out = out_b, .ldo = qd};
@@ -316,7 +321,7 @@ static void test_batch_invariance(void **state) {
                         have_golden = 1;
                     } else if (memcmp(golden, out_b, sizeof(float) * n_q * qd) != 0)
                         fail_msg("kernel %s differs from %s: hd %d heads %d/%d %s", tf_attn_kernel_name(kern),
-                                 tf_attn_kernel_name(own ? kern : TF_ATTN_GENERIC), hd, n_head, n_head_kv, tname);
+                                 tf_attn_kernel_name(bits), hd, n_head, n_head_kv, tname);
                     for (int i = 0; i < n_q; i++) {
                         tf_attn_args a1 = a;
                         a1.q = q + (size_t)i * qd;

@@ -165,8 +165,19 @@ static const struct {
     [TF_ATTN_AMX] = {"amx_bf16", tf_attn_item_amx_avx512, tf_attn_bf16_dot_amx_avx512, tf_attn_bf16_pack2_amx_avx512},
     [TF_ATTN_AVX512_F32] = {"avx512_f32", tf_attn_item_f32_avx512, tf_attn_bf16_dot_f32_avx512,
                             tf_attn_bf16_pack2_f32_avx512},
+    [TF_ATTN_AVX512_F32_VNNI] = {"avx512_f32_vnni", tf_attn_item_f32_vnni_avx512, tf_attn_bf16_dot_f32_vnni_avx512,
+                                 tf_attn_bf16_pack2_f32_vnni_avx512},
 };
 _Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "one entry per tf_attn_kernel");
+
+static int cpu_has_avx512_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return tf_cpu_best_isa() >= TF_ISA_AVX512 && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
 
 static int cpu_has_avx512_bf16(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -186,13 +197,16 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
     case TF_ATTN_AVX512_BF16: return cpu_has_avx512_bf16();
     case TF_ATTN_AMX: return tf_cpu_best_isa() >= TF_ISA_AMX;
     case TF_ATTN_AVX512_F32: return tf_cpu_best_isa() >= TF_ISA_AVX512;
+    case TF_ATTN_AVX512_F32_VNNI: return cpu_has_avx512_vnni();
     default: return 0;
     }
 }
 
-int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
-    return (k == TF_ATTN_AMX && type == TF_DTYPE_F16 && head_dim % 32 == 0) ||
-           (k == TF_ATTN_AVX512_F32 && type == TF_DTYPE_F16 && head_dim % 16 == 0);
+tf_attn_kernel tf_attn_kernel_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
+    if (k == TF_ATTN_AMX && type == TF_DTYPE_F16 && head_dim % 32 == 0) return TF_ATTN_AMX;
+    if ((k == TF_ATTN_AVX512_F32 || k == TF_ATTN_AVX512_F32_VNNI) && type == TF_DTYPE_F16 && head_dim % 16 == 0)
+        return TF_ATTN_AVX512_F32;
+    return TF_ATTN_GENERIC;
 }
 
 const char *tf_attn_kernel_name(tf_attn_kernel k) {
@@ -239,8 +253,12 @@ static int avx512_attn_bf16(void) {
 tf_attn_kernel tf_attn_kernel_for(tf_isa isa) {
     tf_isa best = tf_cpu_best_isa();
     if (isa > best) isa = best;
-    if (isa == TF_ISA_AVX512)
-        return !avx512_attn_bf16() ? TF_ATTN_AVX512_F32 : cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512;
+    if (isa == TF_ISA_AVX512) {
+        if (avx512_attn_bf16()) return cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512;
+        /* f16 in f32 FMAs; q8_0 / q4_0 in VNNI's integer products where the
+         * CPU has them (without, their emulation ran 2-2.5x slower) */
+        return cpu_has_avx512_vnni() ? TF_ATTN_AVX512_F32_VNNI : TF_ATTN_AVX512_F32;
+    }
     return isa == TF_ISA_AMX    ? TF_ATTN_AMX
            : isa == TF_ISA_AVX2 ? TF_ATTN_AVX2
                                 : TF_ATTN_GENERIC;

@@ -42,7 +42,8 @@
  * its own. It is the AVX-512 choice where VDPBF16PS is slow or missing (on an
  * Intel Xeon measured here, a quarter of the FMA rate: half the multiply-adds
  * a second); tf_attn_kernel_for says where. Its other paths are the shared
- * ones.
+ * ones; TF_ATTN_AVX512_F32_VNNI is the same variant with the VNNI instructions
+ * for the q8_0 and q4_0 caches' integer products (else emulated, exactly).
  */
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
@@ -74,7 +75,7 @@ size_t tf_attn_scratch_size(int n_threads, int32_t n_q_max, int32_t n_head, int3
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch);
 
 /* The kernel variants, for tests and benchmarks; all give the same bits but
- * TF_ATTN_AMX and TF_ATTN_AVX512_F32 (tf_attn_kernel_own_bits). */
+ * TF_ATTN_AMX and the f32 variants (tf_attn_kernel_bits). */
 typedef enum tf_attn_kernel {
     TF_ATTN_GENERIC = 0,     /* any x86-64 */
     TF_ATTN_AVX2 = 1,        /* AVX2 + FMA + F16C */
@@ -82,6 +83,7 @@ typedef enum tf_attn_kernel {
     TF_ATTN_AVX512_BF16 = 3, /* ... with AVX512_BF16 (VDPBF16PS) */
     TF_ATTN_AMX = 4,         /* ... and the AMX-BF16 tile products (its own bits, see above) */
     TF_ATTN_AVX512_F32 = 5,  /* AVX-512, f16 caches in f32 FMAs (its own bits, see above) */
+    TF_ATTN_AVX512_F32_VNNI = 6, /* ... with AVX512_VNNI for the q8_0 / q4_0 products (TF_ATTN_AVX512_F32's bits) */
     TF_ATTN_KERNEL_COUNT
 } tf_attn_kernel;
 
@@ -92,9 +94,10 @@ tf_attn_kernel tf_attn_kernel_for(tf_isa isa);
 int tf_attn_kernel_supported(tf_attn_kernel k);
 const char *tf_attn_kernel_name(tf_attn_kernel k);
 
-/* Whether variant k gives bits of its own (not the generic variant's) for
- * caches of type with heads of head_dim: TF_ATTN_AMX on its tile path. */
-int tf_attn_kernel_own_bits(tf_attn_kernel k, uint32_t type, int head_dim);
+/* The variant whose bits k gives for caches of type with heads of head_dim:
+ * TF_ATTN_AMX on its tile path, TF_ATTN_AVX512_F32 for both f32 variants on
+ * theirs, otherwise TF_ATTN_GENERIC (every other path is shared bit for bit). */
+tf_attn_kernel tf_attn_kernel_bits(tf_attn_kernel k, uint32_t type, int head_dim);
 
 /* tf_cpu_attn with variant k (which must be supported). */
 void tf_cpu_attn_kernel(tf_pool *pool, tf_attn_kernel k, const tf_attn_args *a, void *scratch);

@@ -6,8 +6,7 @@
 
 /* the q8_0 path's integer dot products (AVX512_VNNI: every CPU with
  * AVX512_BF16 has it; attn.c checks both) */
-#define DPBUSD(acc, a, b) ((v16i)_mm512_dpbusd_epi32((__m512i)(acc), (__m512i)(a), _mm512_set1_epi32(b)))
-#define DPWSSD(acc, a, b) ((v16i)_mm512_dpwssd_epi32((__m512i)(acc), (__m512i)(a), _mm512_set1_epi32(b)))
+#include "backend/cpu/attn_vnni_isa.h"
 #include "backend/cpu/attn_avx512_isa.h"
 /* acc += pairs a . pairs b (see bf16_dot_emu for the order) */
 #define BF16_DOT(acc, a, b) ((v16f)_mm512_dpbf16_ps((__m512)(acc), (__m512bh)(a), (__m512bh)(b)))

@@ -43,6 +43,7 @@ typedef struct attn_item {
 TF_ATTN_VARIANT(amx_avx512)
 TF_ATTN_VARIANT(bf16_avx512)
 TF_ATTN_VARIANT(f32_avx512)
+TF_ATTN_VARIANT(f32_vnni_avx512)
 TF_ATTN_VARIANT(avx512)
 TF_ATTN_VARIANT(avx2)
 TF_ATTN_VARIANT(generic)
