@@ -102,7 +102,7 @@ AVX512_FLAGS  = $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 # The attention variants must give the same bits on every ISA (batch invariance
 # holds across kernel variants, see attn.h): no FMA contraction there, so the
 # softmax's f32 arithmetic is the same as in the baseline build.
-$(BUILD)/src/backend/cpu/attn_avx2.o $(BUILD)/src/backend/cpu/attn_avx512.o \
+$(BUILD)/src/backend/cpu/attn_avx2.o $(BUILD)/src/backend/cpu/attn_vnni_avx2.o $(BUILD)/src/backend/cpu/attn_avx512.o \
 $(BUILD)/src/backend/cpu/attn_bf16_avx512.o $(BUILD)/src/backend/cpu/attn_amx_avx512.o \
 $(BUILD)/src/backend/cpu/attn_f32_avx512.o $(BUILD)/src/backend/cpu/attn_f32_vnni_avx512.o \
 $(BUILD)/src/backend/cpu/quant_r16_amx_avx512.o: SIMD_OPT := -O3 -ffp-contract=off

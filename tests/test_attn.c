@@ -288,7 +288,7 @@ static void test_batch_invariance(void **state) {
             size_t nkv = (size_t)n_slots * n_head_kv * hd;
             float *k = malloc(sizeof(float) * nkv), *v = malloc(sizeof(float) * nkv);
             float *q = malloc(sizeof(float) * n_q * qd), *out_b = malloc(sizeof(float) * n_q * qd),
-                  *out_1 = malloc(sizeof(float) * qd), *golden = malloc(sizeof(float) * n_q * qd);
+                  *out_1 = malloc(sizeof(float) * qd), *golden = malloc(sizeof(float) * n_q * qd * TF_ATTN_KERNEL_COUNT);
             assert_non_null(k);
             assert_non_null(v);
             assert_non_null(q);
@@ -303,23 +303,23 @@ static void test_batch_invariance(void **state) {
             int32_t len[11];
             for (int i = 0; i < n_q; i++) len[i] = 2043 + i; /* rows straddle the split at 2048 */
             void *scratch = tf_alloc(tf_attn_scratch_size(2, n_q, n_head, hd, n_slots));
-            int have_golden = 0;
-            tf_attn_kernel golden_bits = TF_ATTN_GENERIC; /* whose bits golden holds */
+            /* golden + b * n_q * qd: the first output of the variants giving variant b's bits
+             * (tf_attn_kernel_bits: the generic ones, AMX's or the f32 variants'), which every
+             * later one of them must equal */
+            int have_golden[TF_ATTN_KERNEL_COUNT] = {0};
             for (tf_attn_kernel kern = 0; kern < TF_ATTN_KERNEL_COUNT; kern++) {
                 if (!tf_attn_kernel_supported(kern)) continue;
-                /* a variant of bits of its own (AMX, the f32 ones): compared with
-                 * the first run of the variants giving those bits */
                 const tf_attn_kernel bits = tf_attn_kernel_bits(kern, types[t], hd);
-                if (bits != golden_bits) have_golden = 0, golden_bits = bits;
+                float *gold = golden + (size_t)bits * n_q * qd;
                 for (int pi = 0; pi < 2; pi++) {
                     tf_attn_args a = {.q = q, .ldq = qd, .kv = tf_kv_layer_view(&kv, 0), .n_q = n_q, .kv_len = len,
                                       .n_head = n_head, .scale = 0.35f, .out = out_b, .ldo = qd};
                     tf_cpu_attn_kernel(pools[pi], kern, &a, scratch);
                     for (size_t i = 0; i < (size_t)n_q * qd; i++) assert_true(isfinite(out_b[i]));
-                    if (!have_golden) {
-                        memcpy(golden, out_b, sizeof(float) * n_q * qd);
-                        have_golden = 1;
-                    } else if (memcmp(golden, out_b, sizeof(float) * n_q * qd) != 0)
+                    if (!have_golden[bits]) {
+                        memcpy(gold, out_b, sizeof(float) * n_q * qd);
+                        have_golden[bits] = 1;
+                    } else if (memcmp(gold, out_b, sizeof(float) * n_q * qd) != 0)
                         fail_msg("kernel %s differs from %s: hd %d heads %d/%d %s", tf_attn_kernel_name(kern),
                                  tf_attn_kernel_name(bits), hd, n_head, n_head_kv, tname);
                     for (int i = 0; i < n_q; i++) {

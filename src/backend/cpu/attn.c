@@ -167,6 +167,7 @@ static const struct {
                             tf_attn_bf16_pack2_f32_avx512},
     [TF_ATTN_AVX512_F32_VNNI] = {"avx512_f32_vnni", tf_attn_item_f32_vnni_avx512, tf_attn_bf16_dot_f32_vnni_avx512,
                                  tf_attn_bf16_pack2_f32_vnni_avx512},
+    [TF_ATTN_AVX2_VNNI] = {"avx2_vnni", tf_attn_item_vnni_avx2, tf_attn_bf16_dot_vnni_avx2, tf_attn_bf16_pack2_vnni_avx2},
 };
 _Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "one entry per tf_attn_kernel");
 
@@ -174,6 +175,15 @@ static int cpu_has_avx512_vnni(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     return tf_cpu_best_isa() >= TF_ISA_AVX512 && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+static int cpu_has_avx_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return tf_cpu_best_isa() >= TF_ISA_AVX2 && __builtin_cpu_supports("avxvnni");
 #else
     return 0;
 #endif
@@ -198,6 +208,7 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
     case TF_ATTN_AMX: return tf_cpu_best_isa() >= TF_ISA_AMX;
     case TF_ATTN_AVX512_F32: return tf_cpu_best_isa() >= TF_ISA_AVX512;
     case TF_ATTN_AVX512_F32_VNNI: return cpu_has_avx512_vnni();
+    case TF_ATTN_AVX2_VNNI: return cpu_has_avx_vnni();
     default: return 0;
     }
 }
@@ -260,7 +271,7 @@ tf_attn_kernel tf_attn_kernel_for(tf_isa isa) {
         return cpu_has_avx512_vnni() ? TF_ATTN_AVX512_F32_VNNI : TF_ATTN_AVX512_F32;
     }
     return isa == TF_ISA_AMX    ? TF_ATTN_AMX
-           : isa == TF_ISA_AVX2 ? TF_ATTN_AVX2
+           : isa == TF_ISA_AVX2 ? (cpu_has_avx_vnni() ? TF_ATTN_AVX2_VNNI : TF_ATTN_AVX2)
                                 : TF_ATTN_GENERIC;
 }
 

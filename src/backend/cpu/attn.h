@@ -84,6 +84,7 @@ typedef enum tf_attn_kernel {
     TF_ATTN_AMX = 4,         /* ... and the AMX-BF16 tile products (its own bits, see above) */
     TF_ATTN_AVX512_F32 = 5,  /* AVX-512, f16 caches in f32 FMAs (its own bits, see above) */
     TF_ATTN_AVX512_F32_VNNI = 6, /* ... with AVX512_VNNI for the q8_0 / q4_0 products (TF_ATTN_AVX512_F32's bits) */
+    TF_ATTN_AVX2_VNNI = 7,   /* AVX2 with AVX-VNNI for the q8_0 / q4_0 products (the generic bits) */
     TF_ATTN_KERNEL_COUNT
 } tf_attn_kernel;
 
