@@ -105,6 +105,7 @@ AVX512_FLAGS  = $(SIMD_OPT) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 $(BUILD)/src/backend/cpu/attn_avx2.o $(BUILD)/src/backend/cpu/attn_vnni_avx2.o $(BUILD)/src/backend/cpu/attn_avx512.o \
 $(BUILD)/src/backend/cpu/attn_bf16_avx512.o $(BUILD)/src/backend/cpu/attn_amx_avx512.o \
 $(BUILD)/src/backend/cpu/attn_f32_avx512.o $(BUILD)/src/backend/cpu/attn_f32_vnni_avx512.o \
+$(BUILD)/src/backend/cpu/attn_f32_avx2.o $(BUILD)/src/backend/cpu/attn_f32_vnni_avx2.o \
 $(BUILD)/src/backend/cpu/quant_r16_amx_avx512.o: SIMD_OPT := -O3 -ffp-contract=off
 
 HAVE_AVX512 := $(shell grep -q avx512f /proc/cpuinfo 2>/dev/null && echo yes || echo no)

@@ -8,7 +8,7 @@
  *
  *   attnbw [-t THREADS] [--heads 32] [--kv-heads 32] [--head-dim 128]
  *          [--type f16|f32|q8_0|q4_0] [--slots 65536] [--rows 1,7] [--reps 7]
- *          [--kernel best|generic|avx2|avx512|avx512_bf16|amx_bf16|avx512_f32|avx512_f32_vnni|avx2_vnni[,...]]
+ *          [--kernel best|generic|avx2|avx512|avx512_bf16|amx_bf16|avx512_f32|avx512_f32_vnni|avx2_vnni|generic_f32|avx2_f32|avx2_f32_vnni[,...]]
  * Several kernels are timed in turn for each (L, rows), interleaved.
  *
  *   attnbw --prefill 2048,8192 [--heads 9 --kv-heads 3 --head-dim 64 ...]

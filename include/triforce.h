@@ -30,8 +30,8 @@
  * TF_VERSION_STRING is "MAJOR.MINOR.PATCH". */
 #define TF_VERSION_MAJOR 3
 #define TF_VERSION_MINOR 0
-#define TF_VERSION_PATCH 3
-#define TF_VERSION_STRING "3.0.3"
+#define TF_VERSION_PATCH 4
+#define TF_VERSION_STRING "3.0.4"
 
 /* Marks the functions of the public API: the library is compiled with
  * -fvisibility=hidden, so these are the only symbols libtriforce.so exports. */

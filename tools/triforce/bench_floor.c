@@ -46,7 +46,8 @@ bench_compute bench_compute_rates(const tf_model *model, const tf_model_info *in
         c.pv_rate = pk->int8_gops * 1e9 / 4;
     } else if (strcmp(kv_type, "f16") == 0 && in->head_dim % 16 == 0) {
         if (k == TF_ATTN_AVX512_BF16) c.qk_rate = c.pv_rate = pk->bf16_gflops * 1e9 / 2;
-        else if (k == TF_ATTN_AVX512_F32 || k == TF_ATTN_AVX512_F32_VNNI) c.qk_rate = c.pv_rate = pk->f32_gflops * 1e9 / 2; /* FMAs */
+        else if (tf_attn_kernel_bits(k, TF_DTYPE_F16, in->head_dim) == TF_ATTN_AVX512_F32) /* the f32 variants: FMAs */
+            c.qk_rate = c.pv_rate = pk->f32_gflops * 1e9 / 2;
         else c.why_none = "bf16 products emulated (their rate is not probed)";
     } else {
         /* f32 arithmetic, a multiply and an add apiece (compiled without

@@ -168,6 +168,11 @@ static const struct {
     [TF_ATTN_AVX512_F32_VNNI] = {"avx512_f32_vnni", tf_attn_item_f32_vnni_avx512, tf_attn_bf16_dot_f32_vnni_avx512,
                                  tf_attn_bf16_pack2_f32_vnni_avx512},
     [TF_ATTN_AVX2_VNNI] = {"avx2_vnni", tf_attn_item_vnni_avx2, tf_attn_bf16_dot_vnni_avx2, tf_attn_bf16_pack2_vnni_avx2},
+    [TF_ATTN_GENERIC_F32] = {"generic_f32", tf_attn_item_f32_generic, tf_attn_bf16_dot_f32_generic,
+                             tf_attn_bf16_pack2_f32_generic},
+    [TF_ATTN_AVX2_F32] = {"avx2_f32", tf_attn_item_f32_avx2, tf_attn_bf16_dot_f32_avx2, tf_attn_bf16_pack2_f32_avx2},
+    [TF_ATTN_AVX2_F32_VNNI] = {"avx2_f32_vnni", tf_attn_item_f32_vnni_avx2, tf_attn_bf16_dot_f32_vnni_avx2,
+                               tf_attn_bf16_pack2_f32_vnni_avx2},
 };
 _Static_assert(sizeof variants / sizeof variants[0] == TF_ATTN_KERNEL_COUNT, "one entry per tf_attn_kernel");
 
@@ -196,14 +201,18 @@ int tf_attn_kernel_supported(tf_attn_kernel k) {
     case TF_ATTN_AVX512_F32: return tf_cpu_best_isa() >= TF_ISA_AVX512;
     case TF_ATTN_AVX512_F32_VNNI: return cpu_has_avx512_vnni();
     case TF_ATTN_AVX2_VNNI: return cpu_has_avx_vnni();
+    case TF_ATTN_GENERIC_F32: return 1;
+    case TF_ATTN_AVX2_F32: return tf_cpu_best_isa() >= TF_ISA_AVX2;
+    case TF_ATTN_AVX2_F32_VNNI: return cpu_has_avx_vnni();
     default: return 0;
     }
 }
 
 tf_attn_kernel tf_attn_kernel_bits(tf_attn_kernel k, uint32_t type, int head_dim) {
     if (k == TF_ATTN_AMX && type == TF_DTYPE_F16 && head_dim % 32 == 0) return TF_ATTN_AMX;
-    if ((k == TF_ATTN_AVX512_F32 || k == TF_ATTN_AVX512_F32_VNNI) && type == TF_DTYPE_F16 && head_dim % 16 == 0)
-        return TF_ATTN_AVX512_F32;
+    const int f32 = k == TF_ATTN_AVX512_F32 || k == TF_ATTN_AVX512_F32_VNNI || k == TF_ATTN_GENERIC_F32 ||
+                    k == TF_ATTN_AVX2_F32 || k == TF_ATTN_AVX2_F32_VNNI;
+    if (f32 && type == TF_DTYPE_F16 && head_dim % 16 == 0) return TF_ATTN_AVX512_F32;
     return TF_ATTN_GENERIC;
 }
 
@@ -221,45 +230,48 @@ void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], 
     variants[k].pack2(out, lo, hi);
 }
 
-/* The arithmetic of an f16 cache on AVX-512 without AMX: bf16 pairs where
+/* The arithmetic of an f16 cache without AMX. AVX-512: bf16 pairs where
  * VDPBF16PS issues at the FMA's rate, so doubles the multiply-adds (AMD: two
  * a cycle measured on Zen 5, docs/BENCHMARKS.md; Zen 4 taken to be alike, not
  * measured), f32 FMAs elsewhere: Intel's cores issue VDPBF16PS at a quarter of
  * the FMA rate (a Xeon of family 6 model 207: 1.3 G a second per core against
  * 5.4 G FMAs, so 43 against 86 G multiply-adds; docs/BENCHMARKS.md), and
- * without AVX512_BF16 the pairs are emulated. TF_ATTN_ARITH=bf16 or f32
- * overrides the choice (a run's texts then follow that variant's bits). */
-static int avx512_attn_bf16(void) {
-    static atomic_int chosen; /* 0: not yet, 1: bf16, 2: f32 */
+ * without AVX512_BF16 the pairs are emulated. AVX2: f32 FMAs, whose emulated
+ * bf16 pairs take four operations and two unpackings per pair of products
+ * (an AMD EPYC of family 25, Zen 3: attention 3x faster, docs/BENCHMARKS.md).
+ * TF_ATTN_ARITH=bf16 or f32 overrides the choice (a run's texts then follow
+ * that variant's bits). */
+static int attn_arith_bf16(tf_isa isa) {
+    static atomic_int chosen; /* 0: not yet, 1: bf16, 2: f32, 3: the CPU's */
     int c = atomic_load_explicit(&chosen, memory_order_relaxed);
     if (c == 0) {
         const char *e = getenv("TF_ATTN_ARITH");
-        if (e && !strcmp(e, "bf16")) c = 1;
-        else if (e && !strcmp(e, "f32")) c = 2;
-        else {
-#if defined(__x86_64__) || defined(__i386__)
-            c = cpu_has_avx512_bf16() && __builtin_cpu_is("amd") ? 1 : 2;
-#else
-            c = 2;
-#endif
-        }
+        c = e && !strcmp(e, "bf16") ? 1 : e && !strcmp(e, "f32") ? 2 : 3;
         atomic_store_explicit(&chosen, c, memory_order_relaxed);
     }
-    return c == 1;
+    if (c != 3) return c == 1;
+    if (isa != TF_ISA_AVX512) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    return cpu_has_avx512_bf16() && __builtin_cpu_is("amd");
+#else
+    return 0;
+#endif
 }
 
 tf_attn_kernel tf_attn_kernel_for(tf_isa isa) {
     tf_isa best = tf_cpu_best_isa();
     if (isa > best) isa = best;
     if (isa == TF_ISA_AVX512) {
-        if (avx512_attn_bf16()) return cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512;
+        if (attn_arith_bf16(isa)) return cpu_has_avx512_bf16() ? TF_ATTN_AVX512_BF16 : TF_ATTN_AVX512;
         /* f16 in f32 FMAs; q8_0 / q4_0 in VNNI's integer products where the
          * CPU has them (their emulation ran 2-2.8x slower) */
         return cpu_has_avx512_vnni() ? TF_ATTN_AVX512_F32_VNNI : TF_ATTN_AVX512_F32;
     }
-    return isa == TF_ISA_AMX    ? TF_ATTN_AMX
-           : isa == TF_ISA_AVX2 ? (cpu_has_avx_vnni() ? TF_ATTN_AVX2_VNNI : TF_ATTN_AVX2)
-                                : TF_ATTN_GENERIC;
+    if (isa == TF_ISA_AVX2) {
+        if (attn_arith_bf16(isa)) return cpu_has_avx_vnni() ? TF_ATTN_AVX2_VNNI : TF_ATTN_AVX2;
+        return cpu_has_avx_vnni() ? TF_ATTN_AVX2_F32_VNNI : TF_ATTN_AVX2_F32;
+    }
+    return isa == TF_ISA_AMX ? TF_ATTN_AMX : TF_ATTN_GENERIC;
 }
 
 void tf_cpu_attn(tf_pool *pool, tf_isa isa, const tf_attn_args *a, void *scratch) {

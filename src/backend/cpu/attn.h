@@ -44,6 +44,9 @@
  * a second); tf_attn_kernel_for says where. Its other paths are the shared
  * ones; TF_ATTN_AVX512_F32_VNNI is the same variant with the VNNI instructions
  * for the q8_0 and q4_0 caches' integer products (else emulated, exactly).
+ * TF_ATTN_AVX2_F32 (and _VNNI, with AVX-VNNI) computes the same bits on 8-lane
+ * vectors (attn_kernel_f32_h8.inc), the AVX2 choice; TF_ATTN_GENERIC_F32 on
+ * any x86-64 (fmaf per lane), for the tests: never chosen.
  */
 #ifndef TF_BACKEND_CPU_ATTN_H
 #define TF_BACKEND_CPU_ATTN_H
@@ -85,6 +88,9 @@ typedef enum tf_attn_kernel {
     TF_ATTN_AVX512_F32 = 5,  /* AVX-512, f16 caches in f32 FMAs (its own bits, see above) */
     TF_ATTN_AVX512_F32_VNNI = 6, /* ... with AVX512_VNNI for the q8_0 / q4_0 products (TF_ATTN_AVX512_F32's bits) */
     TF_ATTN_AVX2_VNNI = 7,   /* AVX2 with AVX-VNNI for the q8_0 / q4_0 products (the generic bits) */
+    TF_ATTN_GENERIC_F32 = 8, /* any x86-64, f16 caches in f32 FMAs (TF_ATTN_AVX512_F32's bits; for tests) */
+    TF_ATTN_AVX2_F32 = 9,    /* AVX2, f16 caches in f32 FMAs on 8-lane halves (TF_ATTN_AVX512_F32's bits) */
+    TF_ATTN_AVX2_F32_VNNI = 10, /* ... with AVX-VNNI for the q8_0 / q4_0 products (the same bits) */
     TF_ATTN_KERNEL_COUNT
 } tf_attn_kernel;
 
