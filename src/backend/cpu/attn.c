@@ -238,7 +238,7 @@ void tf_attn_bf16_pack2(tf_attn_kernel k, uint32_t out[16], const float lo[16], 
  * 5.4 G FMAs, so 43 against 86 G multiply-adds; docs/BENCHMARKS.md), and
  * without AVX512_BF16 the pairs are emulated. AVX2: f32 FMAs, whose emulated
  * bf16 pairs take four operations and two unpackings per pair of products
- * (an AMD EPYC of family 25, Zen 3: attention 3x faster, docs/BENCHMARKS.md).
+ * (an AMD EPYC of family 25, Zen 3: attention 4-7x faster, docs/BENCHMARKS.md).
  * TF_ATTN_ARITH=bf16 or f32 overrides the choice (a run's texts then follow
  * that variant's bits). */
 static int attn_arith_bf16(tf_isa isa) {
