@@ -295,7 +295,7 @@ void bench_report_end(bench_report *r) {
             "(every row through the weights and the logits, and attention's scores and sums over depth + i keys "
             "for row i) at the peaks measured above, each at the rate of the instruction its kernel multiplies "
             "with (weights: int8 vpdpbusd, or f32 FMA for float weights; attention over an f16 cache: bf16 "
-            "vdpbf16ps, or f32 FMA under the avx512_f32(_vnni) kernels, over q8_0 / q4_0: vpdpbusd for the scores and vpdpwssd, half its products, for the sums; "
+            "vdpbf16ps, or f32 FMA under the f32 kernels (avx512_f32, avx2_f32 and their _vnni builds), over q8_0 / q4_0: vpdpbusd for the scores and vpdpwssd, half its products, for the sums; "
             "f32 arithmetic: a multiply and an add apiece), none where that rate was not probed (AMX tiles, "
             "emulated bf16); %% of floor is against the larger of the two, one row being bound by the bytes and "
             "many rows over a deep cache by attention's arithmetic; "
